@@ -1,0 +1,102 @@
+"""Settings, read once from the environment (the names are the design's contract)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from board.errors import Invalid
+
+
+def _bool(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise Invalid(f"{name} must be true or false, not {raw!r}", argument=name)
+
+
+def _number(name: str, raw: str, kind=float, minimum: float | None = None):
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise Invalid(f"{name} must be a number, not {raw!r}", argument=name) from None
+    if minimum is not None and value < minimum:
+        raise Invalid(f"{name} must be at least {minimum}, not {raw!r}", argument=name)
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str | None = None
+    data_dir: Path = Path(".switchboard")
+    secret_key: str | None = None
+    attempt_summary_from_result: bool = False
+    attempt_history_max_per_todo: int = 50
+    lease_seconds: float = 60.0
+    lease_seconds_max: float = 3600.0
+    retry_base_seconds: float = 10.0
+    retry_max_seconds: float = 3600.0
+    reaper_interval_seconds: float = 5.0
+    retry_interval_seconds: float = 1.0
+    retention_days: float = 30.0
+    retention_interval_seconds: float = 60.0
+    rate_limit_per_second: float = 50.0
+    rate_limit_burst: int = 100
+    metrics_queue_label_max: int = 50
+    metrics_token: str | None = None
+    allowed_hosts: tuple[str, ...] = field(default_factory=lambda: ("127.0.0.1:*", "localhost:*", "[::1]:*"))
+    doorbell_gate_seconds: float = 60.0
+    doorbell_heartbeat_seconds: float = 30.0
+    hook_urls: tuple[str, ...] = ()
+    hook_secret: str | None = None
+
+    def with_(self, **changes) -> "Settings":
+        return replace(self, **changes)
+
+
+def from_env(env: dict[str, str] | None = None) -> Settings:
+    env = dict(os.environ if env is None else env)
+    s = Settings()
+    get = env.get
+    changes: dict = {}
+    if get("DATABASE_URL"):
+        changes["database_url"] = get("DATABASE_URL")
+    if get("SWITCHBOARD_DATA_DIR"):
+        changes["data_dir"] = Path(get("SWITCHBOARD_DATA_DIR"))
+    if get("SWITCHBOARD_SECRET_KEY"):
+        changes["secret_key"] = get("SWITCHBOARD_SECRET_KEY")
+    if "SWITCHBOARD_ATTEMPT_SUMMARY_FROM_RESULT" in env:
+        changes["attempt_summary_from_result"] = _bool(
+            "SWITCHBOARD_ATTEMPT_SUMMARY_FROM_RESULT", env["SWITCHBOARD_ATTEMPT_SUMMARY_FROM_RESULT"]
+        )
+    numbers = {
+        "SWITCHBOARD_ATTEMPT_HISTORY_MAX_PER_TODO": ("attempt_history_max_per_todo", int, 5),
+        "SWITCHBOARD_LEASE_SECONDS": ("lease_seconds", float, 1),
+        "SWITCHBOARD_LEASE_SECONDS_MAX": ("lease_seconds_max", float, 1),
+        "SWITCHBOARD_RETRY_BASE_SECONDS": ("retry_base_seconds", float, 0),
+        "SWITCHBOARD_RETRY_MAX_SECONDS": ("retry_max_seconds", float, 0),
+        "SWITCHBOARD_REAPER_INTERVAL_SECONDS": ("reaper_interval_seconds", float, 0),
+        "SWITCHBOARD_RETRY_INTERVAL_SECONDS": ("retry_interval_seconds", float, 0),
+        "SWITCHBOARD_RETENTION_DAYS": ("retention_days", float, 0),
+        "SWITCHBOARD_RETENTION_INTERVAL_SECONDS": ("retention_interval_seconds", float, 0),
+        "SWITCHBOARD_RATE_LIMIT_PER_SECOND": ("rate_limit_per_second", float, 0),
+        "SWITCHBOARD_RATE_LIMIT_BURST": ("rate_limit_burst", int, 1),
+        "SWITCHBOARD_METRICS_QUEUE_LABEL_MAX": ("metrics_queue_label_max", int, 1),
+        "SWITCHBOARD_DOORBELL_GATE_SECONDS": ("doorbell_gate_seconds", float, 0),
+        "SWITCHBOARD_DOORBELL_HEARTBEAT_SECONDS": ("doorbell_heartbeat_seconds", float, 0),
+    }
+    for name, (attr, kind, minimum) in numbers.items():
+        if get(name):
+            changes[attr] = _number(name, env[name], kind, minimum)
+    if get("SWITCHBOARD_METRICS_TOKEN"):
+        changes["metrics_token"] = get("SWITCHBOARD_METRICS_TOKEN")
+    if get("SWITCHBOARD_ALLOWED_HOSTS"):
+        changes["allowed_hosts"] = tuple(h.strip() for h in env["SWITCHBOARD_ALLOWED_HOSTS"].split(",") if h.strip())
+    if get("SWITCHBOARD_HOOK_URLS"):
+        changes["hook_urls"] = tuple(u.strip() for u in env["SWITCHBOARD_HOOK_URLS"].split(",") if u.strip())
+    if get("SWITCHBOARD_HOOK_SECRET"):
+        changes["hook_secret"] = get("SWITCHBOARD_HOOK_SECRET")
+    return s.with_(**changes)

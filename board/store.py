@@ -1,0 +1,1236 @@
+"""The one transactional store module: every statement that reads or changes todos,
+attempts, users and endpoints.
+
+Each transition is a compare-and-set written as one statement of data-modifying CTEs:
+the todo row is locked first (always todo before attempt, so transitions never deadlock),
+the open attempt is closed and/or a new one opened in the same statement, and the statement
+calls pg_notify, which Postgres delivers only at commit. A statement that touches no row is
+re-read once to classify the miss: absent or foreign is NotFound, present in the wrong
+state is Conflict (REQ-19). Nothing outside this module catches psycopg errors.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import re
+import secrets
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Iterable
+from urllib.parse import urlsplit
+
+import psycopg
+from psycopg import errors as pgerrors
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from board.config import Settings
+from board.errors import Conflict, Forbidden, Invalid, NotFound, SwitchboardError
+
+log = logging.getLogger("switchboard.store")
+
+NOTIFY_CHANNEL = "switchboard_v1"
+
+VERBS = (
+    "add_todo", "list_todos", "get_todo", "claim", "claim_next", "heartbeat",
+    "complete", "fail", "release", "cancel", "interrupt", "resume",
+)
+HOLDER_STATES = ("claimed", "input_required", "auth_required")
+INTERRUPT_STATES = ("input_required", "auth_required")
+DIED_OUTCOMES = ("lease_expired", "reaped")
+# The holder verbs and the states each one acts on (for classifying a miss).
+_HOLDER_OPS = {op: ("claimed",) for op in ("heartbeat", "complete", "fail", "release", "interrupt")} | {
+    "resume": ("input_required", "auth_required")}
+
+SUMMARY_MAX_BYTES = 2048
+ARTIFACT_MAX_BYTES = 512
+CLAIMANT_MAX_BYTES = 128
+RESULT_MAX_BYTES = 65536
+PRIOR_ATTEMPTS = 5
+ATTEMPTS_LIMIT_DEFAULT = 20
+ATTEMPTS_LIMIT_MAX = 50
+LIST_LIMIT_DEFAULT = 50
+LIST_LIMIT_MAX = 200
+SWEEP_BATCH = 500
+
+_CAIRN_ARTIFACT = re.compile(r"mcp://cairn/[A-Za-z0-9_-]{1,64}")
+_QUEUE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_AGENT_ID = re.compile(r"[A-Za-z0-9_.:/-]{1,128}")
+_USERNAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
+
+
+# -- callers -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Agent:
+    """An endpoint credential calling over MCP. Its reads are scoped to its own todos in
+    its granted queues (ADR-0022); its claims write owner = agent:<agent_id>."""
+
+    endpoint_id: str
+    agent_id: str
+    user_id: int
+    scope: frozenset[str]
+    queues: tuple[str, ...]
+    session_id: str | None = None
+
+    @property
+    def owner(self) -> str:
+        return f"agent:{self.agent_id}"
+
+    def allows(self, verb: str) -> bool:
+        if verb == "get_todo":  # REQ-8: an endpoint that may list may read one
+            return "get_todo" in self.scope or "list_todos" in self.scope
+        return verb in self.scope
+
+    def require(self, verb: str) -> None:
+        if not self.allows(verb):
+            raise Forbidden(f"this endpoint's scope does not grant {verb}", op=verb)
+
+    def on_session(self, session_id: str | None) -> "Agent":
+        return Agent(self.endpoint_id, self.agent_id, self.user_id, self.scope, self.queues, session_id)
+
+
+@dataclass(frozen=True)
+class Human:
+    """A signed-in human on the Board: sees the todos of the endpoints they own, and is
+    exempt from the fence (REQ-6)."""
+
+    user_id: int
+    username: str
+
+    @property
+    def owner(self) -> str:
+        return f"human:{self.user_id}"
+
+
+Caller = Agent | Human
+
+
+# -- committed-transition events ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class Transition:
+    """One committed transition, handed to observers after commit (metrics, hooks, the
+    doorbell). Carries the closing attempt when one closed. Never logged."""
+
+    kind: str
+    todo_id: str
+    endpoint_id: str
+    queue: str
+    state: str
+    dead_letter: bool = False
+    closed: dict | None = None
+    attempts_total: int = 0
+    opened_seq: int | None = None
+
+
+Observer = Callable[[Transition], Any]
+
+
+# -- input shaping (REQ-5) ---------------------------------------------------------------
+
+def cut_utf8(text: str, limit: int) -> tuple[str, bool]:
+    """Cut text to at most limit UTF-8 bytes without splitting a character."""
+    raw = text.encode("utf-8")
+    if len(raw) <= limit:
+        return text, False
+    return raw[:limit].decode("utf-8", "ignore"), True
+
+
+def _no_nul(value: str, argument: str) -> None:
+    if "\x00" in value:
+        raise Invalid(f"{argument} must not contain NUL characters", argument=argument)
+
+
+def clean_claimant(claimant: Any) -> str | None:
+    if claimant is None:
+        return None
+    if not isinstance(claimant, str):
+        raise Invalid("claimant must be a string", argument="claimant")
+    stripped = "".join(ch for ch in claimant if unicodedata.category(ch) != "Cc")
+    return cut_utf8(stripped, CLAIMANT_MAX_BYTES)[0]
+
+
+def clean_artifact(artifact: Any) -> str | None:
+    if artifact is None:
+        return None
+    if not isinstance(artifact, str):
+        raise Invalid("artifact must be a string", argument="artifact")
+    if len(artifact.encode("utf-8")) > ARTIFACT_MAX_BYTES:
+        raise Invalid(f"artifact must be at most {ARTIFACT_MAX_BYTES} bytes", argument="artifact")
+    if _CAIRN_ARTIFACT.fullmatch(artifact) or is_https_url(artifact):
+        return artifact
+    raise Invalid(
+        "artifact must be mcp://cairn/<id> (letters, digits, _ or -, at most 64) or an absolute https URL",
+        argument="artifact",
+    )
+
+
+def is_https_url(value: str) -> bool:
+    if any(ch.isspace() or unicodedata.category(ch) == "Cc" for ch in value):
+        return False
+    try:
+        parts = urlsplit(value)
+        parts.port  # raises on a malformed port
+    except ValueError:
+        return False
+    return parts.scheme == "https" and bool(parts.hostname) and value.lower().startswith("https://")
+
+
+def _json_value(value: Any, argument: str) -> Any:
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        raise Invalid(f"{argument} must be JSON", argument=argument) from None
+    if "\\u0000" in text:
+        raise Invalid(f"{argument} must not contain NUL characters", argument=argument)
+    if len(text.encode("utf-8")) > RESULT_MAX_BYTES:
+        raise Invalid(f"{argument} must be at most {RESULT_MAX_BYTES} bytes of JSON", argument=argument)
+    return value
+
+
+def _json_object(value: Any, argument: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise Invalid(f"{argument} must be a JSON object", argument=argument)
+    return _json_value(value, argument)
+
+
+def _positive_int(value: Any, argument: str, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise Invalid(f"{argument} must be an integer from {lo} to {hi}", argument=argument)
+    return value
+
+
+def _todo_id(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise Invalid("id must be a non-empty string", argument="id")
+    return value
+
+
+def hash_token(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8")).digest()
+
+
+# -- SQL -------------------------------------------------------------------------------
+# {NOW} is the injectable clock: tests pass now= to move time without sleeping.
+NOW = "coalesce(%(now)s::timestamptz, now())"
+
+_AGENT_SCOPE = "t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)"
+_HUMAN_SCOPE = "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)"
+
+_TODO_COLS = """{r}.id, {r}.endpoint_id, {r}.queue, {r}.title, {r}.state::text AS state, {r}.owner,
+  {r}.attempt, {r}.max_attempts, {r}.lease_expires_at, {r}.next_retry_at,
+  ({r}.state = 'failed' AND {r}.next_retry_at IS NULL) AS dead_letter,
+  {r}.payload, {r}.routing, {r}.result, {r}.attempts_total, {r}.attempts_pruned,
+  {r}.pruned_outcomes, {r}.created_at, {r}.updated_at"""
+
+# The public attempt shape (REQ-7): never lease_token_hash, claimer_session or claimer_endpoint_id.
+_ATTEMPT_JSON = """json_build_object('seq', {a}.seq, 'attempt', {a}.attempt,
+  'claimer_kind', {a}.claimer_kind, 'claimant', {a}.claimant, 'claimed_at', {a}.claimed_at,
+  'last_heartbeat_at', {a}.last_heartbeat_at, 'lease_expires_at', {a}.lease_expires_at,
+  'ended_at', {a}.ended_at, 'outcome', {a}.outcome, 'disposition', {a}.disposition,
+  'died', coalesce({a}.outcome IN ('lease_expired', 'reaped'), false),
+  'summary', {a}.summary, 'summary_truncated', {a}.summary_truncated, 'artifact', {a}.artifact)"""
+
+_NOTIFY = """pg_notify('""" + NOTIFY_CHANNEL + """', json_build_object(
+  'todo', {r}.id, 'endpoint', {r}.endpoint_id, 'queue', {r}.queue, 'state', {r}.state,
+  'kind', {kind})::text)"""
+
+
+def _sql(text: str, **parts: str) -> str:
+    return text.replace("{NOW}", NOW).format(**parts)
+
+
+# -- claim: pending -> claimed, or claimed (lease lapsed) -> claimed (takeover); opens one
+# attempt; a takeover first closes the lapsed attempt lease_expired/requeued; prunes the
+# oldest closed attempts past the per-todo cap (REQ-2, REQ-3, REQ-11).
+_CLAIM = """
+WITH cand AS (
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total
+    FROM todos t
+   WHERE {scope} AND {target}
+     AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at <= {NOW}))
+   {order}
+   LIMIT 1
+   FOR UPDATE OF t {skip}
+),
+lapsed AS (
+  UPDATE attempts a
+     SET ended_at = {NOW}, outcome = 'lease_expired', disposition = 'requeued'
+    FROM cand
+   WHERE cand.prev_state = 'claimed' AND a.todo_id = cand.id AND a.seq = cand.prev_total
+     AND a.ended_at IS NULL
+  RETURNING a.seq, a.attempt, a.claimant, a.claimer_kind, a.claimed_at, a.last_heartbeat_at,
+            a.lease_expires_at, a.ended_at, a.outcome, a.disposition, a.summary,
+            a.summary_truncated, a.artifact
+),
+pruned AS (
+  DELETE FROM attempts a USING cand
+   WHERE a.todo_id = cand.id AND a.seq <= cand.prev_total + 1 - %(history_max)s
+     AND a.ended_at IS NOT NULL
+  RETURNING a.seq, a.outcome
+),
+upd AS (
+  UPDATE todos t
+     SET state = 'claimed', owner = %(owner)s,
+         lease_expires_at = {NOW} + %(lease_seconds)s * interval '1 second',
+         attempt = t.attempt + 1, attempts_total = t.attempts_total + 1,
+         attempts_pruned = t.attempts_pruned + (SELECT count(*) FROM pruned),
+         pruned_outcomes = t.pruned_outcomes || coalesce((
+           SELECT jsonb_object_agg(p.outcome, p.n + coalesce((t.pruned_outcomes ->> p.outcome)::int, 0))
+             FROM (SELECT outcome::text AS outcome, count(*) AS n FROM pruned GROUP BY 1) p), '{{}}'),
+         updated_at = {NOW}
+    FROM cand
+   WHERE t.id = cand.id
+     AND (cand.prev_state = 'pending' OR EXISTS (SELECT 1 FROM lapsed))
+  RETURNING t.*
+),
+ins AS (
+  INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
+                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
+  SELECT upd.id, upd.attempts_total, upd.attempt, %(claimer_kind)s::attempt_claimer_kind,
+         %(claimer_endpoint_id)s::uuid, %(claimer_session)s::text, upd.owner, %(claimant)s::text, {NOW},
+         upd.lease_expires_at, %(token_hash)s::bytea
+    FROM upd
+  RETURNING seq
+)
+SELECT {todo_cols}, ins.seq AS attempt_seq,
+       (SELECT row_to_json(l) FROM lapsed l) AS lapsed,
+       (SELECT coalesce(json_agg(x.p ORDER BY x.seq DESC), '[]'::json) FROM (
+          SELECT y.seq, y.p FROM (
+            SELECT l.seq, {lapsed_json} AS p FROM lapsed l
+            UNION ALL
+            (SELECT a.seq, {prior_json} FROM attempts a
+              WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
+                AND a.seq NOT IN (SELECT seq FROM pruned)
+              ORDER BY a.seq DESC LIMIT {prior})
+          ) y ORDER BY y.seq DESC LIMIT {prior}) x) AS prior_attempts,
+       {notify}
+  FROM upd, ins
+"""
+
+
+def _claim_sql(scope: str, by_id: bool) -> str:
+    return _sql(
+        _CLAIM,
+        scope=scope,
+        target="t.id = %(id)s" if by_id else "t.queue = ANY(%(claim_queues)s)",
+        order="" if by_id else "ORDER BY t.created_at, t.id",
+        skip="" if by_id else "SKIP LOCKED",
+        todo_cols=_TODO_COLS.format(r="upd"),
+        lapsed_json=_ATTEMPT_JSON.format(a="l"),
+        prior_json=_ATTEMPT_JSON.format(a="a"),
+        prior=PRIOR_ATTEMPTS,
+        notify=_NOTIFY.format(r="upd", kind="'claimed'"),
+    )
+
+
+SQL_CLAIM_NEXT = _claim_sql(_AGENT_SCOPE, by_id=False)
+SQL_CLAIM_BY_AGENT = _claim_sql(_AGENT_SCOPE, by_id=True)
+SQL_CLAIM_BY_HUMAN = _claim_sql(_HUMAN_SCOPE, by_id=True)
+
+
+# -- closing a lease: claimed (or interrupted) -> {next state}; closes the open attempt with
+# {outcome}/{disposition} in the same statement (REQ-3). {fence} narrows the owner check.
+_CLOSE = """
+WITH cur AS (
+  SELECT t.id, t.attempts_total, t.attempt, t.max_attempts
+    FROM todos t
+   WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) {owner}
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = {NOW}, outcome = {outcome}, disposition = {disposition},
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+    FROM cur
+   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.ended_at IS NULL {fence}
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.summary_truncated, a.artifact, a.claimant
+),
+upd AS (
+  UPDATE todos t
+     SET {todo_set}, updated_at = {NOW}
+    FROM cur, closed
+   WHERE t.id = cur.id AND closed.todo_id = cur.id
+  RETURNING t.*
+)
+SELECT {todo_cols}, row_to_json(closed) AS closed, {notify}
+  FROM upd, closed
+"""
+
+_RETRY_AT = (
+    "CASE WHEN cur.attempt < cur.max_attempts THEN {NOW} + least(%(retry_max)s::float8, "
+    "%(retry_base)s::float8 * power(2, least(cur.attempt - 1, 30))) * (0.5 + random() * 0.5) "
+    "* interval '1 second' END"
+)
+_FAIL_DISPOSITION = (
+    "(CASE WHEN cur.attempt < cur.max_attempts THEN 'retry_scheduled' ELSE 'dead_lettered' END)::attempt_disposition"
+)
+
+CLOSE_KINDS = {
+    # claimed -> done; closes the open attempt completed/done
+    "complete": dict(
+        outcome="'completed'", disposition="'done'",
+        todo_set="state = 'done', owner = NULL, lease_expires_at = NULL, result = %(result)s",
+    ),
+    # claimed -> failed (retry scheduled or dead letter); closes failed/retry_scheduled|dead_lettered
+    "fail": dict(
+        outcome="'failed'", disposition=_FAIL_DISPOSITION,
+        todo_set="state = 'failed', owner = NULL, lease_expires_at = NULL, result = %(result)s, "
+        "next_retry_at = " + _RETRY_AT,
+    ),
+    # claimed -> pending, owner and lease cleared, attempt unchanged; closes released/requeued
+    "release": dict(
+        outcome="'released'", disposition="'requeued'",
+        todo_set="state = 'pending', owner = NULL, lease_expires_at = NULL",
+    ),
+    # claimed or interrupted -> canceled; closes canceled/canceled
+    "cancel": dict(
+        outcome="'canceled'", disposition="'canceled'",
+        todo_set="state = 'canceled', owner = NULL, lease_expires_at = NULL",
+    ),
+}
+
+
+def _close_sql(kind: str, scope: str, owner: bool, fence: bool) -> str:
+    spec = CLOSE_KINDS[kind]
+    return _sql(
+        _CLOSE,
+        scope=scope,
+        owner="AND t.owner = %(owner)s" if owner else "",
+        fence="AND a.lease_token_hash IS NULL" if fence else "",
+        outcome=spec["outcome"] + "::attempt_outcome",
+        disposition=spec["disposition"] if "CASE" in spec["disposition"] else spec["disposition"] + "::attempt_disposition",
+        todo_set=spec["todo_set"].replace("{NOW}", NOW),
+        todo_cols=_TODO_COLS.format(r="upd"),
+        notify=_NOTIFY.format(r="upd", kind=f"'{kind}'"),
+    )
+
+
+# Agent statements: owner check always; "unfenced" adds the fence guard (no token given).
+SQL_CLOSE_AGENT = {
+    (kind, fenced_ok): _close_sql(kind, _AGENT_SCOPE, owner=True, fence=not fenced_ok)
+    for kind in ("complete", "fail", "release")
+    for fenced_ok in (False, True)
+}
+SQL_CANCEL_HELD_AGENT = _close_sql("cancel", _AGENT_SCOPE, owner=False, fence=False)
+# Human statements (the Board): the owning human is exempt from the fence (REQ-6) and may
+# release, fail or cancel any holder's attempt; complete only their own claim.
+SQL_CLOSE_HUMAN = {
+    "complete": _close_sql("complete", _HUMAN_SCOPE, owner=True, fence=False),
+    "fail": _close_sql("fail", _HUMAN_SCOPE, owner=False, fence=False),
+    "release": _close_sql("release", _HUMAN_SCOPE, owner=False, fence=False),
+    "cancel": _close_sql("cancel", _HUMAN_SCOPE, owner=False, fence=False),
+}
+
+# -- heartbeat: claimed -> claimed; extends the lease on the todo and sets the open
+# attempt's last_heartbeat_at and lease_expires_at in the same statement (REQ-4).
+_HEARTBEAT = """
+WITH cur AS (
+  SELECT t.id, t.attempts_total FROM todos t
+   WHERE t.id = %(id)s AND {scope} AND t.state = 'claimed' AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+hb AS (
+  UPDATE attempts a
+     SET last_heartbeat_at = {NOW}, lease_expires_at = {NOW} + %(lease_seconds)s * interval '1 second'
+    FROM cur
+   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.ended_at IS NULL {fence}
+  RETURNING a.todo_id, a.lease_expires_at
+),
+upd AS (
+  UPDATE todos t SET lease_expires_at = hb.lease_expires_at, updated_at = {NOW}
+    FROM hb WHERE t.id = hb.todo_id
+  RETURNING t.*
+)
+SELECT {todo_cols}, {notify} FROM upd
+"""
+SQL_HEARTBEAT = {
+    fenced_ok: _sql(
+        _HEARTBEAT, scope=_AGENT_SCOPE, fence="" if fenced_ok else "AND a.lease_token_hash IS NULL",
+        todo_cols=_TODO_COLS.format(r="upd"), notify=_NOTIFY.format(r="upd", kind="'heartbeat'"),
+    )
+    for fenced_ok in (False, True)
+}
+
+# -- interrupt: claimed -> input_required | auth_required; resume: back to claimed with a
+# fresh lease. The attempt stays open across both (REQ-2); resume refreshes its lease.
+_INTERRUPT = """
+WITH cur AS (
+  SELECT t.id, t.attempts_total FROM todos t
+   WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+att AS (
+  UPDATE attempts a SET lease_expires_at = coalesce({lease}, a.lease_expires_at)
+    FROM cur
+   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.ended_at IS NULL {fence}
+  RETURNING a.todo_id, a.lease_expires_at
+),
+upd AS (
+  UPDATE todos t SET state = %(to_state)s::todo_state, lease_expires_at = att.lease_expires_at, updated_at = {NOW}
+    FROM att WHERE t.id = att.todo_id
+  RETURNING t.*
+)
+SELECT {todo_cols}, {notify} FROM upd
+"""
+SQL_INTERRUPT = {
+    (lease, fenced_ok): _sql(
+        _INTERRUPT, scope=_AGENT_SCOPE,
+        lease="{NOW} + %(lease_seconds)s * interval '1 second'" if lease else "NULL::timestamptz",
+        fence="" if fenced_ok else "AND a.lease_token_hash IS NULL",
+        todo_cols=_TODO_COLS.format(r="upd"),
+        notify=_NOTIFY.format(r="upd", kind="'resumed'" if lease else "'interrupted'"),
+    ).replace("{NOW}", NOW)
+    for lease in (False, True)
+    for fenced_ok in (False, True)
+}
+
+# -- cancel with no lease: pending, or failed waiting for a retry -> canceled. No attempt.
+_CANCEL_UNHELD = """
+UPDATE todos t SET state = 'canceled', next_retry_at = NULL, updated_at = {NOW}
+ WHERE t.id = %(id)s AND {scope}
+   AND (t.state = 'pending' OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
+RETURNING {todo_cols}, {notify}
+"""
+SQL_CANCEL_UNHELD = {
+    name: _sql(_CANCEL_UNHELD, scope=scope, todo_cols=_TODO_COLS.format(r="t"),
+               notify=_NOTIFY.format(r="t", kind="'cancel'"))
+    for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
+}
+
+# -- manual retry: dead letter -> pending, attempt counter reset; history kept (REQ-12).
+_RETRY = """
+UPDATE todos t SET state = 'pending', attempt = 0, next_retry_at = NULL, updated_at = {NOW}
+ WHERE t.id = %(id)s AND {scope} AND t.state = 'failed' AND t.next_retry_at IS NULL
+RETURNING {todo_cols}, {notify}
+"""
+SQL_RETRY = {
+    name: _sql(_RETRY, scope=scope, todo_cols=_TODO_COLS.format(r="t"),
+               notify=_NOTIFY.format(r="t", kind="'retried'"))
+    for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
+}
+
+# -- add: -> pending
+SQL_ADD = _sql("""
+INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, created_at, updated_at)
+VALUES (%(endpoint_id)s, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, {NOW}, {NOW})
+RETURNING {todo_cols}, {notify}
+""", todo_cols=_TODO_COLS.format(r="t"), notify=_NOTIFY.format(r="t", kind="'added'"))
+
+# -- the fence lookup: the open attempt's lease_token_hash, with the todo row locked, so the
+# constant-time comparison happens in Python before the transition statement runs.
+SQL_FENCE_LOOKUP = _sql("""
+SELECT a.lease_token_hash
+  FROM todos t JOIN attempts a ON a.todo_id = t.id AND a.seq = t.attempts_total AND a.ended_at IS NULL
+ WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+ FOR UPDATE OF t
+""", scope=_AGENT_SCOPE)
+
+# -- reads, each filtered by the owner scope in the same statement (REQ-10)
+_GET = """
+SELECT {todo_cols},
+       (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
+          SELECT a.seq, {attempt_json} AS j FROM attempts a
+           WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,
+       (SELECT coalesce(json_object_agg(o.outcome, o.n), '{{}}'::json) FROM (
+          SELECT a.outcome::text AS outcome, count(*) AS n FROM attempts a
+           WHERE a.todo_id = t.id AND a.outcome IS NOT NULL GROUP BY 1) o) AS live_outcomes
+  FROM todos t
+ WHERE t.id = %(id)s AND {scope}
+"""
+SQL_GET = {
+    name: _sql(_GET, scope=scope, todo_cols=_TODO_COLS.format(r="t"), attempt_json=_ATTEMPT_JSON.format(a="a"))
+    for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
+}
+
+_LIST = """
+SELECT {todo_cols}
+  FROM todos t
+ WHERE {scope}
+   AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+   AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
+   AND (NOT %(dead_letter)s OR (t.state = 'failed' AND t.next_retry_at IS NULL))
+   AND (%(after_created)s::timestamptz IS NULL OR (t.created_at, t.id) < (%(after_created)s, %(after_id)s::text))
+ ORDER BY t.created_at DESC, t.id DESC
+ LIMIT %(limit)s
+"""
+SQL_LIST = {
+    name: _sql(_LIST, scope=scope, todo_cols=_TODO_COLS.format(r="t"))
+    for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
+}
+
+# Classify a miss: the todo as the caller may see it, or nothing (REQ-19).
+SQL_CLASSIFY = {
+    name: f"SELECT t.state::text AS state, t.owner, t.lease_expires_at <= {NOW} AS lapsed, "
+    "t.next_retry_at FROM todos t WHERE t.id = %(id)s AND " + scope
+    for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
+}
+
+# -- sweeps: system-wide, no caller scope, read nothing out (REQ-10)
+
+# reaper: claimed, lease lapsed -> pending (attempt < max) or failed dead letter; closes
+# reaped/requeued or reaped/dead_lettered. SKIP LOCKED: safe with several processes.
+SQL_REAP = _sql("""
+WITH cand AS (
+  SELECT t.id, t.attempts_total, t.attempt, t.max_attempts FROM todos t
+   WHERE t.state = 'claimed' AND t.lease_expires_at <= {NOW}
+   ORDER BY t.lease_expires_at
+   LIMIT %(batch)s
+   FOR UPDATE OF t SKIP LOCKED
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = {NOW}, outcome = 'reaped',
+         disposition = CASE WHEN cand.attempt < cand.max_attempts THEN 'requeued' ELSE 'dead_lettered' END::attempt_disposition
+    FROM cand
+   WHERE a.todo_id = cand.id AND a.seq = cand.attempts_total AND a.ended_at IS NULL
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.summary_truncated, a.artifact, a.claimant
+),
+upd AS (
+  UPDATE todos t
+     SET state = CASE WHEN closed.disposition = 'requeued' THEN 'pending' ELSE 'failed' END::todo_state,
+         owner = NULL, lease_expires_at = NULL, next_retry_at = NULL, updated_at = {NOW}
+    FROM closed WHERE t.id = closed.todo_id
+  RETURNING t.*
+)
+SELECT {todo_cols}, row_to_json(closed) AS closed, {notify}
+  FROM upd JOIN closed ON closed.todo_id = upd.id
+""", todo_cols=_TODO_COLS.format(r="upd"), notify=_NOTIFY.format(r="upd", kind="'reaped'"))
+
+# retry scheduler: failed with next_retry_at <= now -> pending. Closes and opens nothing.
+SQL_RETRY_DUE = _sql("""
+WITH due AS (
+  SELECT t.id FROM todos t
+   WHERE t.state = 'failed' AND t.next_retry_at <= {NOW}
+   ORDER BY t.next_retry_at LIMIT %(batch)s
+   FOR UPDATE OF t SKIP LOCKED
+)
+UPDATE todos t SET state = 'pending', next_retry_at = NULL, updated_at = {NOW}
+  FROM due WHERE t.id = due.id
+RETURNING {todo_cols}, {notify}
+""", todo_cols=_TODO_COLS.format(r="t"), notify=_NOTIFY.format(r="t", kind="'requeued'"))
+
+# retention: terminal todos older than the bound are deleted; attempts cascade (REQ-11).
+# Live todos (pending, held, failed with a retry window) are never touched.
+SQL_RETENTION = _sql("""
+WITH old AS (
+  SELECT t.id FROM todos t
+   WHERE t.updated_at < {NOW} - %(retention_seconds)s * interval '1 second'
+     AND (t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL))
+   LIMIT %(batch)s
+   FOR UPDATE OF t SKIP LOCKED
+)
+DELETE FROM todos t USING old WHERE t.id = old.id
+RETURNING t.id, t.endpoint_id, t.queue, {notify}
+""", notify=_NOTIFY.format(r="t", kind="'deleted'"))
+
+# endpoint revocation: the endpoint is revoked, and each of its held todos -> failed dead
+# letter, closing the open attempt revoked/dead_lettered. System-wide within the endpoint.
+SQL_REVOKE = _sql("""
+WITH ep AS (
+  UPDATE endpoints SET revoked_at = {NOW}
+   WHERE id = %(endpoint_id)s AND revoked_at IS NULL AND (%(user_id)s::bigint IS NULL OR user_id = %(user_id)s)
+  RETURNING id
+),
+cand AS (
+  SELECT t.id, t.attempts_total FROM todos t JOIN ep ON t.endpoint_id = ep.id
+   WHERE t.state IN ('claimed', 'input_required', 'auth_required')
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a SET ended_at = {NOW}, outcome = 'revoked', disposition = 'dead_lettered'
+    FROM cand
+   WHERE a.todo_id = cand.id AND a.seq = cand.attempts_total AND a.ended_at IS NULL
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.summary_truncated, a.artifact, a.claimant
+),
+upd AS (
+  UPDATE todos t SET state = 'failed', owner = NULL, lease_expires_at = NULL, next_retry_at = NULL,
+                     updated_at = {NOW}
+    FROM closed WHERE t.id = closed.todo_id
+  RETURNING t.*
+)
+SELECT (SELECT count(*) FROM ep) AS revoked,
+       coalesce((SELECT json_agg(json_build_object(
+          'todo', {todo_json}, 'closed', row_to_json(c), 'n', {notify}))
+         FROM upd JOIN closed c ON c.todo_id = upd.id), '[]'::json) AS todos
+""", todo_json="row_to_json(upd)", notify=_NOTIFY.format(r="upd", kind="'revoked'"))
+
+# -- users and endpoints
+SQL_USER_INSERT = "INSERT INTO users (username, password_hash) VALUES (%(username)s, %(password_hash)s) RETURNING id, username"
+SQL_USER_BY_NAME = "SELECT id, username, password_hash FROM users WHERE username = %(username)s"
+SQL_USER_BY_ID = "SELECT id, username FROM users WHERE id = %(id)s"
+SQL_ENDPOINT_INSERT = """
+INSERT INTO endpoints (user_id, name, agent_id, token_hash, scope, queues)
+VALUES (%(user_id)s, %(name)s, %(agent_id)s, %(token_hash)s, %(scope)s, %(queues)s)
+RETURNING id::text, user_id, name, agent_id, scope, queues, created_at
+"""
+SQL_ENDPOINT_AUTH = """
+SELECT id::text AS id, user_id, agent_id, scope, queues,
+       (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') AS stale_use
+  FROM endpoints WHERE token_hash = %(token_hash)s AND revoked_at IS NULL
+"""
+SQL_ENDPOINT_TOUCH = "UPDATE endpoints SET last_used_at = now() WHERE id = %(id)s RETURNING id"
+SQL_ENDPOINTS_OF_USER = """
+SELECT id::text AS id, name, agent_id, scope, queues, created_at, last_used_at, revoked_at
+  FROM endpoints WHERE user_id = %(user_id)s ORDER BY created_at DESC
+"""
+SQL_ENDPOINT_OWNER = "SELECT user_id FROM endpoints WHERE id = %(id)s"
+SQL_QUEUE_STATES = "SELECT queue, state::text AS state, count(*) AS n FROM todos GROUP BY 1, 2"
+SQL_READY_TODOS = """
+SELECT t.id, t.endpoint_id::text AS endpoint_id, t.queue FROM todos t
+ WHERE t.state = 'pending' ORDER BY t.created_at LIMIT %(limit)s
+"""
+
+
+# -- constraint names -> domain errors, in one place --------------------------------------
+_CONSTRAINT_ERRORS: dict[str, Callable[[], SwitchboardError]] = {
+    "todos_queue_check": lambda: Invalid("queue must be 1-64 of letters, digits, _ . : -", argument="queue"),
+    "todos_title_check": lambda: Invalid("title must be 1 to 500 characters", argument="title"),
+    "todos_max_attempts_check": lambda: Invalid("max_attempts must be from 1 to 1000", argument="max_attempts"),
+    "users_username_key": lambda: Conflict("that username is taken", argument="username"),
+    "users_username_check": lambda: Invalid("username must be 1-64 of letters, digits, _ . @ -", argument="username"),
+    "endpoints_agent_id_check": lambda: Invalid("agent_id must be 1-128 of letters, digits, _ . : / -", argument="agent_id"),
+    "attempts_one_open_per_todo": lambda: Conflict("the todo already has an open attempt"),
+    "todos_endpoint_id_fkey": lambda: NotFound("no such endpoint"),
+    "endpoints_user_id_fkey": lambda: NotFound("no such user"),
+}
+
+
+def _translate(err: psycopg.Error, op: str, todo_id: str | None) -> SwitchboardError | None:
+    name = getattr(err.diag, "constraint_name", None)
+    if name in _CONSTRAINT_ERRORS:
+        e = _CONSTRAINT_ERRORS[name]()
+        e.op, e.todo_id = op, todo_id
+        return e
+    if isinstance(err, pgerrors.InvalidTextRepresentation | pgerrors.DataException):
+        return Invalid(f"bad input: {err.diag.message_primary}", op=op, todo_id=todo_id)
+    return None
+
+
+# -- the store ---------------------------------------------------------------------------
+
+def _parse_times(obj: dict, keys=("claimed_at", "last_heartbeat_at", "lease_expires_at", "ended_at")) -> dict:
+    for k in keys:
+        v = obj.get(k)
+        if isinstance(v, str):
+            obj[k] = datetime.fromisoformat(v)
+    return obj
+
+
+def _outcome_counts(row: dict) -> dict[str, int]:
+    counts = dict(row.get("pruned_outcomes") or {})
+    for outcome, n in (row.get("live_outcomes") or {}).items():
+        counts[outcome] = counts.get(outcome, 0) + int(n)
+    return {k: int(v) for k, v in sorted(counts.items())}
+
+
+def todo_out(row: dict) -> dict:
+    """The todo as agents and pages see it (the compact row plus payload and routing)."""
+    keys = ("id", "queue", "title", "state", "owner", "attempt", "max_attempts", "lease_expires_at",
+            "next_retry_at", "dead_letter", "payload", "routing", "result", "attempts_total",
+            "attempts_pruned", "created_at", "updated_at")
+    return {k: row[k] for k in keys}
+
+
+@dataclass
+class Store:
+    pool: AsyncConnectionPool
+    settings: Settings
+    observers: list[Observer] = field(default_factory=list)
+
+    # -- plumbing --------------------------------------------------------------------
+
+    async def _fetch(self, sql: str, params: dict, *, op: str, todo_id: str | None = None, one=False):
+        params.setdefault("now", None)
+        for attempt in range(3):
+            try:
+                async with self.pool.connection() as conn:
+                    cur = await conn.execute(sql, params)
+                    return (await cur.fetchone()) if one else (await cur.fetchall())
+            except (pgerrors.DeadlockDetected, pgerrors.SerializationFailure):
+                if attempt == 2:
+                    raise
+            except psycopg.Error as err:
+                translated = _translate(err, op, todo_id)
+                if translated is None:
+                    raise
+                raise translated from None
+
+    def _emit(self, transitions: Iterable[Transition]) -> None:
+        for t in transitions:
+            for observer in self.observers:
+                try:
+                    observer(t)
+                except Exception:  # an observer must never break a committed transition
+                    log.exception("observer failed for %s of todo %s", t.kind, t.todo_id)
+
+    def _params(self, caller: Caller, **extra) -> dict:
+        if isinstance(caller, Agent):
+            params = {"endpoint_id": caller.endpoint_id, "queues": list(caller.queues), "owner": caller.owner}
+        else:
+            params = {"user_id": caller.user_id, "owner": caller.owner}
+        params.update(extra)
+        params.setdefault("now", None)
+        return params
+
+    async def _classify(self, caller: Caller, todo_id: str, op: str, params: dict) -> SwitchboardError:
+        which = "agent" if isinstance(caller, Agent) else "human"
+        row = await self._fetch(SQL_CLASSIFY[which], dict(params, id=todo_id), op=op, todo_id=todo_id, one=True)
+        if row is None:
+            return NotFound(op=op, todo_id=todo_id)
+        state = row["state"]
+        expected = _HOLDER_OPS.get(op)
+        if expected and state in expected and row["owner"] == caller.owner and isinstance(caller, Agent):
+            # Held by this caller in the right state, yet the statement missed: the fence
+            # (REQ-6). Conflict, never Forbidden, which would confirm the fence (REQ-19).
+            msg = "the lease does not match this attempt"
+        elif expected and state in HOLDER_STATES and row["owner"] != caller.owner:
+            msg = "the todo is held by another claimer"
+        elif state == "claimed" and op == "claim":
+            msg = "the todo is claimed and its lease has not lapsed"
+        else:
+            shown = "dead-lettered" if state == "failed" and row["next_retry_at"] is None else state
+            msg = f"the todo is {shown}"
+        return Conflict(msg, op=op, todo_id=todo_id)
+
+    def _prior(self, raw) -> list[dict]:
+        return [_parse_times(dict(a)) for a in (raw or [])]
+
+    # -- agent verbs -----------------------------------------------------------------
+
+    async def todo_add(self, caller: Agent, *, queue: Any, title: Any, payload: Any = None,
+                       routing: Any = None, max_attempts: Any = None, now: datetime | None = None) -> dict:
+        """-> pending, in a queue the endpoint is granted."""
+        caller.require("add_todo")
+        if not isinstance(queue, str) or not _QUEUE.fullmatch(queue):
+            raise Invalid("queue must be 1-64 of letters, digits, _ . : -", argument="queue", op="add_todo")
+        if queue not in caller.queues:
+            raise Forbidden(f"this endpoint is not granted queue {queue}", argument="queue", op="add_todo")
+        if not isinstance(title, str) or not 1 <= len(title) <= 500:
+            raise Invalid("title must be a string of 1 to 500 characters", argument="title", op="add_todo")
+        _no_nul(title, "title")
+        params = self._params(
+            caller, queue=queue, title=title,
+            payload=Jsonb(_json_object(payload, "payload")), routing=Jsonb(_json_object(routing, "routing")),
+            max_attempts=5 if max_attempts is None else _positive_int(max_attempts, "max_attempts", 1, 1000),
+            now=now,
+        )
+        row = await self._fetch(SQL_ADD, params, op="add_todo", one=True)
+        self._emit([Transition("added", row["id"], str(row["endpoint_id"]), row["queue"], row["state"])])
+        return todo_out(row)
+
+    async def todo_list(self, caller: Caller, *, state: Any = None, queue: Any = None, dead_letter: bool = False,
+                        limit: Any = None, cursor: Any = None) -> dict:
+        """Read: the caller's todos, newest first, keyset-paginated."""
+        if isinstance(caller, Agent):
+            caller.require("list_todos")
+        states = ("pending", "claimed", "input_required", "auth_required", "done", "failed", "canceled")
+        if state is not None and state not in states:
+            raise Invalid(f"state must be one of {', '.join(states)}", argument="state", op="list_todos")
+        if queue is not None and not isinstance(queue, str):
+            raise Invalid("queue must be a string", argument="queue", op="list_todos")
+        limit = LIST_LIMIT_DEFAULT if limit is None else _positive_int(limit, "limit", 1, LIST_LIMIT_MAX)
+        after_created = after_id = None
+        if cursor is not None:
+            try:
+                after_created, after_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+                after_created = datetime.fromisoformat(after_created)
+            except Exception:
+                raise Invalid("cursor is not one this server returned", argument="cursor", op="list_todos") from None
+        which = "agent" if isinstance(caller, Agent) else "human"
+        params = self._params(caller, state=state, queue=queue, dead_letter=bool(dead_letter), limit=limit,
+                              after_created=after_created, after_id=after_id)
+        rows = await self._fetch(SQL_LIST[which], params, op="list_todos")
+        next_cursor = None
+        if len(rows) == limit:
+            last = rows[-1]
+            next_cursor = base64.urlsafe_b64encode(
+                json.dumps([last["created_at"].isoformat(), last["id"]]).encode()).decode()
+        return {"todos": [todo_out(r) | {"endpoint_id": str(r["endpoint_id"])} for r in rows],
+                "next_cursor": next_cursor}
+
+    async def todo_get(self, caller: Caller, todo_id: Any, *, attempts_limit: Any = None) -> dict:
+        """Read (REQ-8): the full todo with its attempts newest first, scoped in one statement."""
+        if isinstance(caller, Agent):
+            caller.require("get_todo")
+        todo_id = _todo_id(todo_id)
+        limit = ATTEMPTS_LIMIT_DEFAULT if attempts_limit is None else _positive_int(
+            attempts_limit, "attempts_limit", 1, ATTEMPTS_LIMIT_MAX)
+        which = "agent" if isinstance(caller, Agent) else "human"
+        row = await self._fetch(SQL_GET[which], self._params(caller, id=todo_id, attempts_limit=limit),
+                                op="get_todo", todo_id=todo_id, one=True)
+        if row is None:
+            raise NotFound(op="get_todo", todo_id=todo_id)
+        out = todo_out(row)
+        out["attempts"] = self._prior(row["attempts"])
+        out["attempt_outcomes"] = _outcome_counts(row)
+        if isinstance(caller, Human):
+            out["endpoint_id"] = str(row["endpoint_id"])
+        return out
+
+    async def todo_claim(self, caller: Caller, todo_id: Any, *, claimant: Any = None, require_fence: Any = False,
+                         lease_seconds: Any = None, now: datetime | None = None) -> dict:
+        """pending (or claimed with a lapsed lease) -> claimed, by id; opens an attempt."""
+        todo_id = _todo_id(todo_id)
+        if isinstance(caller, Agent):
+            caller.require("claim")
+            sql = SQL_CLAIM_BY_AGENT
+        else:
+            sql = SQL_CLAIM_BY_HUMAN
+        return await self._claim(caller, sql, {"id": todo_id}, claimant, require_fence, lease_seconds, now,
+                                 op="claim", todo_id=todo_id)
+
+    async def todo_claim_next(self, caller: Agent, *, queue: Any = None, claimant: Any = None,
+                              require_fence: Any = False, lease_seconds: Any = None,
+                              now: datetime | None = None) -> dict:
+        """The oldest claimable todo in the caller's queues -> claimed (SKIP LOCKED)."""
+        caller.require("claim_next")
+        if queue is None:
+            queues = list(caller.queues)
+        elif isinstance(queue, str) and queue in caller.queues:
+            queues = [queue]
+        elif isinstance(queue, str):
+            raise Forbidden(f"this endpoint is not granted queue {queue}", argument="queue", op="claim_next")
+        else:
+            raise Invalid("queue must be a string", argument="queue", op="claim_next")
+        return await self._claim(caller, SQL_CLAIM_NEXT, {"claim_queues": queues}, claimant, require_fence,
+                                 lease_seconds, now, op="claim_next", todo_id=None)
+
+    def _lease(self, lease_seconds: Any) -> float:
+        if lease_seconds is None:
+            return float(self.settings.lease_seconds)
+        if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, (int, float)) or not (
+                1 <= lease_seconds <= self.settings.lease_seconds_max):
+            raise Invalid(f"lease_seconds must be a number from 1 to {self.settings.lease_seconds_max:g}",
+                          argument="lease_seconds")
+        return float(lease_seconds)
+
+    async def _claim(self, caller: Caller, sql: str, target: dict, claimant, require_fence, lease_seconds, now,
+                     *, op: str, todo_id: str | None) -> dict:
+        if not isinstance(require_fence, bool):
+            raise Invalid("require_fence must be true or false", argument="require_fence", op=op)
+        claimant = clean_claimant(claimant)
+        token = secrets.token_urlsafe(32) if require_fence else None  # 256 random bits
+        agent = isinstance(caller, Agent)
+        params = self._params(
+            caller, **target, claimant=claimant, lease_seconds=self._lease(lease_seconds),
+            history_max=max(5, int(self.settings.attempt_history_max_per_todo)),
+            claimer_kind="endpoint" if agent else "owner",
+            claimer_endpoint_id=caller.endpoint_id if agent else None,
+            claimer_session=caller.session_id if agent else None,
+            token_hash=hash_token(token) if token else None, now=now,
+        )
+        row = await self._fetch(sql, params, op=op, todo_id=todo_id, one=True)
+        if row is None:
+            if todo_id is None:
+                return {"todo": None}
+            raise await self._classify(caller, todo_id, "claim", params)
+        events = []
+        if row["lapsed"]:
+            lapsed = dict(row["lapsed"])
+            events.append(Transition("lease_expired", row["id"], str(row["endpoint_id"]), row["queue"], "claimed",
+                                     closed=lapsed, attempts_total=row["attempts_total"] - 1))
+        events.append(Transition("claimed", row["id"], str(row["endpoint_id"]), row["queue"], "claimed",
+                                 attempts_total=row["attempts_total"], opened_seq=row["attempt_seq"]))
+        self._emit(events)
+        out = {"todo": todo_out(row), "attempt_seq": row["attempt_seq"], "attempts_total": row["attempts_total"],
+               "prior_attempts": self._prior(row["prior_attempts"])}
+        if token:
+            out["lease_token"] = token
+        return out
+
+    async def _fenced(self, caller: Agent, sql_by_fence: dict, key, params: dict, lease_token: Any,
+                      *, op: str, todo_id: str, from_states: Iterable[str]):
+        """Run a holder transition under REQ-6. With a lease_token: lock the todo, compare the
+        token's hash with the open attempt's in constant time, then run the transition in the
+        same transaction. Without one: the statement itself requires an unfenced attempt."""
+        if lease_token is None:
+            return await self._fetch(sql_by_fence[key(False)], params, op=op, todo_id=todo_id, one=True)
+        if not isinstance(lease_token, str):
+            raise Invalid("lease_token must be a string", argument="lease_token", op=op, todo_id=todo_id)
+        presented = hash_token(lease_token)
+        params = dict(params, from_states=list(from_states))
+        try:
+            async with self.pool.connection() as conn:
+                async with conn.transaction():
+                    cur = await conn.execute(SQL_FENCE_LOOKUP, params)
+                    found = await cur.fetchone()
+                    if found is None:
+                        return None
+                    stored = found["lease_token_hash"]
+                    if stored is None or not hmac.compare_digest(bytes(stored), presented):
+                        raise Conflict("the lease does not match this attempt", op=op, todo_id=todo_id)
+                    cur = await conn.execute(sql_by_fence[key(True)], params)
+                    return await cur.fetchone()
+        except psycopg.Error as err:
+            translated = _translate(err, op, todo_id)
+            if translated is None:
+                raise
+            raise translated from None
+
+    def _closing(self, summary: Any, artifact: Any, result: Any, *, with_result: bool, op: str, todo_id: str) -> dict:
+        """Validate every input before any transition applies (REQ-5)."""
+        try:
+            artifact = clean_artifact(artifact)
+            if summary is not None and not isinstance(summary, str):
+                raise Invalid("summary must be a string", argument="summary")
+            if with_result and result is not None:
+                _json_value(result, "result")
+            if summary is None and with_result and result is not None and self.settings.attempt_summary_from_result:
+                summary = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
+            truncated = False
+            if summary is not None:
+                _no_nul(summary, "summary")
+                summary, truncated = cut_utf8(summary, SUMMARY_MAX_BYTES)
+        except SwitchboardError as e:
+            e.op, e.todo_id = op, todo_id
+            raise
+        return {"summary": summary, "summary_truncated": truncated, "artifact": artifact,
+                "result": Jsonb(result) if with_result and result is not None else None}
+
+    async def _close(self, caller: Caller, kind: str, todo_id: Any, *, summary=None, artifact=None, result=None,
+                     lease_token=None, now=None) -> dict:
+        todo_id = _todo_id(todo_id)
+        inputs = self._closing(summary, artifact, result, with_result=kind in ("complete", "fail"), op=kind,
+                               todo_id=todo_id)
+        params = self._params(caller, id=todo_id, **inputs, now=now,
+                              retry_base=self.settings.retry_base_seconds, retry_max=self.settings.retry_max_seconds)
+        if isinstance(caller, Agent):
+            caller.require(kind)
+            params["from_states"] = ["claimed"]
+            row = await self._fenced(caller, SQL_CLOSE_AGENT, lambda ok: (kind, ok), params, lease_token,
+                                     op=kind, todo_id=todo_id, from_states=["claimed"])
+        else:
+            params["from_states"] = ["claimed"] if kind == "complete" else list(HOLDER_STATES)
+            row = await self._fetch(SQL_CLOSE_HUMAN[kind], params, op=kind, todo_id=todo_id, one=True)
+        if row is None:
+            raise await self._classify(caller, todo_id, kind, params)
+        return self._closed(kind, row)
+
+    def _closed(self, kind: str, row: dict) -> dict:
+        closed = dict(row["closed"])
+        self._emit([Transition(kind, row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
+                               dead_letter=row["dead_letter"], closed=closed, attempts_total=row["attempts_total"])])
+        out = todo_out(row)
+        out["closed_attempt"] = {k: closed[k] for k in ("seq", "attempt", "outcome", "disposition")} | {
+            "died": closed["outcome"] in DIED_OUTCOMES}
+        return out
+
+    async def todo_complete(self, caller: Caller, todo_id: Any, *, result=None, summary=None, artifact=None,
+                            lease_token=None, now=None) -> dict:
+        """claimed -> done; closes the attempt completed/done."""
+        return await self._close(caller, "complete", todo_id, result=result, summary=summary, artifact=artifact,
+                                 lease_token=lease_token, now=now)
+
+    async def todo_fail(self, caller: Caller, todo_id: Any, *, result=None, summary=None, artifact=None,
+                        lease_token=None, now=None) -> dict:
+        """claimed -> failed with a retry, or a dead letter at the cap; closes failed/..."""
+        return await self._close(caller, "fail", todo_id, result=result, summary=summary, artifact=artifact,
+                                 lease_token=lease_token, now=now)
+
+    async def todo_release(self, caller: Caller, todo_id: Any, *, summary=None, artifact=None, lease_token=None,
+                           now=None) -> dict:
+        """claimed -> pending, attempt counter unchanged; closes released/requeued (REQ-9)."""
+        return await self._close(caller, "release", todo_id, summary=summary, artifact=artifact,
+                                 lease_token=lease_token, now=now)
+
+    async def todo_heartbeat(self, caller: Agent, todo_id: Any, *, lease_token=None, lease_seconds=None,
+                             now=None) -> dict:
+        """claimed -> claimed with the lease extended, on the todo and its attempt (REQ-4)."""
+        caller.require("heartbeat")
+        todo_id = _todo_id(todo_id)
+        params = self._params(caller, id=todo_id, lease_seconds=self._lease(lease_seconds), now=now)
+        row = await self._fenced(caller, SQL_HEARTBEAT, lambda ok: ok, params, lease_token,
+                                 op="heartbeat", todo_id=todo_id, from_states=["claimed"])
+        if row is None:
+            raise await self._classify(caller, todo_id, "heartbeat", params)
+        self._emit([Transition("heartbeat", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
+                               attempts_total=row["attempts_total"])])
+        return todo_out(row)
+
+    async def todo_interrupt(self, caller: Agent, todo_id: Any, *, state: Any = "input_required", lease_token=None,
+                             now=None) -> dict:
+        """claimed -> input_required | auth_required; the attempt stays open (REQ-2)."""
+        caller.require("interrupt")
+        todo_id = _todo_id(todo_id)
+        if state not in INTERRUPT_STATES:
+            raise Invalid("state must be input_required or auth_required", argument="state", op="interrupt")
+        params = self._params(caller, id=todo_id, from_states=["claimed"], to_state=state, now=now)
+        row = await self._fenced(caller, SQL_INTERRUPT, lambda ok: (False, ok), params, lease_token,
+                                 op="interrupt", todo_id=todo_id, from_states=["claimed"])
+        if row is None:
+            raise await self._classify(caller, todo_id, "interrupt", params)
+        self._emit([Transition("interrupted", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
+                               attempts_total=row["attempts_total"])])
+        return todo_out(row)
+
+    async def todo_resume(self, caller: Agent, todo_id: Any, *, lease_token=None, lease_seconds=None,
+                          now=None) -> dict:
+        """input_required | auth_required -> claimed with a fresh lease; the same attempt."""
+        caller.require("resume")
+        todo_id = _todo_id(todo_id)
+        params = self._params(caller, id=todo_id, from_states=list(INTERRUPT_STATES), to_state="claimed",
+                              lease_seconds=self._lease(lease_seconds), now=now)
+        row = await self._fenced(caller, SQL_INTERRUPT, lambda ok: (True, ok), params, lease_token,
+                                 op="resume", todo_id=todo_id, from_states=INTERRUPT_STATES)
+        if row is None:
+            raise await self._classify(caller, todo_id, "resume", params)
+        self._emit([Transition("resumed", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
+                               attempts_total=row["attempts_total"])])
+        return todo_out(row)
+
+    async def todo_cancel(self, caller: Caller, todo_id: Any, *, now=None) -> dict:
+        """pending, held, or failed awaiting retry -> canceled; a held todo's attempt closes
+        canceled/canceled."""
+        todo_id = _todo_id(todo_id)
+        agent = isinstance(caller, Agent)
+        if agent:
+            caller.require("cancel")
+        params = self._params(caller, id=todo_id, summary=None, summary_truncated=False, artifact=None,
+                              from_states=list(HOLDER_STATES), now=now)
+        row = await self._fetch(SQL_CANCEL_HELD_AGENT if agent else SQL_CLOSE_HUMAN["cancel"], params,
+                                op="cancel", todo_id=todo_id, one=True)
+        if row is not None:
+            return self._closed("cancel", row)
+        row = await self._fetch(SQL_CANCEL_UNHELD["agent" if agent else "human"], params, op="cancel",
+                                todo_id=todo_id, one=True)
+        if row is None:
+            raise await self._classify(caller, todo_id, "cancel", params)
+        self._emit([Transition("cancel", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
+                               attempts_total=row["attempts_total"])])
+        return todo_out(row)
+
+    async def todo_retry(self, caller: Caller, todo_id: Any, *, now=None) -> dict:
+        """Manual retry: dead letter -> pending with attempt = 0; every attempt kept (REQ-12)."""
+        todo_id = _todo_id(todo_id)
+        which = "agent" if isinstance(caller, Agent) else "human"
+        params = self._params(caller, id=todo_id, now=now)
+        row = await self._fetch(SQL_RETRY[which], params, op="retry", todo_id=todo_id, one=True)
+        if row is None:
+            raise await self._classify(caller, todo_id, "retry", params)
+        self._emit([Transition("retried", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
+                               attempts_total=row["attempts_total"])])
+        return todo_out(row)
+
+    # -- sweeps ------------------------------------------------------------------------
+
+    async def sweep_reap(self, *, now: datetime | None = None, batch: int = SWEEP_BATCH) -> int:
+        """Reaper: lapsed leases -> pending or dead letter, attempts closed reaped."""
+        rows = await self._fetch(SQL_REAP, {"now": now, "batch": batch}, op="reap")
+        self._emit(Transition("reaped", r["id"], str(r["endpoint_id"]), r["queue"], r["state"],
+                              dead_letter=r["dead_letter"], closed=dict(r["closed"]),
+                              attempts_total=r["attempts_total"]) for r in rows)
+        return len(rows)
+
+    async def sweep_retry(self, *, now: datetime | None = None, batch: int = SWEEP_BATCH) -> int:
+        """Retry scheduler: failed todos whose backoff elapsed -> pending."""
+        rows = await self._fetch(SQL_RETRY_DUE, {"now": now, "batch": batch}, op="retry_due")
+        self._emit(Transition("requeued", r["id"], str(r["endpoint_id"]), r["queue"], r["state"],
+                              attempts_total=r["attempts_total"]) for r in rows)
+        return len(rows)
+
+    async def sweep_retention(self, *, now: datetime | None = None, batch: int = SWEEP_BATCH) -> int:
+        """Retention: terminal todos past the age bound are deleted with their attempts."""
+        rows = await self._fetch(SQL_RETENTION, {"now": now, "batch": batch,
+                                                 "retention_seconds": self.settings.retention_days * 86400},
+                                 op="retention")
+        self._emit(Transition("deleted", r["id"], str(r["endpoint_id"]), r["queue"], "deleted") for r in rows)
+        return len(rows)
+
+    # -- users and endpoints -----------------------------------------------------------
+
+    async def user_insert(self, username: str, password_hash: str) -> dict:
+        if not isinstance(username, str) or not _USERNAME.fullmatch(username):
+            raise Invalid("username must be 1-64 of letters, digits, _ . @ -", argument="username")
+        return await self._fetch(SQL_USER_INSERT, {"username": username, "password_hash": password_hash},
+                                 op="user_add", one=True)
+
+    async def user_by_name(self, username: str) -> dict | None:
+        return await self._fetch(SQL_USER_BY_NAME, {"username": username}, op="user_get", one=True)
+
+    async def user_by_id(self, user_id: int) -> dict | None:
+        return await self._fetch(SQL_USER_BY_ID, {"id": user_id}, op="user_get", one=True)
+
+    async def endpoint_vend(self, user_id: int, *, name: str, agent_id: str, queues: list[str],
+                            scope: list[str]) -> tuple[dict, str]:
+        """A new endpoint credential; the token is returned once and only its hash stored."""
+        if not isinstance(agent_id, str) or not _AGENT_ID.fullmatch(agent_id):
+            raise Invalid("agent_id must be 1-128 of letters, digits, _ . : / -", argument="agent_id")
+        queues = list(dict.fromkeys(queues or []))
+        if not queues:
+            raise Invalid("grant at least one queue", argument="queues")
+        for q in queues:
+            if not isinstance(q, str) or not _QUEUE.fullmatch(q):
+                raise Invalid(f"queue {q!r} must be 1-64 of letters, digits, _ . : -", argument="queues")
+        scope = list(dict.fromkeys(scope or []))
+        if not scope:
+            raise Invalid("grant at least one verb", argument="scope")
+        unknown = [v for v in scope if v not in VERBS]
+        if unknown:
+            raise Invalid(f"unknown verb {unknown[0]!r}; verbs are {', '.join(VERBS)}", argument="scope")
+        name = (name or agent_id).strip()[:100] or agent_id
+        token = "sb_" + secrets.token_urlsafe(32)
+        row = await self._fetch(SQL_ENDPOINT_INSERT, {"user_id": user_id, "name": name, "agent_id": agent_id,
+                                                      "token_hash": hash_token(token), "scope": scope,
+                                                      "queues": queues}, op="endpoint_vend", one=True)
+        return row, token
+
+    async def endpoint_authenticate(self, token: str) -> Agent | None:
+        """The live endpoint behind a bearer token, or None (unknown or revoked)."""
+        if not token:
+            return None
+        row = await self._fetch(SQL_ENDPOINT_AUTH, {"token_hash": hash_token(token)}, op="auth", one=True)
+        if row is None:
+            return None
+        if row["stale_use"]:
+            await self._fetch(SQL_ENDPOINT_TOUCH, {"id": row["id"]}, op="auth_touch")
+        return Agent(row["id"], row["agent_id"], row["user_id"], frozenset(row["scope"]), tuple(row["queues"]))
+
+    async def endpoints_of_user(self, user_id: int) -> list[dict]:
+        return await self._fetch(SQL_ENDPOINTS_OF_USER, {"user_id": user_id}, op="endpoints")
+
+    async def endpoint_owner(self, endpoint_id: str) -> int | None:
+        row = await self._fetch(SQL_ENDPOINT_OWNER, {"id": endpoint_id}, op="endpoint_owner", one=True)
+        return row["user_id"] if row else None
+
+    async def endpoint_revoke(self, endpoint_id: str, *, user_id: int | None = None, now=None) -> int:
+        """Revoke an endpoint; its held todos -> failed dead letter, attempts closed
+        revoked/dead_lettered. With user_id, only that user's endpoint. Returns how many
+        todos were dead-lettered; raises NotFound when there was nothing to revoke."""
+        try:
+            import uuid
+            uuid.UUID(str(endpoint_id))
+        except ValueError:
+            raise NotFound("no such endpoint", op="endpoint_revoke") from None
+        row = await self._fetch(SQL_REVOKE, {"endpoint_id": endpoint_id, "user_id": user_id, "now": now},
+                                op="endpoint_revoke", one=True)
+        if not row["revoked"]:
+            raise NotFound("no such endpoint, or already revoked", op="endpoint_revoke")
+        events = []
+        for item in row["todos"]:
+            t = item["todo"]
+            events.append(Transition("revoked", t["id"], str(t["endpoint_id"]), t["queue"], "failed",
+                                     dead_letter=True, closed=item["closed"], attempts_total=t["attempts_total"]))
+        self._emit(events)
+        return len(events)
+
+    # -- aggregate and sweep reads ---------------------------------------------------------
+
+    async def queue_state_counts(self) -> list[dict]:
+        """Aggregates only, for /metrics."""
+        return await self._fetch(SQL_QUEUE_STATES, {}, op="metrics")
+
+    async def ready_todos(self, limit: int = 500) -> list[dict]:
+        """Pending todos, oldest first: ids and queues only (the doorbell heartbeat)."""
+        return await self._fetch(SQL_READY_TODOS, {"limit": limit}, op="ready")

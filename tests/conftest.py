@@ -1,0 +1,126 @@
+"""Test fixtures: one Postgres per test session (embedded unless DATABASE_URL is set),
+migrated once into a template database that every test clones into its own database."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from board import store as st
+from board.config import Settings
+from board.db import EmbeddedPostgres, migrate, open_pool
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE = "sb_template"
+_counter = itertools.count()
+
+
+def _with_db(url: str, name: str) -> str:
+    info = psycopg.conninfo.conninfo_to_dict(url)
+    info["dbname"] = name
+    return psycopg.conninfo.make_conninfo(**info)
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url():
+    url = os.environ.get("DATABASE_URL")
+    server = None
+    if not url:
+        server = EmbeddedPostgres(Path(os.environ.get("SWITCHBOARD_TEST_DATA_DIR", ROOT / ".switchboard" / "test")))
+        url = server.start()
+    yield url
+    if server is not None:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+async def template_url(pg_admin_url):
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(TEMPLATE)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE)))
+    url = _with_db(pg_admin_url, TEMPLATE)
+    await migrate(url)
+    return url
+
+
+def create_database(admin_url: str, template: str | None = TEMPLATE) -> tuple[str, str]:
+    name = f"sb_test_{os.getpid()}_{next(_counter)}_{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        if template:
+            conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template)))
+        else:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return name, _with_db(admin_url, name)
+
+
+def drop_database(admin_url: str, name: str) -> None:
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+async def db_url(pg_admin_url, template_url):
+    name, url = create_database(pg_admin_url)
+    yield url
+    drop_database(pg_admin_url, name)
+
+
+@pytest.fixture
+async def empty_db_url(pg_admin_url):
+    name, url = create_database(pg_admin_url, template=None)
+    yield url
+    drop_database(pg_admin_url, name)
+
+
+@pytest.fixture
+def settings():
+    return Settings(retry_base_seconds=10, retry_max_seconds=3600)
+
+
+@pytest.fixture
+async def pool(db_url):
+    p = await open_pool(db_url, min_size=1, max_size=40)
+    yield p
+    await p.close()
+
+
+@pytest.fixture
+async def store(pool, settings):
+    return st.Store(pool, settings)
+
+
+_user_counter = itertools.count(1)
+
+
+async def make_user(store: st.Store, name: str | None = None) -> st.Human:
+    name = name or f"user{next(_user_counter)}"
+    row = await store.user_insert(name, "not-a-real-hash")
+    return st.Human(row["id"], row["username"])
+
+
+async def make_agent(store: st.Store, *, user: st.Human | None = None, agent_id: str = "worker",
+                     queues=("q",), scope=st.VERBS, session_id: str | None = None) -> st.Agent:
+    user = user or await make_user(store)
+    row, token = await store.endpoint_vend(user.user_id, name=agent_id, agent_id=agent_id, queues=list(queues),
+                                           scope=list(scope))
+    agent = await store.endpoint_authenticate(token)
+    return agent.on_session(session_id)
+
+
+@pytest.fixture
+async def agent(store):
+    return await make_agent(store)
+
+
+async def sql_rows(url_or_pool, query: str, params=None) -> list[dict]:
+    """Read raw rows for assertions (tests may look at the tables directly)."""
+    from psycopg.rows import dict_row
+    async with await psycopg.AsyncConnection.connect(url_or_pool, row_factory=dict_row, autocommit=True) as conn:
+        cur = await conn.execute(query, params)
+        return await cur.fetchall()
