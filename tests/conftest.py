@@ -3,6 +3,7 @@ migrated once into a template database that every test clones into its own datab
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import uuid
@@ -124,3 +125,70 @@ async def sql_rows(url_or_pool, query: str, params=None) -> list[dict]:
     async with await psycopg.AsyncConnection.connect(url_or_pool, row_factory=dict_row, autocommit=True) as conn:
         cur = await conn.execute(query, params)
         return await cur.fetchall()
+
+
+# -- a real server, in-process, on a free port -------------------------------------------
+
+import asyncio
+import socket
+from dataclasses import dataclass
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class LiveServer:
+    url: str
+    app: object
+    settings: Settings
+
+    @property
+    def runtime(self):
+        return self.app.state.runtime
+
+    @property
+    def store(self) -> st.Store:
+        return self.runtime.store
+
+
+@contextlib.asynccontextmanager
+async def run_server(settings: Settings):
+    import uvicorn
+
+    from board.app import create_app
+
+    port = free_port()
+    app = create_app(settings)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
+                            timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    for _ in range(300):
+        if server.started:
+            break
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.02)
+    else:
+        raise RuntimeError("server did not start")
+    try:
+        yield LiveServer(f"http://127.0.0.1:{port}", app, settings)
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, timeout=15)
+
+
+@pytest.fixture
+def server_settings(db_url):
+    return Settings(database_url=db_url, secret_key="test-secret-key-0123456789", reaper_interval_seconds=0.2,
+                    retry_interval_seconds=0.2, retention_interval_seconds=0, doorbell_heartbeat_seconds=0)
+
+
+@pytest.fixture
+async def live_server(server_settings):
+    async with run_server(server_settings) as srv:
+        yield srv

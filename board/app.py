@@ -1,0 +1,98 @@
+"""The composition root: the Litestar app factory and its lifespan.
+
+The lifespan starts (or connects to) Postgres, migrates, opens the pool, starts the one
+LISTEN fan-out and the background sweeps, and enters the MCP session manager's run()
+(a mounted ASGI app's own lifespan never runs). Nothing here is a module-level global.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import AsyncIterator
+
+from litestar import Litestar
+from litestar.datastructures import State
+
+from board import metrics as metrics_mod
+from board import web
+from board.config import Settings
+from board.db import EmbeddedPostgres, migrate, open_pool
+from board.live import Fanout
+from board.mcp_server import McpSurface
+from board.store import Store
+from board.sweeps import Sweeps
+
+log = logging.getLogger("switchboard.app")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Runtime:
+    """What the lifespan opened, reachable from handlers as app.state.runtime."""
+
+    settings: Settings
+    store: Store
+    fanout: Fanout
+    metrics: "metrics_mod.Metrics"
+    database_url: str
+
+
+def database_label(url: str) -> str:
+    """Where the database is, without credentials, for the startup log."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    info = conninfo_to_dict(url)
+    host = info.get("host") or "localhost"
+    return f"{info.get('dbname', '?')} on {host}" + (f":{info['port']}" if info.get("port") else "")
+
+
+def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) -> Litestar:
+    mcp = McpSurface(settings)
+    metrics = metrics_mod.Metrics(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        owned_embedded = None
+        url = settings.database_url
+        if not url:
+            owned_embedded = embedded or EmbeddedPostgres(settings.data_dir)
+            url = await asyncio.to_thread(owned_embedded.start)
+        try:
+            applied = await migrate(url)
+            if applied:
+                log.info("migrated: %s", ", ".join(applied))
+            pool = await open_pool(url)
+            store = Store(pool, settings)
+            store.observers.append(metrics.observe)
+            fanout = Fanout(url)
+            await fanout.start()
+            sweeps = Sweeps(store, settings)
+            runtime = Runtime(settings, store, fanout, metrics, url)
+            app.state.runtime = runtime
+            log.info("database: %s", database_label(url))
+            try:
+                async with mcp.running(store, fanout):
+                    sweeps.start()
+                    yield
+            finally:
+                await sweeps.stop()
+                await fanout.stop()
+                await pool.close()
+        finally:
+            if owned_embedded is not None and embedded is None:
+                await asyncio.to_thread(owned_embedded.stop)
+
+    return Litestar(
+        route_handlers=[*web.route_handlers(), mcp.mount(), metrics.route()],
+        middleware=[web.security_headers_middleware],
+        template_config=web.template_config(),
+        lifespan=[lifespan],
+        state=State({"settings": settings}),
+        exception_handlers=web.exception_handlers(),
+        debug=False,
+    )

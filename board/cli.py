@@ -1,0 +1,168 @@
+"""The `switchboard` command line: serve, migrate, user add, endpoint vend/revoke, demo."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import getpass
+import json
+import logging
+import sys
+from typing import AsyncIterator
+
+from board.auth import hash_password
+from board.config import Settings, from_env
+from board.errors import SwitchboardError
+
+log = logging.getLogger("switchboard")
+
+
+class CliError(Exception):
+    pass
+
+
+@contextlib.asynccontextmanager
+async def open_store(settings: Settings) -> AsyncIterator["Store"]:  # noqa: F821
+    """A migrated store for one command, on DATABASE_URL or the embedded Postgres."""
+    from board.db import EmbeddedPostgres, migrate, open_pool
+    from board.store import Store
+
+    embedded = None
+    url = settings.database_url
+    if not url:
+        embedded = EmbeddedPostgres(settings.data_dir)
+        url = await asyncio.to_thread(embedded.start)
+    try:
+        await migrate(url)
+        pool = await open_pool(url, min_size=1, max_size=4)
+        try:
+            yield Store(pool, settings)
+        finally:
+            await pool.close()
+    finally:
+        if embedded is not None:
+            await asyncio.to_thread(embedded.stop)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="switchboard", description="A Postgres-backed work queue for AI agents.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="migrate, then serve the Board, /mcp and /metrics")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+
+    sub.add_parser("migrate", help="apply pending migrations and exit")
+
+    user = sub.add_parser("user", help="manage Board users").add_subparsers(dest="user_command", required=True)
+    add = user.add_parser("add", help="create a Board user")
+    add.add_argument("name")
+    add.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+
+    endpoint = sub.add_parser("endpoint", help="manage agent endpoints").add_subparsers(
+        dest="endpoint_command", required=True)
+    vend = endpoint.add_parser("vend", help="create an endpoint credential; prints its token once")
+    vend.add_argument("--user", required=True)
+    vend.add_argument("--agent-id", required=True)
+    vend.add_argument("--queue", action="append", required=True, dest="queues")
+    vend.add_argument("--scope", required=True, help="comma-separated verbs, e.g. claim_next,heartbeat,complete")
+    vend.add_argument("--name")
+    vend.add_argument("--json", action="store_true")
+    revoke = endpoint.add_parser("revoke", help="revoke an endpoint; its held todos are dead-lettered")
+    revoke.add_argument("endpoint_id")
+
+    demo = sub.add_parser("demo", help="a live demo: server, embedded Postgres, seeded todos, simulated agents")
+    demo.add_argument("--port", type=int, default=8000)
+    demo.add_argument("--host", default="127.0.0.1")
+    demo.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    return p
+
+
+async def _user_add(settings: Settings, name: str, password_stdin: bool) -> str:
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = getpass.getpass("Password: ")
+        if getpass.getpass("Again: ") != password:
+            raise CliError("the passwords differ")
+    if len(password) < 8:
+        raise CliError("the password must be at least 8 characters")
+    async with open_store(settings) as store:
+        row = await store.user_insert(name, hash_password(password))
+    return f"created user {row['username']} (id {row['id']})"
+
+
+async def _endpoint_vend(settings: Settings, args) -> str:
+    scope = [v.strip() for v in args.scope.split(",") if v.strip()]
+    async with open_store(settings) as store:
+        user = await store.user_by_name(args.user)
+        if user is None:
+            raise CliError(f"no user named {args.user!r}; create one with `switchboard user add {args.user}`")
+        row, token = await store.endpoint_vend(user["id"], name=args.name or args.agent_id, agent_id=args.agent_id,
+                                               queues=args.queues, scope=scope)
+    if args.json:
+        return json.dumps({"endpoint_id": row["id"], "token": token, "agent_id": row["agent_id"],
+                           "queues": row["queues"], "scope": row["scope"], "name": row["name"]})
+    return (f"endpoint {row['id']} for agent {row['agent_id']}\n"
+            f"queues: {', '.join(row['queues'])}\nscope: {', '.join(row['scope'])}\n"
+            f"token (shown once, store it now): {token}")
+
+
+async def _endpoint_revoke(settings: Settings, endpoint_id: str) -> str:
+    async with open_store(settings) as store:
+        n = await store.endpoint_revoke(endpoint_id)
+    return f"revoked endpoint {endpoint_id}; {n} held todo(s) dead-lettered"
+
+
+async def _migrate(settings: Settings) -> str:
+    async with open_store(settings):
+        pass
+    return "migrations are up to date"
+
+
+def _serve(settings: Settings, host: str, port: int) -> None:
+    import uvicorn
+
+    from board.app import create_app
+
+    if not settings.secret_key or settings.secret_key in ("change-me", "secret", "changeme"):
+        raise CliError("SWITCHBOARD_SECRET_KEY must be set to a long random value to serve "
+                       "(try: export SWITCHBOARD_SECRET_KEY=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))'))")
+    if len(settings.secret_key) < 16:
+        raise CliError("SWITCHBOARD_SECRET_KEY must be at least 16 characters")
+    log.info("listening on http://%s:%d (Board at /, MCP at /mcp, metrics at /metrics)", host, port)
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", timeout_graceful_shutdown=5,
+                proxy_headers=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    args = _parser().parse_args(argv)
+    try:
+        settings = from_env()
+        if args.command == "serve":
+            _serve(settings, args.host, args.port)
+            return 0
+        if args.command == "demo":
+            from board.demo import run_demo
+            return run_demo(settings, host=args.host, port=args.port, duration=args.duration)
+        if args.command == "migrate":
+            out = asyncio.run(_migrate(settings))
+        elif args.command == "user":
+            out = asyncio.run(_user_add(settings, args.name, args.password_stdin))
+        elif args.command == "endpoint" and args.endpoint_command == "vend":
+            out = asyncio.run(_endpoint_vend(settings, args))
+        else:
+            out = asyncio.run(_endpoint_revoke(settings, args.endpoint_id))
+        print(out)
+        return 0
+    except SwitchboardError as e:
+        arg = f" ({e.argument})" if e.argument else ""
+        print(f"switchboard: {e.message}{arg}", file=sys.stderr)
+        return 2
+    except CliError as e:
+        print(f"switchboard: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,124 @@
+"""The LISTEN fan-out: one dedicated LISTEN connection per process, fanned out in-process to
+one queue per subscriber (SSE streams, the MCP doorbell).
+
+A notification is a hint carrying ids only; subscribers re-read through the store. When the
+LISTEN connection drops, it reconnects with backoff and every subscriber receives a
+`resync` event, so it refreshes fully and misses nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import AsyncIterator
+
+import psycopg
+from psycopg import sql
+
+from board.store import NOTIFY_CHANNEL
+
+log = logging.getLogger("switchboard.live")
+
+RESYNC = {"kind": "resync"}
+
+
+@dataclass(eq=False)
+class Subscription:
+    queue: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(maxsize=1000))
+    overflowed: bool = False
+
+    def put(self, event: dict) -> None:
+        if self.overflowed:
+            return
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:
+            # A slow consumer: drop what is queued and ask it to refresh fully instead.
+            self.overflowed = True
+            while not self.queue.empty():
+                self.queue.get_nowait()
+            self.queue.put_nowait(RESYNC)
+
+    async def get(self) -> dict:
+        event = await self.queue.get()
+        if event is RESYNC:
+            self.overflowed = False
+        return event
+
+
+class Fanout:
+    def __init__(self, url: str, channel: str = NOTIFY_CHANNEL):
+        self.url = url
+        self.channel = channel
+        self._subs: set[Subscription] = set()
+        self._task: asyncio.Task | None = None
+        self.connected = asyncio.Event()
+        self.reconnects = 0
+
+    def subscribe(self) -> Subscription:
+        sub = Subscription()
+        self._subs.add(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        self._subs.discard(sub)
+
+    @contextlib.asynccontextmanager
+    async def subscription(self) -> AsyncIterator[Subscription]:
+        sub = self.subscribe()
+        try:
+            yield sub
+        finally:
+            self.unsubscribe(sub)
+
+    @property
+    def subscriber_count(self) -> int:
+        return len(self._subs)
+
+    def publish(self, event: dict) -> None:
+        for sub in list(self._subs):
+            sub.put(event)
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="switchboard-listen")
+        try:
+            await asyncio.wait_for(self.connected.wait(), timeout=30)
+        except asyncio.TimeoutError:
+            log.warning("LISTEN connection not up after 30 s; continuing, it keeps retrying")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        delay = 0.2
+        first = True
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+                    await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                    self.connected.set()
+                    if not first:
+                        self.reconnects += 1
+                        self.publish(RESYNC)
+                    first = False
+                    delay = 0.2
+                    async for n in conn.notifies():
+                        try:
+                            event = json.loads(n.payload)
+                        except ValueError:
+                            continue
+                        self.publish(event)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # the database went away: back off, reconnect, resync
+                self.connected.clear()
+                log.warning("LISTEN connection lost (%s); reconnecting in %.1f s", type(err).__name__, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)

@@ -1,0 +1,104 @@
+"""/metrics in Prometheus text format: aggregates only (SPEC-0023, SPEC-0034 REQ-14).
+
+Counters move after commit, from the store's committed-transition observers, so a rolled
+back transition never counts. No label ever carries a todo id, a summary, an artifact or a
+claimant. The queue label is bounded: past `metrics_queue_label_max` distinct queues, the
+rest share the label value `_other` (SPEC-0023 REQ-5).
+"""
+
+from __future__ import annotations
+
+import hmac
+import threading
+
+from litestar import Request, Response, get
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from board.config import Settings
+from board.store import DIED_OUTCOMES, Transition
+
+OTHER_QUEUES = "_other"
+STATES = ("pending", "claimed", "input_required", "auth_required", "done", "failed", "canceled")
+
+
+class Metrics:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._queues: set[str] = set()
+        self._lock = threading.Lock()
+        r = self.registry
+        self.attempts_closed = Counter(
+            "switchboard_todo_attempts_closed", "Attempts closed, by queue and outcome (after commit).",
+            ["queue", "outcome"], registry=r)
+        self.lease_expired = Counter(
+            "switchboard_lease_expired", "Leases that lapsed: attempts closed lease_expired or reaped.",
+            ["queue"], registry=r)
+        self.claims = Counter("switchboard_claims", "Committed claims (each opens an attempt).", ["queue"], registry=r)
+        self.transitions = Counter(
+            "switchboard_transitions", "Committed todo transitions, by queue and kind.", ["queue", "kind"], registry=r)
+        self.dead_letters = Counter("switchboard_dead_letters", "Todos dead-lettered.", ["queue"], registry=r)
+        self.todos = Gauge("switchboard_todos", "Todos by queue and state, read at scrape time.",
+                           ["queue", "state"], registry=r)
+        self.mcp_calls = Histogram(
+            "switchboard_mcp_call_duration_seconds", "MCP tool calls, by tool and result code.",
+            ["tool", "code"], registry=r,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+        self.sse_subscribers = Gauge("switchboard_sse_subscribers", "Open Board live-update streams.", registry=r)
+
+    def queue_label(self, queue: str) -> str:
+        with self._lock:
+            if queue in self._queues:
+                return queue
+            if len(self._queues) < self.settings.metrics_queue_label_max:
+                self._queues.add(queue)
+                return queue
+        return OTHER_QUEUES
+
+    def observe(self, t: Transition) -> None:
+        """The store's committed-transition observer."""
+        if t.kind == "deleted":
+            return
+        queue = self.queue_label(t.queue)
+        self.transitions.labels(queue, t.kind).inc()
+        if t.kind == "claimed":
+            self.claims.labels(queue).inc()
+        if t.closed is not None:
+            outcome = t.closed["outcome"]
+            self.attempts_closed.labels(queue, outcome).inc()
+            if outcome in DIED_OUTCOMES:
+                self.lease_expired.labels(queue).inc()
+        if t.dead_letter and t.state == "failed":
+            self.dead_letters.labels(queue).inc()
+
+    def observe_call(self, tool: str, code: str, seconds: float) -> None:
+        self.mcp_calls.labels(tool, code).observe(seconds)
+
+    async def render(self, store) -> bytes:
+        counts: dict[tuple[str, str], int] = {}
+        for row in await store.queue_state_counts():
+            key = (self.queue_label(row["queue"]), row["state"])
+            counts[key] = counts.get(key, 0) + int(row["n"])
+        self.todos.clear()
+        for (queue, state), n in counts.items():
+            self.todos.labels(queue, state).set(n)
+        return generate_latest(self.registry)
+
+    def route(self):
+        metrics = self
+
+        @get("/metrics", include_in_schema=False)
+        async def metrics_endpoint(request: Request) -> Response:
+            token = metrics.settings.metrics_token
+            if token:
+                given = request.headers.get("authorization", "")
+                if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+                    return Response(b"metrics need the operator token\n", status_code=401,
+                                    media_type="text/plain", headers={"WWW-Authenticate": "Bearer"})
+            runtime = request.app.state.runtime
+            metrics.sse_subscribers.set(runtime.fanout.subscriber_count)
+            body = await metrics.render(runtime.store)
+            return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+        return metrics_endpoint

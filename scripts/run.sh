@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Install Switchboard into a virtualenv and run it. With no arguments: `switchboard demo`
+# (embedded Postgres, a demo user and endpoint, simulated agents, the Board live).
+# Any arguments are passed to the switchboard command instead, e.g. `scripts/run.sh serve`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e .
+if [ $# -eq 0 ]; then
+  set -- demo
+fi
+exec .venv/bin/switchboard "$@"
