@@ -1,0 +1,91 @@
+"""SPEC-0004 migrations and SPEC-0034 REQ-17, against an empty real database."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+
+import psycopg
+import pytest
+
+from board import store as st
+from board.db import MIGRATIONS_DIR, MigrationError, load_migrations, migrate, open_pool
+from board.config import Settings
+from tests.conftest import sql_rows
+
+
+async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
+    applied = await migrate(empty_db_url)
+    assert applied == ["0001_base", "0002_attempt_history", "0003_pruned_outcome_counts"]
+    rows = await sql_rows(empty_db_url, "SELECT version, name FROM schema_migrations ORDER BY version")
+    assert [(r["version"], r["name"]) for r in rows] == [(1, "base"), (2, "attempt_history"),
+                                                         (3, "pruned_outcome_counts")]
+    assert await migrate(empty_db_url) == []  # idempotent
+
+
+def test_every_migration_has_a_header_saying_why():
+    for m in load_migrations():
+        assert m.sql.lstrip().startswith("--"), m.name
+
+
+async def test_two_processes_migrating_at_once_are_safe(empty_db_url):
+    results = await asyncio.gather(migrate(empty_db_url), migrate(empty_db_url))
+    assert sorted(len(r) for r in results) == [0, 3]
+
+
+async def test_an_edited_migration_is_refused(empty_db_url, tmp_path):
+    directory = tmp_path / "migrations"
+    shutil.copytree(MIGRATIONS_DIR, directory)
+    await migrate(empty_db_url, directory=directory)
+    path = directory / "0001_base.sql"
+    path.write_text(path.read_text() + "\n-- an edit after landing\n")
+    with pytest.raises(MigrationError, match="edited"):
+        await migrate(empty_db_url, directory=directory)
+
+
+async def test_a_failing_migration_leaves_nothing_half_written(empty_db_url, tmp_path):
+    directory = tmp_path / "migrations"
+    shutil.copytree(MIGRATIONS_DIR, directory)
+    (directory / "0004_broken.sql").write_text("-- broken on purpose\nCREATE TABLE half (x int);\nSELECT 1/0;\n")
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        await migrate(empty_db_url, directory=directory)
+    assert await sql_rows(empty_db_url, "SELECT to_regclass('half') AS t") == [{"t": None}]
+    assert len(await sql_rows(empty_db_url, "SELECT 1 FROM schema_migrations")) == 3
+
+
+async def test_a_lease_in_flight_across_the_upgrade_closes_completed(empty_db_url):
+    await migrate(empty_db_url, target=1)
+    async with await psycopg.AsyncConnection.connect(empty_db_url, autocommit=True) as conn:
+        user_id = (await (await conn.execute(
+            "INSERT INTO users (username, password_hash) VALUES ('old', 'x') RETURNING id")).fetchone())[0]
+        ep = (await (await conn.execute(
+            "INSERT INTO endpoints (user_id, name, agent_id, token_hash, scope, queues)"
+            " VALUES (%s, 'old', 'legacy', %s, %s, %s) RETURNING id",
+            (user_id, st.hash_token("tok"), list(st.VERBS), ["q"]))).fetchone())[0]
+        for title, state in (("in flight", "claimed"), ("asked", "input_required"), ("finished", "done")):
+            owner = "agent:legacy" if state != "done" else None
+            await conn.execute(
+                "INSERT INTO todos (id, endpoint_id, queue, title, state, owner, lease_expires_at, attempt)"
+                " VALUES (%s, %s, 'q', %s, %s, %s, CASE WHEN %s = 'claimed' THEN now() + interval '1 hour' END, 2)",
+                (title.replace(" ", "-"), ep, title, state, owner, state))
+    applied = await migrate(empty_db_url)
+    assert applied[0] == "0002_attempt_history"
+    rows = await sql_rows(empty_db_url, "SELECT * FROM attempts ORDER BY todo_id")
+    assert [(r["todo_id"], r["seq"], r["claimant"], r["claimer_kind"], r["attempt"]) for r in rows] == [
+        ("asked", 1, "migrated", "endpoint", 2), ("in-flight", 1, "migrated", "endpoint", 2)]
+    totals = {r["id"]: (r["attempts_total"], r["attempts_pruned"])
+              for r in await sql_rows(empty_db_url, "SELECT id, attempts_total, attempts_pruned FROM todos")}
+    assert totals == {"in-flight": (1, 0), "asked": (1, 0), "finished": (0, 0)}
+
+    pool = await open_pool(empty_db_url, min_size=1, max_size=2)
+    try:
+        store = st.Store(pool, Settings())
+        agent = await store.endpoint_authenticate("tok")
+        out = await store.todo_complete(agent, "in-flight", result={"ok": True})
+        assert out["closed_attempt"]["seq"] == 1 and out["closed_attempt"]["outcome"] == "completed"
+        res = await store.todo_resume(agent, "asked")
+        assert res["state"] == "claimed"
+    finally:
+        await pool.close()
+    rows = await sql_rows(empty_db_url, "SELECT todo_id, outcome, ended_at FROM attempts ORDER BY todo_id")
+    assert [(r["todo_id"], r["outcome"]) for r in rows] == [("asked", None), ("in-flight", "completed")]
