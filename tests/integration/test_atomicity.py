@@ -47,18 +47,22 @@ async def test_a_close_that_fails_leaves_the_todo_claimed(store, agent, db_url):
 
 async def test_a_rolled_back_transition_is_never_announced(store, agent, db_url):
     import asyncio
+    import json
 
     from board.store import NOTIFY_CHANNEL
     todo = await store.todo_add(agent, queue="q", title="t")
+    await _install_failing_trigger(db_url, "attempts")
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as listener:
         await listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
-        await _install_failing_trigger(db_url, "attempts")
+
+        async def first_notification():
+            return [n async for n in listener.notifies(stop_after=1, timeout=10)]
+
+        heard = asyncio.create_task(first_notification())
+        await asyncio.sleep(0.05)
         with pytest.raises(psycopg.errors.RaiseException):
             await store.todo_claim(agent, todo["id"])
         await store.todo_cancel(agent, todo["id"])  # a committed change, announced
-        gen = listener.notifies(timeout=5)
-        first = await anext(gen)
-        import json
-        assert json.loads(first.payload)["kind"] == "cancel"
+        (first,) = await heard
         assert json.loads(first.payload) == {"todo": todo["id"], "endpoint": agent.endpoint_id, "queue": "q",
                                              "state": "canceled", "kind": "cancel"}
