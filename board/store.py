@@ -252,15 +252,7 @@ def _sql(text: str, **parts: str) -> str:
 # attempt; a takeover first closes the lapsed attempt lease_expired/requeued; prunes the
 # oldest closed attempts past the per-todo cap (REQ-2, REQ-3, REQ-11).
 _CLAIM = """
-WITH cand AS (
-  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total
-    FROM todos t
-   WHERE {scope} AND {target}
-     AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at <= {NOW}))
-   {order}
-   LIMIT 1
-   FOR UPDATE OF t {skip}
-),
+WITH {cand},
 lapsed AS (
   UPDATE attempts a
      SET ended_at = {NOW}, outcome = 'lease_expired', disposition = 'requeued'
@@ -317,19 +309,52 @@ SELECT {todo_cols}, ins.seq AS attempt_seq,
 """
 
 
+# By id: the one row, pending or with a lapsed lease (a primary-key lookup).
+_CAND_BY_ID = """cand AS (
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total
+    FROM todos t
+   WHERE {scope} AND t.id = %(id)s
+     AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at <= {NOW}))
+   FOR UPDATE OF t
+)"""
+
+# claim_next: a lapsed lease first (older work), else the oldest pending todo. Two locking
+# scans, because one with an OR could not use the pending-only index and would walk every
+# finished row; the pending scan runs only when no lapsed lease was found.
+_CAND_NEXT = """lapsed_cand AS (
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total
+    FROM todos t
+   WHERE {scope} AND t.queue = ANY(%(claim_queues)s) AND t.state = 'claimed' AND t.lease_expires_at <= {NOW}
+   ORDER BY t.lease_expires_at
+   LIMIT 1
+   FOR UPDATE OF t SKIP LOCKED
+),
+pending_cand AS (
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total
+    FROM todos t
+   WHERE {scope} AND t.queue = ANY(%(claim_queues)s) AND t.state = 'pending'
+   ORDER BY t.created_at, t.id
+   LIMIT 1
+   FOR UPDATE OF t SKIP LOCKED
+),
+cand AS (
+  SELECT * FROM lapsed_cand
+  UNION ALL
+  SELECT * FROM pending_cand WHERE NOT EXISTS (SELECT 1 FROM lapsed_cand)
+)"""
+
+
 def _claim_sql(scope: str, by_id: bool) -> str:
+    cand = (_CAND_BY_ID if by_id else _CAND_NEXT).replace("{scope}", scope)
     return _sql(
         _CLAIM,
-        scope=scope,
-        target="t.id = %(id)s" if by_id else "t.queue = ANY(%(claim_queues)s)",
-        order="" if by_id else "ORDER BY t.created_at, t.id",
-        skip="" if by_id else "SKIP LOCKED",
+        cand=cand,
         todo_cols=_TODO_COLS.format(r="upd"),
         lapsed_json=_ATTEMPT_JSON.format(a="l"),
         prior_json=_ATTEMPT_JSON.format(a="a"),
         prior=PRIOR_ATTEMPTS,
         notify=_NOTIFY.format(r="upd", kind="'claimed'"),
-    )
+    ).replace("{NOW}", NOW)
 
 
 SQL_CLAIM_NEXT = _claim_sql(_AGENT_SCOPE, by_id=False)

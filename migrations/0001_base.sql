@@ -51,11 +51,12 @@ CREATE TABLE todos (
     CHECK (next_retry_at IS NULL OR state = 'failed')
 );
 
--- claim_next walks only pending rows, never past finished history.
-CREATE INDEX todos_pending_idx ON todos (endpoint_id, queue, created_at, id) WHERE state = 'pending';
+-- claim_next walks only pending rows, oldest first, never past finished history. An
+-- endpoint's todos are all in its granted queues, so the queue is a filter, not a key.
+CREATE INDEX todos_pending_idx ON todos (endpoint_id, created_at, id) WHERE state = 'pending';
 -- The reaper and lease takeover look at claimed rows only; lease_expires_at stays out of
 -- every index so a heartbeat's update can stay heap-only.
-CREATE INDEX todos_claimed_idx ON todos (endpoint_id, queue) WHERE state = 'claimed';
+CREATE INDEX todos_claimed_idx ON todos (endpoint_id) WHERE state = 'claimed';
 CREATE INDEX todos_retry_idx ON todos (next_retry_at) WHERE state = 'failed' AND next_retry_at IS NOT NULL;
 -- The Board and list_todos read an endpoint's todos newest first.
 CREATE INDEX todos_endpoint_created_idx ON todos (endpoint_id, created_at DESC, id);

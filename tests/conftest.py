@@ -18,7 +18,8 @@ from board.config import Settings
 from board.db import EmbeddedPostgres, migrate, open_pool
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATE = "sb_template"
+# One template per pytest process, so concurrent test runs on one server never collide.
+TEMPLATE = f"sb_template_{os.getpid()}"
 _counter = itertools.count()
 
 
@@ -35,6 +36,12 @@ def pg_admin_url():
     if not url:
         server = EmbeddedPostgres(Path(os.environ.get("SWITCHBOARD_TEST_DATA_DIR", ROOT / ".switchboard" / "test")))
         url = server.start()
+        # Throwaway test data: durability buys nothing here, and commits are most of a
+        # test's time on a slow disk. Never done to a DATABASE_URL the user supplied.
+        with psycopg.connect(url, autocommit=True) as conn:
+            for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                conn.execute(sql.SQL("ALTER SYSTEM SET {} = off").format(sql.Identifier(setting)))
+            conn.execute("SELECT pg_reload_conf()")
     yield url
     if server is not None:
         server.stop()
@@ -47,7 +54,8 @@ async def template_url(pg_admin_url):
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE)))
     url = _with_db(pg_admin_url, TEMPLATE)
     await migrate(url)
-    return url
+    yield url
+    drop_database(pg_admin_url, TEMPLATE)
 
 
 def create_database(admin_url: str, template: str | None = TEMPLATE) -> tuple[str, str]:
