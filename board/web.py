@@ -1,16 +1,24 @@
 """The Board: server-rendered pages for humans (SPEC-0013, SPEC-0012).
 
-Skeleton: security headers, templates and error pages. The pages themselves are built in
-the Board issue.
+This module composes the Board for the app factory: its routes (pages and form posts in
+web_pages, the SSE stream in web_live, the vendored static files), the security headers
+every response carries, the one Jinja environment (autoescape on, web_view) and the error
+pages. Sessions, CSRF and the sign-in throttle are in web_auth.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from litestar.exceptions import HTTPException
 from litestar.plugins.jinja import JinjaTemplateEngine
+from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from board import web_live, web_pages
+from board.errors import SwitchboardError
+from board.web_view import ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,12 +53,33 @@ def security_headers_middleware(app: ASGIApp) -> ASGIApp:
 
 
 def template_config() -> TemplateConfig:
-    return TemplateConfig(directory=ROOT / "templates", engine=JinjaTemplateEngine)
+    # The same environment renders pages and live fragments; autoescape is on in it.
+    return TemplateConfig(instance=JinjaTemplateEngine.from_environment(ENV))
 
 
 def route_handlers() -> list:
-    return []
+    static = create_static_files_router(path="/static", directories=[ROOT / "static"], name="static")
+    return [*web_pages.handlers(), *web_live.handlers(), static]
+
+
+def _with_security_headers(handler):
+    """Litestar answers a path or method no route matches (404, 405) before any route's
+    middleware runs, so its error responses get the headers here as well."""
+
+    def wrapped(request, exc):
+        response = handler(request, exc)
+        for key, value in SECURITY_HEADERS:
+            response.headers[key.decode()] = value.decode()
+        return response
+
+    return wrapped
 
 
 def exception_handlers() -> dict:
-    return {}
+    handlers = {
+        web_pages.SignInRequired: web_pages.on_sign_in_required,
+        SwitchboardError: web_pages.on_switchboard_error,
+        HTTPException: web_pages.on_http_error,
+        500: web_pages.on_http_error,
+    }
+    return {key: _with_security_headers(handler) for key, handler in handlers.items()}

@@ -1,0 +1,144 @@
+"""Live updates for the Board over SSE (/events).
+
+Each stream is one subscription to the process's single LISTEN fan-out (board/live.py).
+A notification carries ids only. The stream maps its endpoint to the owning user (cached:
+an endpoint never changes owner) and drops anything that is not its own human's; for its
+own, it re-reads the todo through the store with the human as the caller (the owning-human
+predicate in the same statement as the read) and renders the same partials the pages use.
+
+On connect, and whenever the fan-out asks for a resync (its LISTEN connection came back,
+or this stream fell behind), the stream sends a full snapshot of what the page shows, so a
+reconnecting browser and a reconnecting database both end in a full refresh.
+
+Streams of the same human that receive the same notification share one store read and one
+rendering (keyed by the notification object itself, which the fan-out hands to every
+subscriber); the read is still the human-scoped store read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import OrderedDict
+from typing import AsyncIterator
+
+from litestar import Request, get
+from litestar.response import ServerSentEvent, ServerSentEventMessage
+
+from board.errors import Invalid, NotFound
+from board.store import Human
+from board.web_pages import (ATTEMPTS_SHOWN, PAGE_SIZE, Filters, SignInRequired, require_human, runtime,
+                             web_state)
+from board.web_view import render
+
+PING_SECONDS = 15.0
+RETRY_MS = 2000
+
+
+class SharedReads:
+    """One store read and rendering per (notification, human, watched todo, CSRF token),
+    shared by every stream that needs it. Bounded; entries die with their notification."""
+
+    def __init__(self, size: int = 512):
+        self.size = size
+        self._entries: OrderedDict[tuple, tuple[dict, asyncio.Future]] = OrderedDict()
+
+    def get(self, event: dict, key: tuple, make) -> asyncio.Future:
+        full = (id(event), *key)
+        entry = self._entries.get(full)
+        if entry is not None and entry[0] is event:  # the same notification, not a reused id
+            return entry[1]
+        fut = asyncio.ensure_future(make())
+        self._entries[full] = (event, fut)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+        return fut
+
+
+def _shared(app) -> SharedReads:
+    shared = app.state.get("board_live_reads")
+    if shared is None:
+        shared = SharedReads()
+        app.state["board_live_reads"] = shared
+    return shared
+
+
+def message(event: str, data: dict) -> ServerSentEventMessage:
+    return ServerSentEventMessage(event=event, data=json.dumps(data, separators=(",", ":")))
+
+
+async def render_todo(store, human: Human, todo_id: str, watched: bool, csrf: str) -> dict:
+    """The fragments for one changed todo: its row, and its drawer when it is watched."""
+    try:
+        todo = await store.todo_get(human, todo_id, attempts_limit=ATTEMPTS_SHOWN if watched else 1)
+    except (NotFound, Invalid):
+        return {"id": todo_id, "gone": True}
+    out = {"id": todo_id, "gone": False, "todo": {k: todo[k] for k in ("state", "queue", "dead_letter")},
+           "row": render("_todo_row.html", todo=todo, human=human)}
+    if watched:
+        out["drawer"] = render("_drawer.html", todo=todo, human=human, csrf=csrf, flash=None)
+    return out
+
+
+async def snapshot(store, human: Human, filters: Filters, watched: str | None, csrf: str) -> dict:
+    try:
+        listing = await store.todo_list(human, state=filters.state, queue=filters.queue, dead_letter=filters.dead,
+                                        limit=PAGE_SIZE, cursor=filters.cursor)
+    except Invalid:
+        listing = await store.todo_list(human, state=filters.state, queue=filters.queue, dead_letter=filters.dead,
+                                        limit=PAGE_SIZE)
+    rows = "".join(render("_todo_row.html", todo=t, human=human) for t in listing["todos"])
+    out = {"rows": rows, "has_more": listing["next_cursor"] is not None, "drawer": None, "watched": watched}
+    if watched:
+        changed = await render_todo(store, human, watched, True, csrf)
+        out["drawer"] = changed.get("drawer")
+        out["gone"] = changed["gone"]
+    return out
+
+
+@get("/events", name="events")
+async def events(request: Request) -> ServerSentEvent:
+    human, session = await require_human(request)
+    rt = runtime(request)
+    store, fanout = rt.store, rt.fanout
+    state = web_state(request.app)
+    shared = _shared(request.app)
+    filters = Filters.of(request.query_params)
+    watched = request.query_params.get("todo") or None
+    csrf = session.csrf
+
+    async def stream() -> AsyncIterator[ServerSentEventMessage]:
+        async with fanout.subscription() as sub:
+            # Subscribed first, then the snapshot: nothing committed in between is missed.
+            yield message("snapshot", await snapshot(store, human, filters, watched, csrf))
+            while True:
+                try:
+                    event = await asyncio.wait_for(sub.get(), timeout=PING_SECONDS)
+                except asyncio.TimeoutError:
+                    yield ServerSentEventMessage(comment="ping")
+                    continue
+                if event.get("kind") == "resync":
+                    yield message("snapshot", await snapshot(store, human, filters, watched, csrf))
+                    continue
+                endpoint, todo_id = event.get("endpoint"), event.get("todo")
+                if not endpoint or not todo_id:
+                    continue
+                if await state.owner_of(store, str(endpoint)) != human.user_id:
+                    continue  # another human's todo: nothing of it reaches this stream
+                is_watched = todo_id == watched
+                fut = shared.get(event, (human.user_id, is_watched, csrf if is_watched else None),
+                                 lambda: render_todo(store, human, todo_id, is_watched, csrf))
+                data = dict(await asyncio.shield(fut))
+                if not data["gone"]:
+                    data["matches"] = filters.matches(data.pop("todo"))
+                yield message("todo", data)
+
+    return ServerSentEvent(stream(), retry_duration=RETRY_MS, headers={"cache-control": "no-store",
+                                                                        "x-accel-buffering": "no"})
+
+
+def handlers() -> list:
+    return [events]
+
+
+__all__ = ["handlers", "SignInRequired"]

@@ -1,0 +1,437 @@
+"""The Board's pages and form posts: sign-in, the todo list, the drawer, its actions and
+the vend wizard. Every read and change goes through the store with the signed-in human as
+the caller, so the owning-human predicate is applied in the store's own statements."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from litestar import Request, Response, get, post
+from litestar.datastructures import Cookie
+from litestar.enums import MediaType
+from litestar.params import FromPath
+from litestar.response import Redirect
+
+from board import auth
+from board.errors import Conflict, Invalid, NotFound, SwitchboardError
+from board.store import Human
+from board.web_auth import (CSRF_FIELD, SESSION_COOKIE, Session, SessionCodec, SignInThrottle, new_session,
+                            safe_next)
+from board.web_view import DEFAULT_VERBS, STATES, render
+
+log = logging.getLogger("switchboard.web")
+
+PAGE_SIZE = 50
+ATTEMPTS_SHOWN = 50
+NO_STORE = {"cache-control": "no-store"}
+
+
+@dataclass
+class WebState:
+    """Per-app Board state: the session codec, the sign-in throttle and the
+    endpoint -> owning user cache the live streams share (endpoints never change owner)."""
+
+    codec: SessionCodec
+    throttle: SignInThrottle = field(default_factory=SignInThrottle)
+    endpoint_owners: dict[str, int | None] = field(default_factory=dict)
+
+    async def owner_of(self, store, endpoint_id: str) -> int | None:
+        if endpoint_id not in self.endpoint_owners:
+            owner = await store.endpoint_owner(endpoint_id)
+            if owner is None:
+                return None  # not cached: an unknown id says nothing for later
+            self.endpoint_owners[endpoint_id] = owner
+        return self.endpoint_owners[endpoint_id]
+
+
+def web_state(app) -> WebState:
+    state = app.state.get("board_web")
+    if state is None:
+        settings = app.state.get("settings")
+        key = getattr(settings, "secret_key", None)
+        if not key:
+            log.warning("no SWITCHBOARD_SECRET_KEY: Board sessions are signed with a random key "
+                        "and end when this process stops")
+            key = secrets.token_urlsafe(32)
+        state = WebState(SessionCodec(key))
+        app.state["board_web"] = state
+    return state
+
+
+def runtime(request: Request):
+    return request.app.state.runtime
+
+
+class SignInRequired(Exception):
+    """No valid session: pages redirect to the sign-in page, streams answer 401."""
+
+
+# -- sessions on requests and responses ------------------------------------------------
+
+def read_session(request: Request) -> Session | None:
+    return web_state(request.app).codec.decode(request.cookies.get(SESSION_COOKIE))
+
+
+async def require_human(request: Request) -> tuple[Human, Session]:
+    session = read_session(request)
+    if session is None or session.user_id is None:
+        raise SignInRequired()
+    user = await runtime(request).store.user_by_id(session.user_id)
+    if user is None:
+        raise SignInRequired()
+    return Human(user["id"], user["username"]), session
+
+
+def session_cookie(request: Request, session: Session) -> Cookie:
+    codec = web_state(request.app).codec
+    return Cookie(key=SESSION_COOKIE, value=codec.encode(session), max_age=codec.remaining(session), path="/",
+                  httponly=True, samesite="lax", secure=request.url.scheme == "https")
+
+
+def with_session(request: Request, response: Response, session: Session | None) -> Response:
+    if session is not None and session.changed:
+        response.set_cookie(session_cookie(request, session))
+    return response
+
+
+def page(request: Request, template: str, *, session: Session | None, human: Human | None = None,
+         status: int = 200, headers: dict | None = None, **context: Any) -> Response:
+    """A full page (or fragment) rendered server-side; re-issues the cookie when it changed."""
+    flash = session.pop_flash() if session is not None and context.pop("show_flash", True) else None
+    html = render(template, human=human, csrf=session.csrf if session else "", flash=flash, **context)
+    response = Response(html, media_type=MediaType.HTML, status_code=status, headers={**NO_STORE, **(headers or {})})
+    return with_session(request, response, session)
+
+
+def redirect(request: Request, to: str, session: Session | None = None) -> Response:
+    return with_session(request, Redirect(to, status_code=303, headers=NO_STORE), session)
+
+
+def not_found(request: Request, session: Session | None, human: Human | None) -> Response:
+    """The one not-found page: a random id and another human's todo get the same bytes."""
+    return page(request, "not_found.html", session=session, human=human, status=404, title="Not found",
+                show_flash=False)
+
+
+def client_of(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+async def checked_form(request: Request, session: Session | None) -> dict | Response:
+    """The posted form after the CSRF check, or the 403 page. Same-origin only, too."""
+    form = await request.form()
+    # Under Referrer-Policy: no-referrer browsers send "Origin: null" on form posts; only a
+    # named foreign origin is refused here, the token decides the rest.
+    origin = request.headers.get("origin")
+    same_origin = origin in (None, "null") or origin == f"{request.url.scheme}://{request.url.netloc}"
+    if session is None or not same_origin or not session.check_csrf(form.get(CSRF_FIELD)):
+        human = None
+        return page(request, "error.html", session=session, human=human, status=403, title="Form expired",
+                    heading="This form has expired",
+                    message="The form was missing its security token or came from another site. "
+                            "Go back, reload the page and try again.")
+    return {"_multi": form, **{k: form.get(k) for k in form.keys()}}
+
+
+# -- sign-in ---------------------------------------------------------------------------
+
+@get("/login", name="login")
+async def login_page(request: Request) -> Response:
+    session = read_session(request)
+    if session is not None and session.user_id is not None:
+        return redirect(request, "/")
+    if session is None:
+        session = new_session(None)
+    return page(request, "login.html", session=session, title="Sign in", next=safe_next(request.query_params.get("next")),
+                username="", error=None)
+
+
+@post("/login")
+async def login_submit(request: Request) -> Response:
+    session = read_session(request)
+    form = await checked_form(request, session)
+    if isinstance(form, Response):
+        return form
+    state = web_state(request.app)
+    username = str(form.get("username") or "")[:200]
+    password = str(form.get("password") or "")
+    target = safe_next(form.get("next"))
+    client = client_of(request)
+
+    def again(status: int, error: str, headers: dict | None = None) -> Response:
+        return page(request, "login.html", session=session, title="Sign in", status=status, headers=headers,
+                    next=target, username=username, error=error)
+
+    wait = state.throttle.retry_after(username, client)
+    if wait:
+        return again(429, f"Too many failed sign-ins. Try again in {wait} seconds.", {"retry-after": str(wait)})
+    user = await runtime(request).store.user_by_name(username) if username else None
+    ok = await asyncio.to_thread(auth.verify_password, user["password_hash"] if user else None, password)
+    if not ok:
+        state.throttle.failed(username, client)
+        return again(401, "That username and password do not match an account.")
+    state.throttle.succeeded(username, client)
+    return redirect(request, target, new_session(user["id"]))  # a fresh session: new token
+
+
+@post("/logout")
+async def logout(request: Request) -> Response:
+    session = read_session(request)
+    form = await checked_form(request, session)
+    if isinstance(form, Response):
+        return form
+    anonymous = new_session(None)
+    anonymous.set_flash("info", "You have signed out.")
+    return redirect(request, "/login", anonymous)
+
+
+# -- the Board ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Filters:
+    state: str | None = None
+    queue: str | None = None
+    dead: bool = False
+    cursor: str | None = None
+
+    @classmethod
+    def of(cls, params) -> "Filters":
+        state = params.get("state") or None
+        queue = params.get("queue") or None
+        return cls(state=state if state in STATES else None, queue=queue[:64] if queue else None,
+                   dead=params.get("dead") in ("1", "true", "on"), cursor=params.get("cursor") or None)
+
+    def query(self, **override) -> str:
+        values = {"state": self.state, "queue": self.queue, "dead": "1" if self.dead else None,
+                  "cursor": self.cursor} | override
+        q = urlencode({k: v for k, v in values.items() if v})
+        return f"?{q}" if q else ""
+
+    def matches(self, todo: dict) -> bool:
+        return ((self.state is None or todo["state"] == self.state)
+                and (self.queue is None or todo["queue"] == self.queue)
+                and (not self.dead or todo["dead_letter"]))
+
+
+async def board_context(request: Request, human: Human, filters: Filters) -> dict:
+    store = runtime(request).store
+    listing = await store.todo_list(human, state=filters.state, queue=filters.queue, dead_letter=filters.dead,
+                                    limit=PAGE_SIZE, cursor=filters.cursor)
+    endpoints = await store.endpoints_of_user(human.user_id)
+    queues = sorted({q for e in endpoints for q in e["queues"]} | ({filters.queue} if filters.queue else set()))
+    return {"todos": listing["todos"], "next_cursor": listing["next_cursor"], "filters": filters,
+            "queues": queues, "has_endpoints": bool(endpoints), "active": "board"}
+
+
+@get("/", name="board")
+async def board_page(request: Request) -> Response:
+    human, session = await require_human(request)
+    filters = Filters.of(request.query_params)
+    try:
+        ctx = await board_context(request, human, filters)
+    except Invalid:
+        ctx = await board_context(request, human, Filters(filters.state, filters.queue, filters.dead))
+    return page(request, "board.html", session=session, human=human, title="Board", **ctx)
+
+
+@get("/todos/{todo_id:str}", name="todo")
+async def todo_page(request: Request, todo_id: FromPath[str]) -> Response:
+    human, session = await require_human(request)
+    store = runtime(request).store
+    try:
+        todo = await store.todo_get(human, todo_id, attempts_limit=ATTEMPTS_SHOWN)
+    except (NotFound, Invalid):
+        return not_found(request, session, human)
+    filters = Filters.of(request.query_params)
+    try:
+        ctx = await board_context(request, human, filters)
+    except Invalid:
+        ctx = await board_context(request, human, Filters())
+    return page(request, "todo.html", session=session, human=human, title=todo["title"], todo=todo, **ctx)
+
+
+@get("/todos/{todo_id:str}/drawer", name="drawer")
+async def drawer_fragment(request: Request, todo_id: FromPath[str]) -> Response:
+    """The drawer alone, for opening it in the page; the same partial the page uses."""
+    human, session = await require_human(request)
+    try:
+        todo = await runtime(request).store.todo_get(human, todo_id, attempts_limit=ATTEMPTS_SHOWN)
+    except (NotFound, Invalid):
+        return not_found(request, session, human)
+    return page(request, "_drawer.html", session=session, human=human, todo=todo, show_flash=False)
+
+
+ACTIONS = {
+    "claim": ("Claimed. The attempt is yours; complete, release or fail it here.", "claimed"),
+    "release": ("Released. The todo is pending again.", "released"),
+    "fail": ("Failed. The attempt is closed as failed.", "failed"),
+    "complete": ("Completed.", "completed"),
+    "retry": ("Retried. The dead letter is pending again with its history kept.", "retried"),
+    "cancel": ("Canceled.", "canceled"),
+}
+
+
+@post("/todos/{todo_id:str}/{action:str}")
+async def todo_action(request: Request, todo_id: FromPath[str], action: FromPath[str]) -> Response:
+    human, session = await require_human(request)
+    form = await checked_form(request, session)
+    if isinstance(form, Response):
+        return form
+    if action not in ACTIONS:
+        return not_found(request, session, human)
+    store = runtime(request).store
+    summary = (form.get("summary") or "").strip() or None
+    try:
+        if action == "claim":
+            await store.todo_claim(human, todo_id, claimant=f"board/{human.username}")
+        elif action == "release":
+            await store.todo_release(human, todo_id, summary=summary)
+        elif action == "fail":
+            await store.todo_fail(human, todo_id, summary=summary)
+        elif action == "complete":
+            await store.todo_complete(human, todo_id, summary=summary)
+        elif action == "retry":
+            await store.todo_retry(human, todo_id)
+        else:
+            await store.todo_cancel(human, todo_id)
+        session.set_flash("success", ACTIONS[action][0])
+    except NotFound:
+        return not_found(request, session, human)
+    except (Conflict, Invalid) as e:
+        session.set_flash("error", f"Could not {action}: {e.message}.")
+    return redirect(request, f"/todos/{todo_id}", session)
+
+
+# -- the vend wizard ---------------------------------------------------------------------
+
+def mcp_url(request: Request) -> str:
+    return f"{request.url.scheme}://{request.url.netloc}/mcp"
+
+
+def client_snippet(url: str, token: str, name: str) -> str:
+    return json.dumps({"mcpServers": {name: {"type": "http", "url": url,
+                                             "headers": {"Authorization": f"Bearer {token}"}}}}, indent=2)
+
+
+async def endpoints_context(request: Request, human: Human) -> dict:
+    endpoints = await runtime(request).store.endpoints_of_user(human.user_id)
+    return {"endpoints": endpoints, "active": "endpoints", "mcp_url": mcp_url(request)}
+
+
+@get("/endpoints", name="endpoints")
+async def endpoints_page(request: Request) -> Response:
+    human, session = await require_human(request)
+    ctx = await endpoints_context(request, human)
+    return page(request, "endpoints.html", session=session, human=human, title="Endpoints", created=None,
+                error=None, values={"name": "", "agent_id": "", "queues": "", "verbs": list(DEFAULT_VERBS)}, **ctx)
+
+
+@post("/endpoints")
+async def endpoints_vend(request: Request) -> Response:
+    human, session = await require_human(request)
+    form = await checked_form(request, session)
+    if isinstance(form, Response):
+        return form
+    multi = form["_multi"]
+    name = str(form.get("name") or "").strip()
+    agent_id = str(form.get("agent_id") or "").strip()
+    queues_raw = str(form.get("queues") or "")
+    queues = [q for q in queues_raw.replace(",", " ").split() if q]
+    verbs = [v for v in multi.getall("verbs", []) if isinstance(v, str)]
+    values = {"name": name, "agent_id": agent_id, "queues": queues_raw, "verbs": verbs}
+    try:
+        row, token = await runtime(request).store.endpoint_vend(human.user_id, name=name or agent_id,
+                                                                agent_id=agent_id, queues=queues, scope=verbs)
+    except (Invalid, Conflict) as e:
+        ctx = await endpoints_context(request, human)
+        return page(request, "endpoints.html", session=session, human=human, title="Endpoints", status=400,
+                    created=None, error=e, values=values, **ctx)
+    ctx = await endpoints_context(request, human)
+    created = {"row": row, "token": token, "snippet": client_snippet(ctx["mcp_url"], token, "switchboard")}
+    # The token is in this response body only: never in a URL, a cookie or a log.
+    return page(request, "endpoints.html", session=session, human=human, title="Endpoint created",
+                status=201, created=created, error=None,
+                values={"name": "", "agent_id": "", "queues": "", "verbs": list(DEFAULT_VERBS)}, **ctx)
+
+
+async def own_endpoint(request: Request, human: Human, endpoint_id: str) -> dict | None:
+    for e in await runtime(request).store.endpoints_of_user(human.user_id):
+        if e["id"] == endpoint_id:
+            return e
+    return None
+
+
+@get("/endpoints/{endpoint_id:str}/revoke", name="endpoint_revoke")
+async def endpoint_revoke_page(request: Request, endpoint_id: FromPath[str]) -> Response:
+    human, session = await require_human(request)
+    endpoint = await own_endpoint(request, human, endpoint_id)
+    if endpoint is None or endpoint["revoked_at"] is not None:
+        return not_found(request, session, human)
+    return page(request, "endpoint_revoke.html", session=session, human=human, title="Revoke endpoint",
+                endpoint=endpoint, active="endpoints")
+
+
+@post("/endpoints/{endpoint_id:str}/revoke")
+async def endpoint_revoke_submit(request: Request, endpoint_id: FromPath[str]) -> Response:
+    human, session = await require_human(request)
+    form = await checked_form(request, session)
+    if isinstance(form, Response):
+        return form
+    endpoint = await own_endpoint(request, human, endpoint_id)
+    if endpoint is None:
+        return not_found(request, session, human)
+    try:
+        n = await runtime(request).store.endpoint_revoke(endpoint_id, user_id=human.user_id)
+    except NotFound:
+        session.set_flash("error", f"Endpoint {endpoint['name']} was already revoked.")
+        return redirect(request, "/endpoints", session)
+    held = f"{n} held todo{'s were' if n != 1 else ' was'} dead-lettered"
+    session.set_flash("success", f"Revoked endpoint {endpoint['name']}; {held}.")
+    return redirect(request, "/endpoints", session)
+
+
+# -- errors ------------------------------------------------------------------------------
+
+def error_page(request: Request, status: int, heading: str, message: str) -> Response:
+    session = read_session(request)
+    return page(request, "error.html", session=session, human=None, status=status, title=heading,
+                heading=heading, message=message, show_flash=False)
+
+
+def on_sign_in_required(request: Request, exc: SignInRequired) -> Response:
+    if request.url.path == "/events" or request.url.path.endswith("/drawer"):
+        return Response("sign in first\n", status_code=401, media_type=MediaType.TEXT, headers=NO_STORE)
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    query = "" if target == "/" else "?" + urlencode({"next": safe_next(target)})
+    return Redirect(f"/login{query}", status_code=303, headers=NO_STORE)
+
+
+def on_switchboard_error(request: Request, exc: SwitchboardError) -> Response:
+    if isinstance(exc, NotFound):
+        return page(request, "not_found.html", session=read_session(request), human=None, status=404,
+                    title="Not found", show_flash=False)
+    return error_page(request, exc.http_status, "That did not work", exc.message)
+
+
+def on_http_error(request: Request, exc: Exception) -> Response:
+    status = getattr(exc, "status_code", 500)
+    if status == 404:
+        return page(request, "not_found.html", session=read_session(request), human=None, status=404,
+                    title="Not found", show_flash=False)
+    if status >= 500:
+        log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+        return error_page(request, 500, "Something went wrong", "The server hit an error. Try again shortly.")
+    if status == 405:
+        return error_page(request, 405, "Not allowed", "That address does not take this kind of request.")
+    return error_page(request, status, "That did not work", "The request could not be handled.")
+
+
+def handlers() -> list:
+    return [login_page, login_submit, logout, board_page, todo_page, drawer_fragment, todo_action,
+            endpoints_page, endpoints_vend, endpoint_revoke_page, endpoint_revoke_submit]

@@ -1,0 +1,173 @@
+"""How the Board presents store data: the one Jinja environment (autoescape on), its
+filters, and the read-time derivations (liveness of an open attempt, a row's holder and
+its next deadline). No data is marked safe here; templates escape everything.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from board.store import DIED_OUTCOMES, VERBS, is_https_url
+
+ROOT = Path(__file__).resolve().parent.parent
+
+STATES = ("pending", "claimed", "input_required", "auth_required", "done", "failed", "canceled")
+HOLDER_STATES = ("claimed", "input_required", "auth_required")
+
+# The vend wizard's verb groups. release sits in a group of its own: it is granted only
+# when ticked, and no other verb implies it (REQ-9).
+VERB_GROUPS = (
+    ("Read", ("list_todos", "get_todo")),
+    ("Drain", ("claim", "claim_next", "heartbeat", "complete", "fail")),
+    ("Release", ("release",)),
+    ("Produce and control", ("add_todo", "cancel", "interrupt", "resume")),
+)
+VERB_HELP = {
+    "add_todo": "add todos to its queues",
+    "list_todos": "list its todos (also allows get_todo)",
+    "get_todo": "read one todo with its attempts",
+    "claim": "claim a todo by id",
+    "claim_next": "claim the oldest ready todo",
+    "heartbeat": "extend the lease it holds",
+    "complete": "finish the todo it holds",
+    "fail": "report a failed attempt",
+    "release": "hand a held todo back to the queue, unfinished; implied by no other verb",
+    "cancel": "cancel a todo",
+    "interrupt": "pause for input or auth",
+    "resume": "resume after an interrupt",
+}
+DEFAULT_VERBS = ("list_todos", "get_todo", "claim_next", "heartbeat", "complete", "fail")
+assert sorted(v for _, group in VERB_GROUPS for v in group) == sorted(VERBS), "every verb is offered once"
+
+
+def utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+def fmt_when(value: datetime | None) -> str:
+    value = utc(value)
+    return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else ""
+
+
+def fmt_iso(value: datetime | None) -> str:
+    value = utc(value)
+    return value.isoformat(timespec="milliseconds").replace("+00:00", "Z") if value else ""
+
+
+def fmt_span(seconds: float) -> str:
+    seconds = abs(seconds)
+    if seconds < 90:
+        return f"{int(seconds)} s"
+    if seconds < 90 * 60:
+        return f"{int(seconds // 60)} min"
+    if seconds < 36 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def pretty_json(value: Any) -> str:
+    """Data as indented JSON text; the template escapes it."""
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def state_label(state: str) -> str:
+    return state.replace("_", " ")
+
+
+@dataclass(frozen=True)
+class Liveness:
+    """The open attempt's liveness, derived at read time from the last heartbeat (or the
+    claim) and the lease; never stored."""
+
+    level: str  # live | quiet | overdue
+    explanation: str
+
+
+def liveness(attempt: dict, now: datetime) -> Liveness | None:
+    if attempt.get("ended_at") is not None:
+        return None
+    lease = utc(attempt["lease_expires_at"])
+    last = utc(attempt.get("last_heartbeat_at") or attempt["claimed_at"])
+    since = (now - last).total_seconds()
+    heard = "last heartbeat" if attempt.get("last_heartbeat_at") else "claimed, no heartbeat yet,"
+    if lease <= now:
+        return Liveness("overdue", f"lease lapsed {fmt_span((now - lease).total_seconds())} ago; "
+                                   f"{heard} {fmt_span(since)} ago")
+    span = max((lease - last).total_seconds(), 1.0)
+    level = "quiet" if since > span / 2 else "live"
+    return Liveness(level, f"{heard} {fmt_span(since)} ago; lease ends in "
+                           f"{fmt_span((lease - now).total_seconds())}")
+
+
+def holder(todo: dict, user_id: int) -> str:
+    owner = todo.get("owner")
+    if not owner or todo["state"] not in HOLDER_STATES:
+        return ""
+    if owner == f"human:{user_id}":
+        return "you"
+    return owner
+
+
+def deadline(todo: dict) -> tuple[str, datetime | None]:
+    """A row's next deadline: the lease expiry of a held todo or a failed todo's retry."""
+    if todo["state"] in HOLDER_STATES and todo.get("lease_expires_at"):
+        return "lease until", todo["lease_expires_at"]
+    if todo["state"] == "failed" and todo.get("next_retry_at"):
+        return "retry at", todo["next_retry_at"]
+    return "", None
+
+
+def actions_for(todo: dict, user_id: int) -> list[str]:
+    """The drawer's actions the todo's state allows for its owning human."""
+    state = todo["state"]
+    out = []
+    if state == "pending":
+        out.append("claim")
+    if state == "claimed" and todo.get("owner") == f"human:{user_id}":
+        out.append("complete")
+    if state in HOLDER_STATES:
+        out += ["release", "fail"]
+    if todo.get("dead_letter"):
+        out.append("retry")
+    if state in ("pending", *HOLDER_STATES) or (state == "failed" and todo.get("next_retry_at")):
+        out.append("cancel")
+    return out
+
+
+def attempt_view(attempt: dict) -> dict:
+    artifact = attempt.get("artifact")
+    return dict(attempt, died=attempt.get("outcome") in DIED_OUTCOMES,
+                artifact_is_link=bool(artifact) and is_https_url(artifact))
+
+
+def _env() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(ROOT / "templates")),
+        autoescape=True,  # everywhere, whatever the file name
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(when=fmt_when, iso=fmt_iso, pretty_json=pretty_json, state_label=state_label,
+                       span=fmt_span)
+    env.globals.update(liveness=liveness, holder=holder, deadline=deadline, actions_for=actions_for,
+                       attempt_view=attempt_view, STATES=STATES, VERB_GROUPS=VERB_GROUPS, VERB_HELP=VERB_HELP)
+    return env
+
+
+ENV = _env()
+
+
+def render(template: str, **context: Any) -> str:
+    context.setdefault("now", datetime.now(timezone.utc))
+    return ENV.get_template(template).render(**context)
