@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from board.errors import Invalid
 
@@ -26,6 +27,16 @@ def _number(name: str, raw: str, kind=float, minimum: float | None = None):
     if minimum is not None and value < minimum:
         raise Invalid(f"{name} must be at least {minimum}, not {raw!r}", argument=name)
     return value
+
+
+def check_hook_url(url: str) -> str:
+    """A hook target must be https, or plain http on the loopback interface."""
+    parts = urlsplit(url)
+    loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
+    if parts.scheme == "https" and parts.hostname or parts.scheme == "http" and loopback:
+        return url
+    raise Invalid(f"hook URL {url!r} must be https, or http on 127.0.0.1, localhost or ::1",
+                  argument="SWITCHBOARD_HOOK_URLS")
 
 
 @dataclass(frozen=True)
@@ -50,8 +61,16 @@ class Settings:
     allowed_hosts: tuple[str, ...] = field(default_factory=lambda: ("127.0.0.1:*", "localhost:*", "[::1]:*"))
     doorbell_gate_seconds: float = 60.0
     doorbell_heartbeat_seconds: float = 30.0
+    # MCP (board/mcp_server.py): Origin values allowed on /mcp; empty means http:// and
+    # https:// of each allowed host. Long-lived MCP streams re-check their bearer token this
+    # often, so a revoked endpoint stops hearing the doorbell.
+    allowed_origins: tuple[str, ...] = ()
+    mcp_auth_recheck_seconds: float = 30.0
     hook_urls: tuple[str, ...] = ()
     hook_secret: str | None = None
+    hook_poll_seconds: float = 0.5
+    hook_retry_base_seconds: float = 2.0
+    hook_retry_max_seconds: float = 600.0
 
     def with_(self, **changes) -> "Settings":
         return replace(self, **changes)
@@ -87,6 +106,10 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         "SWITCHBOARD_METRICS_QUEUE_LABEL_MAX": ("metrics_queue_label_max", int, 1),
         "SWITCHBOARD_DOORBELL_GATE_SECONDS": ("doorbell_gate_seconds", float, 0),
         "SWITCHBOARD_DOORBELL_HEARTBEAT_SECONDS": ("doorbell_heartbeat_seconds", float, 0),
+        "SWITCHBOARD_HOOK_POLL_SECONDS": ("hook_poll_seconds", float, 0.05),
+        "SWITCHBOARD_HOOK_RETRY_BASE_SECONDS": ("hook_retry_base_seconds", float, 0),
+        "SWITCHBOARD_HOOK_RETRY_MAX_SECONDS": ("hook_retry_max_seconds", float, 0),
+        "SWITCHBOARD_MCP_AUTH_RECHECK_SECONDS": ("mcp_auth_recheck_seconds", float, 1),
     }
     for name, (attr, kind, minimum) in numbers.items():
         if get(name):
@@ -95,8 +118,15 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         changes["metrics_token"] = get("SWITCHBOARD_METRICS_TOKEN")
     if get("SWITCHBOARD_ALLOWED_HOSTS"):
         changes["allowed_hosts"] = tuple(h.strip() for h in env["SWITCHBOARD_ALLOWED_HOSTS"].split(",") if h.strip())
+    if get("SWITCHBOARD_ALLOWED_ORIGINS"):
+        changes["allowed_origins"] = tuple(o.strip() for o in env["SWITCHBOARD_ALLOWED_ORIGINS"].split(",") if o.strip())
     if get("SWITCHBOARD_HOOK_URLS"):
         changes["hook_urls"] = tuple(u.strip() for u in env["SWITCHBOARD_HOOK_URLS"].split(",") if u.strip())
+        for url in changes["hook_urls"]:
+            check_hook_url(url)
+        if not get("SWITCHBOARD_HOOK_SECRET"):
+            raise Invalid("SWITCHBOARD_HOOK_SECRET must be set when SWITCHBOARD_HOOK_URLS is",
+                          argument="SWITCHBOARD_HOOK_SECRET")
     if get("SWITCHBOARD_HOOK_SECRET"):
         changes["hook_secret"] = get("SWITCHBOARD_HOOK_SECRET")
     return s.with_(**changes)

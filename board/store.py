@@ -248,6 +248,65 @@ def _sql(text: str, **parts: str) -> str:
     return text.replace("{NOW}", NOW).format(**parts)
 
 
+HOOK_RECENT = 10
+
+# The exact attempt summary (seed 002's idea): per-outcome counts over the whole history
+# (live rows plus the counts pruning folded into pruned_outcomes), the most recent attempts
+# as outcome tokens, and how many were left out. {closing} overrides the outcome of the
+# attempt the same statement closes, which that statement's snapshot still sees open.
+_SUMMARY = """jsonb_build_object(
+  'total', {r}.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{{}}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = {r}.id AND a.outcome IS NOT NULL {not_closing} GROUP BY 1
+        {closing_count}
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text({r}.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT {outcome} AS outcome) o
+       WHERE a.todo_id = {r}.id ORDER BY a.seq DESC LIMIT """ + str(HOOK_RECENT) + """) x),
+  'omitted', greatest({r}.attempts_total - least({r}.attempts_total - {r}.attempts_pruned, """ + str(HOOK_RECENT) + """), 0))"""
+
+
+def _summary(r: str, c: str | None) -> str:
+    if c is None:
+        return _SUMMARY.format(r=r, not_closing="", closing_count="", outcome="a.outcome::text")
+    return _SUMMARY.format(
+        r=r, not_closing=f"AND a.seq <> {c}.seq", closing_count=f"UNION ALL SELECT {c}.outcome::text, 1",
+        outcome=f"CASE WHEN a.seq = {c}.seq THEN {c}.outcome::text ELSE a.outcome::text END")
+
+
+# Durable notify hooks: one hook_events row per configured URL when a transition makes a
+# todo ready or dead-letters it, in the same statement. With no URLs configured the cross
+# join is empty and nothing is written. A dead letter carries its closing attempt and the
+# exact summary (REQ-15).
+def _outbox(r: str, c: str | None) -> str:
+    dead = "'{}'::jsonb" if c is None else f"""jsonb_build_object(
+      'attempt', jsonb_build_object('seq', {c}.seq, 'attempt', {c}.attempt, 'outcome', {c}.outcome,
+        'died', {c}.outcome IN ('lease_expired', 'reaped'), 'summary', {c}.summary, 'artifact', {c}.artifact),
+      'attempts', {_summary(r, c)})"""
+    join = "" if c is None else f"JOIN closed {c} ON {c}.todo_id = {r}.id"
+    return f"""outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, {r}.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', {NOW},
+           'todo', jsonb_build_object('id', {r}.id, 'queue', {r}.queue, 'title', {r}.title, 'state', {r}.state,
+             'attempt', {r}.attempt, 'max_attempts', {r}.max_attempts, 'attempts_total', {r}.attempts_total,
+             'endpoint_id', {r}.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN {dead} ELSE '{{}}'::jsonb END
+    FROM upd {r} {join}
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN {r}.state = 'pending' THEN 'todo.ready'
+        WHEN {r}.state = 'failed' AND {r}.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE ev.event IS NOT NULL
+  RETURNING 1
+)""".replace("{{}}", "{}")
+
+
 # -- claim: pending -> claimed, or claimed (lease lapsed) -> claimed (takeover); opens one
 # attempt; a takeover first closes the lapsed attempt lease_expired/requeued; prunes the
 # oldest closed attempts past the per-todo cap (REQ-2, REQ-3, REQ-11).
@@ -386,7 +445,8 @@ upd AS (
     FROM cur, closed
    WHERE t.id = cur.id AND closed.todo_id = cur.id
   RETURNING t.*
-)
+),
+{outbox}
 SELECT {todo_cols}, row_to_json(closed) AS closed, {notify}
   FROM upd, closed
 """
@@ -437,7 +497,8 @@ def _close_sql(kind: str, scope: str, owner: bool, fence: bool) -> str:
         todo_set=spec["todo_set"].replace("{NOW}", NOW),
         todo_cols=_TODO_COLS.format(r="upd"),
         notify=_NOTIFY.format(r="upd", kind=f"'{kind}'"),
-    )
+        outbox=_outbox("u", "c"),
+    ).replace("{NOW}", NOW)
 
 
 # Agent statements: owner check always; "unfenced" adds the fence guard (no token given).
@@ -534,22 +595,31 @@ SQL_CANCEL_UNHELD = {
 
 # -- manual retry: dead letter -> pending, attempt counter reset; history kept (REQ-12).
 _RETRY = """
-UPDATE todos t SET state = 'pending', attempt = 0, next_retry_at = NULL, updated_at = {NOW}
- WHERE t.id = %(id)s AND {scope} AND t.state = 'failed' AND t.next_retry_at IS NULL
-RETURNING {todo_cols}, {notify}
+WITH upd AS (
+  UPDATE todos t SET state = 'pending', attempt = 0, next_retry_at = NULL, updated_at = {NOW}
+   WHERE t.id = %(id)s AND {scope} AND t.state = 'failed' AND t.next_retry_at IS NULL
+  RETURNING t.*
+),
+{outbox}
+SELECT {todo_cols}, {notify} FROM upd
 """
 SQL_RETRY = {
-    name: _sql(_RETRY, scope=scope, todo_cols=_TODO_COLS.format(r="t"),
-               notify=_NOTIFY.format(r="t", kind="'retried'"))
+    name: _sql(_RETRY, scope=scope, todo_cols=_TODO_COLS.format(r="upd"),
+               notify=_NOTIFY.format(r="upd", kind="'retried'"), outbox=_outbox("u", None)).replace("{NOW}", NOW)
     for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
 }
 
 # -- add: -> pending
 SQL_ADD = _sql("""
-INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, created_at, updated_at)
-VALUES (%(endpoint_id)s, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, {NOW}, {NOW})
-RETURNING {todo_cols}, {notify}
-""", todo_cols=_TODO_COLS.format(r="t"), notify=_NOTIFY.format(r="t", kind="'added'"))
+WITH upd AS (
+  INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, created_at, updated_at)
+  VALUES (%(endpoint_id)s, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, {NOW}, {NOW})
+  RETURNING t.*
+),
+{outbox}
+SELECT {todo_cols}, {notify} FROM upd
+""", todo_cols=_TODO_COLS.format(r="upd"), notify=_NOTIFY.format(r="upd", kind="'added'"),
+   outbox=_outbox("u", None)).replace("{NOW}", NOW)
 
 # -- the fence lookup: the open attempt's lease_token_hash, with the todo row locked, so the
 # constant-time comparison happens in Python before the transition statement runs.
@@ -627,10 +697,12 @@ upd AS (
          owner = NULL, lease_expires_at = NULL, next_retry_at = NULL, updated_at = {NOW}
     FROM closed WHERE t.id = closed.todo_id
   RETURNING t.*
-)
+),
+{outbox}
 SELECT {todo_cols}, row_to_json(closed) AS closed, {notify}
   FROM upd JOIN closed ON closed.todo_id = upd.id
-""", todo_cols=_TODO_COLS.format(r="upd"), notify=_NOTIFY.format(r="upd", kind="'reaped'"))
+""", todo_cols=_TODO_COLS.format(r="upd"), notify=_NOTIFY.format(r="upd", kind="'reaped'"),
+   outbox=_outbox("u", "c")).replace("{NOW}", NOW)
 
 # retry scheduler: failed with next_retry_at <= now -> pending. Closes and opens nothing.
 SQL_RETRY_DUE = _sql("""
@@ -639,11 +711,16 @@ WITH due AS (
    WHERE t.state = 'failed' AND t.next_retry_at <= {NOW}
    ORDER BY t.next_retry_at LIMIT %(batch)s
    FOR UPDATE OF t SKIP LOCKED
-)
-UPDATE todos t SET state = 'pending', next_retry_at = NULL, updated_at = {NOW}
-  FROM due WHERE t.id = due.id
-RETURNING {todo_cols}, {notify}
-""", todo_cols=_TODO_COLS.format(r="t"), notify=_NOTIFY.format(r="t", kind="'requeued'"))
+),
+upd AS (
+  UPDATE todos t SET state = 'pending', next_retry_at = NULL, updated_at = {NOW}
+    FROM due WHERE t.id = due.id
+  RETURNING t.*
+),
+{outbox}
+SELECT {todo_cols}, {notify} FROM upd
+""", todo_cols=_TODO_COLS.format(r="upd"), notify=_NOTIFY.format(r="upd", kind="'requeued'"),
+   outbox=_outbox("u", None)).replace("{NOW}", NOW)
 
 # retention: terminal todos older than the bound are deleted; attempts cascade (REQ-11).
 # Live todos (pending, held, failed with a retry window) are never touched.
@@ -684,12 +761,14 @@ upd AS (
                      updated_at = {NOW}
     FROM closed WHERE t.id = closed.todo_id
   RETURNING t.*
-)
+),
+{outbox}
 SELECT (SELECT count(*) FROM ep) AS revoked,
        coalesce((SELECT json_agg(json_build_object(
           'todo', {todo_json}, 'closed', row_to_json(c), 'n', {notify}))
          FROM upd JOIN closed c ON c.todo_id = upd.id), '[]'::json) AS todos
-""", todo_json="row_to_json(upd)", notify=_NOTIFY.format(r="upd", kind="'revoked'"))
+""", todo_json="row_to_json(upd)", notify=_NOTIFY.format(r="upd", kind="'revoked'"),
+   outbox=_outbox("u", "c")).replace("{NOW}", NOW)
 
 # -- users and endpoints
 SQL_USER_INSERT = "INSERT INTO users (username, password_hash) VALUES (%(username)s, %(password_hash)s) RETURNING id, username"
@@ -716,6 +795,32 @@ SQL_READY_TODOS = """
 SELECT t.id, t.endpoint_id::text AS endpoint_id, t.queue FROM todos t
  WHERE t.state = 'pending' ORDER BY t.created_at LIMIT %(limit)s
 """
+
+
+# -- durable hook delivery (the outbox rows written by the transitions above)
+# lease due events: each delivery try pushes next_attempt_at out first, so a process that
+# dies mid-delivery only delays the event; another process retries it after the lease.
+SQL_HOOKS_LEASE = """
+UPDATE hook_events h SET tries = h.tries + 1,
+       next_attempt_at = now() + %(lease_seconds)s * interval '1 second'
+  FROM (SELECT id FROM hook_events
+         WHERE delivered_at IS NULL AND next_attempt_at <= now()
+         ORDER BY next_attempt_at, created_at LIMIT %(limit)s
+         FOR UPDATE SKIP LOCKED) due
+ WHERE h.id = due.id
+RETURNING h.id::text AS id, h.event, h.url, h.payload, h.tries, h.created_at
+"""
+SQL_HOOK_DELIVERED = "UPDATE hook_events SET delivered_at = now(), last_error = NULL WHERE id = %(id)s RETURNING id"
+SQL_HOOK_RETRY = """
+UPDATE hook_events SET next_attempt_at = now() + %(delay)s * interval '1 second', last_error = %(error)s
+ WHERE id = %(id)s RETURNING id
+"""
+SQL_HOOKS_PRUNE = """
+DELETE FROM hook_events WHERE delivered_at < now() - %(retention_seconds)s * interval '1 second' RETURNING id
+"""
+# The exact attempt summary of one todo, read after a terminal transition committed (the
+# in-process hooks). System-wide: hooks run without a caller scope and read out nothing.
+SQL_ATTEMPT_SUMMARY = "SELECT " + _summary("t", None) + " AS summary FROM todos t WHERE t.id = %(id)s"
 
 
 # -- constraint names -> domain errors, in one place --------------------------------------
@@ -807,6 +912,7 @@ class Store:
             params = {"user_id": caller.user_id, "owner": caller.owner}
         params.update(extra)
         params.setdefault("now", None)
+        params["hook_urls"] = list(self.settings.hook_urls)
         return params
 
     async def _classify(self, caller: Caller, todo_id: str, op: str, params: dict) -> SwitchboardError:
@@ -1152,7 +1258,8 @@ class Store:
 
     async def sweep_reap(self, *, now: datetime | None = None, batch: int = SWEEP_BATCH) -> int:
         """Reaper: lapsed leases -> pending or dead letter, attempts closed reaped."""
-        rows = await self._fetch(SQL_REAP, {"now": now, "batch": batch}, op="reap")
+        rows = await self._fetch(SQL_REAP, {"now": now, "batch": batch, "hook_urls": list(self.settings.hook_urls)},
+                                op="reap")
         self._emit(Transition("reaped", r["id"], str(r["endpoint_id"]), r["queue"], r["state"],
                               dead_letter=r["dead_letter"], closed=dict(r["closed"]),
                               attempts_total=r["attempts_total"]) for r in rows)
@@ -1160,7 +1267,8 @@ class Store:
 
     async def sweep_retry(self, *, now: datetime | None = None, batch: int = SWEEP_BATCH) -> int:
         """Retry scheduler: failed todos whose backoff elapsed -> pending."""
-        rows = await self._fetch(SQL_RETRY_DUE, {"now": now, "batch": batch}, op="retry_due")
+        rows = await self._fetch(SQL_RETRY_DUE, {"now": now, "batch": batch,
+                                                 "hook_urls": list(self.settings.hook_urls)}, op="retry_due")
         self._emit(Transition("requeued", r["id"], str(r["endpoint_id"]), r["queue"], r["state"],
                               attempts_total=r["attempts_total"]) for r in rows)
         return len(rows)
@@ -1171,6 +1279,9 @@ class Store:
                                                  "retention_seconds": self.settings.retention_days * 86400},
                                  op="retention")
         self._emit(Transition("deleted", r["id"], str(r["endpoint_id"]), r["queue"], "deleted") for r in rows)
+        if len(rows) < batch:  # the todo backlog is done: prune delivered hook events too
+            await self._fetch(SQL_HOOKS_PRUNE, {"retention_seconds": self.settings.retention_days * 86400},
+                              op="retention")
         return len(rows)
 
     # -- users and endpoints -----------------------------------------------------------
@@ -1238,7 +1349,8 @@ class Store:
             uuid.UUID(str(endpoint_id))
         except ValueError:
             raise NotFound("no such endpoint", op="endpoint_revoke") from None
-        row = await self._fetch(SQL_REVOKE, {"endpoint_id": endpoint_id, "user_id": user_id, "now": now},
+        row = await self._fetch(SQL_REVOKE, {"endpoint_id": endpoint_id, "user_id": user_id, "now": now,
+                                             "hook_urls": list(self.settings.hook_urls)},
                                 op="endpoint_revoke", one=True)
         if not row["revoked"]:
             raise NotFound("no such endpoint, or already revoked", op="endpoint_revoke")
@@ -1259,3 +1371,20 @@ class Store:
     async def ready_todos(self, limit: int = 500) -> list[dict]:
         """Pending todos, oldest first: ids and queues only (the doorbell heartbeat)."""
         return await self._fetch(SQL_READY_TODOS, {"limit": limit}, op="ready")
+
+    async def todo_attempt_summary(self, todo_id: str) -> dict | None:
+        """The exact attempt summary (counts by outcome, recent tokens, omitted), or None."""
+        row = await self._fetch(SQL_ATTEMPT_SUMMARY, {"id": todo_id}, op="attempt_summary", one=True)
+        return row["summary"] if row else None
+
+    # -- hook outbox ---------------------------------------------------------------------
+
+    async def hook_events_lease(self, *, limit: int = 20, lease_seconds: float = 30.0) -> list[dict]:
+        """Due hook events, leased to this process for lease_seconds."""
+        return await self._fetch(SQL_HOOKS_LEASE, {"limit": limit, "lease_seconds": lease_seconds}, op="hooks")
+
+    async def hook_event_delivered(self, event_id: str) -> None:
+        await self._fetch(SQL_HOOK_DELIVERED, {"id": event_id}, op="hooks")
+
+    async def hook_event_retry(self, event_id: str, *, delay: float, error: str) -> None:
+        await self._fetch(SQL_HOOK_RETRY, {"id": event_id, "delay": delay, "error": error[:200]}, op="hooks")

@@ -1,0 +1,184 @@
+"""Hooks: committed-transition hooks in process, and durable notify hooks over HTTP.
+
+Committed-transition hooks (REQ-15): `TransitionHooks.register(fn)`; fn(payload) runs after
+commit, once per committed transition, never for a rolled-back one. A dead-letter payload
+carries the closing attempt's seq, outcome, died, summary and artifact and the todo's
+attempts_total; terminal payloads (done, dead-lettered, canceled) also carry the exact
+attempt summary (counts by outcome over the whole history, recent outcome tokens, omitted).
+
+Notify hooks (SPEC-0024): the transitions themselves write `todo.ready` and
+`todo.dead_lettered` rows to hook_events in their own transaction (board/store.py);
+`HookDelivery` POSTs them, signed, to the configured URLs from any server process and
+retries with backoff until a 2xx, so an event is delivered at least once and carries a
+stable id (`X-Switchboard-Event-Id`, and `id` in the body) to de-duplicate on.
+
+Signature: `X-Switchboard-Signature: t=<unix seconds>,v1=<hex>` where hex is
+HMAC-SHA256(secret, f"{t}.{body}") over the exact request body bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import inspect
+import json
+import logging
+import random
+import time
+from typing import Any, Callable
+
+import httpx
+
+from board.config import Settings
+from board.store import DIED_OUTCOMES, Store, Transition
+
+log = logging.getLogger("switchboard.hooks")
+
+def transition_payload(t: Transition) -> dict:
+    """The committed-transition payload: ids, states, and the closing attempt's seq and
+    outcome. Summary and artifact only for a dead letter (REQ-15)."""
+    payload: dict[str, Any] = {
+        "kind": t.kind, "todo_id": t.todo_id, "endpoint_id": t.endpoint_id, "queue": t.queue,
+        "state": t.state, "dead_letter": t.dead_letter, "attempts_total": t.attempts_total,
+    }
+    if t.opened_seq is not None:
+        payload["opened_seq"] = t.opened_seq
+    if t.closed is not None:
+        attempt = {"seq": t.closed["seq"], "outcome": t.closed["outcome"],
+                   "died": t.closed["outcome"] in DIED_OUTCOMES}
+        if t.dead_letter:
+            attempt["summary"] = t.closed.get("summary")
+            attempt["artifact"] = t.closed.get("artifact")
+        payload["attempt"] = attempt
+    return payload
+
+
+def is_terminal(t: Transition) -> bool:
+    return t.dead_letter or t.state in ("done", "canceled")
+
+
+class TransitionHooks:
+    """In-process committed-transition hooks, fed by the store's observers."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self._handlers: list[Callable[[dict], Any]] = []
+        self._tasks: set[asyncio.Task] = set()
+        store.observers.append(self._observe)
+
+    def register(self, handler: Callable[[dict], Any]) -> None:
+        self._handlers.append(handler)
+
+    def _observe(self, t: Transition) -> None:
+        if not self._handlers or t.kind == "deleted":
+            return
+        task = asyncio.get_running_loop().create_task(self._dispatch(t))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _dispatch(self, t: Transition) -> None:
+        payload = transition_payload(t)
+        if is_terminal(t):
+            payload["attempts"] = await self.store.todo_attempt_summary(t.todo_id)
+        for handler in self._handlers:
+            try:
+                result = handler(payload)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                log.exception("transition hook failed for %s of todo %s", t.kind, t.todo_id)
+
+    async def drain(self) -> None:
+        """Wait for dispatches in flight (shutdown, tests)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+def sign(secret: str, timestamp: int, body: bytes) -> str:
+    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"t={timestamp},v1={mac}"
+
+
+def verify(secret: str, header: str, body: bytes, *, tolerance: float = 300, now: float | None = None) -> bool:
+    """Check an X-Switchboard-Signature header (what a receiver does)."""
+    try:
+        parts = dict(item.split("=", 1) for item in header.split(","))
+        timestamp = int(parts["t"])
+    except (ValueError, KeyError):
+        return False
+    if abs((now or time.time()) - timestamp) > tolerance:
+        return False
+    return hmac.compare_digest(sign(secret, timestamp, body), header)
+
+
+class HookDelivery:
+    """Delivers hook_events rows. Safe in every process at once: rows are leased."""
+
+    def __init__(self, store: Store, settings: Settings, *, client: httpx.AsyncClient | None = None):
+        self.store = store
+        self.settings = settings
+        self._client = client
+        self._task: asyncio.Task | None = None
+        self._wake = asyncio.Event()
+
+    def start(self) -> None:
+        if self.settings.hook_urls:
+            self._task = asyncio.create_task(self._run(), name="switchboard-hooks")
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        async with (self._client or httpx.AsyncClient(timeout=10.0, follow_redirects=False)) as client:
+            while True:
+                try:
+                    while await self.deliver_due(client) > 0:
+                        pass
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("hook delivery pass failed; retrying")
+                self._wake.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=self.settings.hook_poll_seconds)
+
+    async def deliver_due(self, client: httpx.AsyncClient) -> int:
+        events = await self.store.hook_events_lease(limit=20, lease_seconds=30.0)
+        await asyncio.gather(*(self._deliver(client, e) for e in events))
+        return len(events)
+
+    async def _deliver(self, client: httpx.AsyncClient, event: dict) -> None:
+        body = json.dumps({"id": event["id"], **event["payload"]}, separators=(",", ":"),
+                          ensure_ascii=False).encode()
+        timestamp = int(time.time())
+        headers = {
+            "content-type": "application/json",
+            "user-agent": "switchboard-hooks/1",
+            "x-switchboard-event": event["event"],
+            "x-switchboard-event-id": event["id"],
+            "x-switchboard-signature": sign(self.settings.hook_secret or "", timestamp, body),
+        }
+        try:
+            response = await client.post(event["url"], content=body, headers=headers)
+            if 200 <= response.status_code < 300:
+                await self.store.hook_event_delivered(event["id"])
+                log.info("hook %s %s delivered (try %d)", event["event"], event["id"], event["tries"])
+                return
+            error = f"HTTP {response.status_code}"
+        except httpx.HTTPError as err:
+            error = type(err).__name__
+        delay = min(self.settings.hook_retry_max_seconds,
+                    self.settings.hook_retry_base_seconds * 2 ** min(event["tries"] - 1, 20))
+        delay *= 0.5 + random.random() * 0.5
+        log.warning("hook %s %s failed (%s, try %d); retrying in %.1f s", event["event"], event["id"], error,
+                    event["tries"], delay)
+        await self.store.hook_event_retry(event["id"], delay=delay, error=error)
