@@ -1,0 +1,107 @@
+"""REQ-14 and SPEC-0023 through the real /metrics endpoint of a running server."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import make_agent, run_server
+
+
+async def scrape(url: str, headers=None) -> dict[tuple, float]:
+    async with httpx.AsyncClient(base_url=url) as client:
+        r = await client.get("/metrics", headers=headers or {})
+    assert r.status_code == 200, r.text
+    out = {}
+    for family in text_string_to_metric_families(r.text):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+def value(samples, name, **labels) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+async def wait_for(predicate, timeout=10.0):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await predicate():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_reap_counts_once_in_each_family(live_server):
+    store = live_server.store
+    agent = await make_agent(store, queues=("builds",))
+    todo = await store.todo_add(agent, queue="builds", title="t")
+    before = await scrape(live_server.url)
+    await store.todo_claim(agent, todo["id"], lease_seconds=1)
+
+    async def reaped():
+        return (await store.todo_get(agent, todo["id"]))["state"] == "pending"
+
+    await wait_for(reaped)
+    after = await scrape(live_server.url)
+    assert value(after, "switchboard_lease_expired_total", queue="builds") - value(
+        before, "switchboard_lease_expired_total", queue="builds") == 1
+    assert value(after, "switchboard_todo_attempts_closed_total", queue="builds", outcome="reaped") - value(
+        before, "switchboard_todo_attempts_closed_total", queue="builds", outcome="reaped") == 1
+    assert value(after, "switchboard_todos", queue="builds", state="pending") == 1
+
+
+async def test_a_takeover_moves_lease_expired_by_exactly_one(live_server):
+    store = live_server.store
+    agent = await make_agent(store, queues=("builds",))
+    todo = await store.todo_add(agent, queue="builds", title="t")
+    from datetime import datetime, timedelta, timezone
+    past = datetime.now(timezone.utc) - timedelta(minutes=5)
+    await store.todo_claim(agent, todo["id"], lease_seconds=60, now=past)  # lapsed four minutes ago
+    before = await scrape(live_server.url)
+    res = await store.todo_claim_next(agent)
+    if res["todo"] is None:  # the server's reaper got there first; it counts the same way
+        res = await store.todo_claim_next(agent)
+    after = await scrape(live_server.url)
+    assert value(after, "switchboard_lease_expired_total", queue="builds") - value(
+        before, "switchboard_lease_expired_total", queue="builds") == 1
+    closed = sum(value(after, "switchboard_todo_attempts_closed_total", queue="builds", outcome=o) - value(
+        before, "switchboard_todo_attempts_closed_total", queue="builds", outcome=o) for o in ("lease_expired", "reaped"))
+    assert closed == 1
+
+
+async def test_metrics_never_carry_ids_summaries_or_claimants(live_server):
+    store = live_server.store
+    agent = await make_agent(store, queues=("q",))
+    todo = await store.todo_add(agent, queue="q", title="secret title")
+    await store.todo_claim(agent, todo["id"], claimant="claimant-label-xyz")
+    await store.todo_fail(agent, todo["id"], summary="summary-text-xyz", artifact="https://artifact.example/xyz")
+    async with httpx.AsyncClient(base_url=live_server.url) as client:
+        text = (await client.get("/metrics")).text
+    for secret in (todo["id"], "secret title", "claimant-label-xyz", "summary-text-xyz", "artifact.example",
+                   agent.endpoint_id):
+        assert secret not in text
+    assert 'switchboard_todo_attempts_closed_total{outcome="failed",queue="q"} 1.0' in text
+
+
+async def test_queue_labels_are_bounded(server_settings):
+    async with run_server(server_settings.with_(metrics_queue_label_max=2)) as srv:
+        store = srv.store
+        queues = ("a", "b", "c", "d")
+        agent = await make_agent(store, queues=queues)
+        for q in queues:
+            todo = await store.todo_add(agent, queue=q, title="t")
+            await store.todo_claim(agent, todo["id"])
+            await store.todo_complete(agent, todo["id"])
+        samples = await scrape(srv.url)
+    labels = {dict(k[1]).get("queue") for k in samples if k[0] == "switchboard_todo_attempts_closed_total"}
+    assert labels == {"a", "b", "_other"}
+    assert value(samples, "switchboard_todo_attempts_closed_total", queue="_other", outcome="completed") == 2
+
+
+async def test_the_operator_token_guards_metrics(server_settings):
+    async with run_server(server_settings.with_(metrics_token="op-token-123")) as srv:
+        async with httpx.AsyncClient(base_url=srv.url) as client:
+            assert (await client.get("/metrics")).status_code == 401
+            assert (await client.get("/metrics", headers={"authorization": "Bearer nope"})).status_code == 401
+        await scrape(srv.url, headers={"authorization": "Bearer op-token-123"})
