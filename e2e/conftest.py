@@ -4,6 +4,7 @@ comes vendored in axe-playwright-python. CSP is enforced in the browser as in pr
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from playwright.async_api import Page, async_playwright, expect
 
 from board.auth import hash_password
 from board.config import Settings
+from board.db import EmbeddedPostgres
 from board.store import Human
 from tests.conftest import *  # noqa: F401,F403  (pg_admin_url, db_url, live_server, ...)
 
@@ -26,6 +28,23 @@ AXE_OPTIONS = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag2
                "resultTypes": ["violations"]}
 
 expect.set_options(timeout=10_000)
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url():
+    """The fixtures of tests/conftest.py are imported here, not shared: a sibling conftest
+    gets its own session instances. Two instances of the same embedded server in one process
+    would stop it under each other's feet at the end (its handle counts the process once),
+    so the browser tests run their own embedded Postgres in a data dir of their own."""
+    url = os.environ.get("DATABASE_URL")
+    server = None
+    if not url:
+        base = Path(os.environ.get("SWITCHBOARD_TEST_DATA_DIR", ROOT / ".switchboard" / "test"))
+        server = EmbeddedPostgres(base.with_name(base.name + "-e2e"))
+        url = server.start()
+    yield url
+    if server is not None:
+        server.stop()
 
 
 @pytest.fixture
