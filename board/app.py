@@ -76,7 +76,7 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
             app.state.runtime = runtime
             log.info("database: %s", database_label(url))
             try:
-                async with mcp.running(store, fanout):
+                async with mcp.running(store, fanout, metrics):
                     sweeps.start()
                     yield
             finally:
@@ -92,7 +92,7 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
         middleware=[web.security_headers_middleware],
         template_config=web.template_config(),
         lifespan=[lifespan],
-        state=State({"settings": settings}),
+        state=State({"settings": settings, "mcp": mcp}),
         exception_handlers=web.exception_handlers(),
         debug=False,
     )

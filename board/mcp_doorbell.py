@@ -1,0 +1,361 @@
+"""The MCP doorbell (SPEC-0011, SPEC-0034 REQ-16): tell an endpoint's live MCP sessions
+that a todo became ready in a queue they may drain.
+
+URIs (the doorbell's scheme, also served by resources/read):
+  switchboard://todos        the collection; subscribe to it to hear every ring
+  switchboard://todos/{id}   one todo; a ring is notifications/resources/updated for it
+
+Two protocol generations, one doorbell:
+  2025-11-25 (sessions): a ring goes out on the session's standalone GET stream, so a
+    session is ringable while its GET stream is open. The ASGI wrapper in mcp_server.py
+    opens a Doorway for each such stream; the ServerSession used to send is captured from
+    the session's own requests (notifications/initialized first).
+  2026-07-28 (sessionless): a client sends subscriptions/listen with
+    resource_subscriptions ["switchboard://todos"] (or single todo URIs); the response is
+    the stream, and each ring is a notifications/resources/updated on it.
+
+One task per process consumes the LISTEN fan-out (board/live.py). A todo is ready when it
+is added, released, re-queued by the retry scheduler, retried by hand, or reaped back to
+pending. Rings go only to doorways of the todo's own endpoint whose queues include the
+todo's queue and whose scope may drain (claim or claim_next): never to another endpoint.
+A per-todo gate (doorbell_gate_seconds) suppresses a second ring of the same todo inside
+its window; a re-queue by the retry scheduler clears the todo's gate entry, so it rings
+again (REQ-16). The doorbell heartbeat (doorbell_heartbeat_seconds, 0 = off) rings pending
+todos nobody has claimed, under the same gate, so sessions that connected after the first
+ring still hear about old work. A LISTEN reconnect (resync) triggers one heartbeat sweep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from board.config import Settings
+from board.store import Agent, Store
+
+log = logging.getLogger("switchboard.mcp.doorbell")
+
+TODOS_URI = "switchboard://todos"
+TODO_URI_PREFIX = TODOS_URI + "/"
+READY_KINDS = frozenset({"added", "release", "requeued", "retried"})
+OUTBOX_SIZE = 256
+SUBSCRIPTION_ID_META_KEY = "io.modelcontextprotocol/subscriptionId"
+
+
+def todo_uri(todo_id: str) -> str:
+    return TODO_URI_PREFIX + todo_id
+
+
+def may_drain(agent: Agent) -> bool:
+    return agent.allows("claim") or agent.allows("claim_next")
+
+
+@dataclass(eq=False)
+class Doorway:
+    """One live push channel of one endpoint: a legacy session's GET stream or a listen stream."""
+
+    endpoint_id: str
+    queues: frozenset[str]
+    uris: frozenset[str] | None = None  # None: every todo; else only rings for these URIs (or the collection)
+    outbox: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(maxsize=OUTBOX_SIZE))
+    rung: int = 0
+
+    def wants(self, queue: str, uri: str) -> bool:
+        if queue not in self.queues:
+            return False
+        return self.uris is None or TODOS_URI in self.uris or uri in self.uris
+
+    def wake(self) -> None:
+        """Wake the consumer without a ring (an empty URI is never sent)."""
+        with contextlib.suppress(asyncio.QueueEmpty):
+            if self.outbox.full():
+                self.outbox.get_nowait()
+        self.outbox.put_nowait("")
+
+    def ring(self, uri: str) -> None:
+        try:
+            self.outbox.put_nowait(uri)
+            self.rung += 1
+        except asyncio.QueueFull:  # a level trigger: the heartbeat rings it again later
+            log.debug("doorway outbox full; ring dropped")
+
+
+@dataclass(eq=False)
+class LegacySession:
+    """A 2025-11-25 session: its endpoint and the ServerSession its requests arrived on."""
+
+    endpoint_id: str
+    session: Any  # mcp.server.session.ServerSession
+    last_seen: float
+    streams: int = 0
+
+
+class Doorbell:
+    def __init__(self, settings: Settings, store: Store, fanout, *, session_idle_seconds: float):
+        self.settings = settings
+        self.store = store
+        self.fanout = fanout
+        self.session_idle_seconds = session_idle_seconds
+        self.gate: dict[str, float] = {}
+        self._doorways: dict[str, set[Doorway]] = {}
+        self._sessions: dict[str, LegacySession] = {}
+        self._session_noted = asyncio.Event()
+        self._sweep_now = asyncio.Event()
+        self.closing = asyncio.Event()
+        self._last_prune = time.monotonic()
+        self._tasks: list[asyncio.Task] = []
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._tasks = [asyncio.create_task(self._consume(), name="doorbell-listen"),
+                       asyncio.create_task(self._heartbeat(), name="doorbell-heartbeat")]
+
+    async def stop(self) -> None:
+        self.closing.set()
+        for ways in list(self._doorways.values()):
+            for doorway in list(ways):
+                doorway.wake()  # listen streams end gracefully
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+
+    # -- doorways ----------------------------------------------------------------------
+
+    def open(self, agent: Agent, uris: frozenset[str] | None = None) -> Doorway:
+        doorway = Doorway(agent.endpoint_id, frozenset(agent.queues) if may_drain(agent) else frozenset(), uris)
+        self._doorways.setdefault(agent.endpoint_id, set()).add(doorway)
+        if doorway.queues:
+            self._sweep_now.set()  # tell a new listener about work already waiting (under the gate)
+        return doorway
+
+    def close(self, doorway: Doorway) -> None:
+        ways = self._doorways.get(doorway.endpoint_id)
+        if ways is not None:
+            ways.discard(doorway)
+            if not ways:
+                del self._doorways[doorway.endpoint_id]
+
+    def live_doorways(self, endpoint_id: str | None = None) -> int:
+        if endpoint_id is None:
+            return sum(len(w) for w in self._doorways.values())
+        return len(self._doorways.get(endpoint_id, ()))
+
+    # -- ringing -----------------------------------------------------------------------
+
+    def on_event(self, event: dict) -> None:
+        kind = event.get("kind")
+        if kind == "resync":
+            self._sweep_now.set()
+            return
+        todo_id, endpoint_id, queue = event.get("todo"), event.get("endpoint"), event.get("queue")
+        if not (isinstance(todo_id, str) and isinstance(endpoint_id, str) and isinstance(queue, str)):
+            return
+        if kind == "requeued":
+            self.gate.pop(todo_id, None)  # REQ-16: a retry-scheduler re-queue rings again
+        if kind in READY_KINDS or (kind == "reaped" and event.get("state") == "pending"):
+            self.ring(todo_id, endpoint_id, queue)
+
+    def ring(self, todo_id: str, endpoint_id: str, queue: str) -> bool:
+        """Ring the endpoint's doorways for a ready todo, unless its gate is closed."""
+        ways = self._doorways.get(endpoint_id)
+        if not ways:
+            return False  # nobody heard it, so the gate stays open for whoever connects next
+        uri = todo_uri(todo_id)
+        targets = [d for d in ways if d.wants(queue, uri)]
+        if not targets:
+            return False
+        now = time.monotonic()
+        if self.gate.get(todo_id, 0.0) > now:
+            return False
+        self.gate[todo_id] = now + self.settings.doorbell_gate_seconds
+        for doorway in targets:
+            doorway.ring(uri)
+        self._prune_gate(now)
+        return True
+
+    def _prune_gate(self, now: float) -> None:
+        if now - self._last_prune < max(self.settings.doorbell_gate_seconds, 1.0):
+            return
+        self._last_prune = now
+        for todo_id in [t for t, until in self.gate.items() if until <= now]:
+            del self.gate[todo_id]
+
+    async def _consume(self) -> None:
+        async with self.fanout.subscription() as sub:
+            while True:
+                event = await sub.get()
+                try:
+                    self.on_event(event)
+                except Exception:  # one bad event never stops the doorbell
+                    log.exception("doorbell failed on a %s event", event.get("kind"))
+
+    async def _heartbeat(self) -> None:
+        period = self.settings.doorbell_heartbeat_seconds
+        while True:
+            try:
+                if period and period > 0:
+                    await asyncio.wait_for(self._sweep_now.wait(), timeout=period)
+                else:
+                    await self._sweep_now.wait()
+            except asyncio.TimeoutError:
+                pass
+            self._sweep_now.clear()
+            self._prune_sessions()
+            if not self._doorways:
+                continue
+            try:
+                await self.sweep()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("doorbell heartbeat failed; trying again next period")
+
+    async def sweep(self) -> int:
+        """Ring every pending todo (ids only, oldest first) under the gate."""
+        rung = 0
+        for row in await self.store.ready_todos(limit=500):
+            if self.ring(row["id"], str(row["endpoint_id"]), row["queue"]):
+                rung += 1
+        return rung
+
+    # -- 2025-11-25 sessions -------------------------------------------------------------
+
+    def note_session(self, session_id: str, agent: Agent, server_session: Any) -> None:
+        """Remember the ServerSession of a session id (from the session's own requests)."""
+        entry = self._sessions.get(session_id)
+        now = time.monotonic()
+        if entry is None:
+            self._sessions[session_id] = LegacySession(agent.endpoint_id, server_session, now)
+            self._session_noted.set()
+            self._session_noted = asyncio.Event()
+        elif entry.endpoint_id == agent.endpoint_id:
+            entry.session = server_session
+            entry.last_seen = now
+
+    def touch_session(self, session_id: str) -> None:
+        entry = self._sessions.get(session_id)
+        if entry is not None:
+            entry.last_seen = time.monotonic()
+
+    def forget_session(self, session_id: str, endpoint_id: str) -> None:
+        entry = self._sessions.get(session_id)
+        if entry is not None and entry.endpoint_id == endpoint_id:
+            del self._sessions[session_id]
+
+    def _prune_sessions(self) -> None:
+        """Drop sessions the SDK has idled out: no open stream and no request for longer
+        than its idle timeout (the same rule the session manager applies)."""
+        horizon = time.monotonic() - self.session_idle_seconds - 5
+        for session_id in [s for s, e in self._sessions.items() if e.streams == 0 and e.last_seen < horizon]:
+            del self._sessions[session_id]
+
+    async def _session_for(self, session_id: str, endpoint_id: str, wait: float = 5.0) -> LegacySession | None:
+        deadline = time.monotonic() + wait
+        while True:
+            entry = self._sessions.get(session_id)
+            if entry is not None:
+                return entry if entry.endpoint_id == endpoint_id else None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._session_noted.wait(), timeout=remaining)
+
+    async def pump_session(self, session_id: str, agent: Agent, doorway: Doorway) -> None:
+        """Deliver a legacy session's rings on its standalone stream while its GET is open."""
+        entry = None
+        while True:
+            uri = await doorway.outbox.get()
+            if not uri:
+                continue
+            if entry is None:
+                # The GET can open a moment before the session's notifications/initialized is handled.
+                entry = await self._session_for(session_id, agent.endpoint_id)
+                if entry is None:
+                    continue
+            try:
+                await asyncio.wait_for(entry.session.send_resource_updated(uri), timeout=5)
+            except asyncio.TimeoutError:
+                log.debug("doorbell ring to a slow session dropped")
+            except Exception:
+                log.debug("doorbell ring to a closed session dropped", exc_info=True)
+
+    @contextlib.asynccontextmanager
+    async def session_stream(self, session_id: str, agent: Agent):
+        """While a legacy session's GET stream is open, it is a doorway of its endpoint."""
+        doorway = self.open(agent)
+        entry = self._sessions.get(session_id)
+        if entry is not None and entry.endpoint_id == agent.endpoint_id:
+            entry.streams += 1
+        pump = asyncio.create_task(self.pump_session(session_id, agent, doorway), name="doorbell-session-pump")
+        try:
+            yield doorway
+        finally:
+            pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await pump
+            self.close(doorway)
+            entry = self._sessions.get(session_id)
+            if entry is not None and entry.endpoint_id == agent.endpoint_id:
+                entry.streams = max(0, entry.streams - 1)
+                entry.last_seen = time.monotonic()
+
+    # -- 2026-07-28 subscriptions/listen -------------------------------------------------
+
+    async def listen(self, ctx, params: types.SubscriptionsListenRequestParams, *, agent: Agent,
+                     still_authorized) -> types.SubscriptionsListenResult:
+        """Serve one listen stream: acknowledge the honored filter, then ring until the
+        client leaves, the server stops, or the credential is revoked."""
+        subscription_id = ctx.request_id
+        if subscription_id is None:
+            raise MCPError(types.INVALID_REQUEST, "subscriptions/listen requires a request id")
+        requested = params.notifications.resource_subscriptions or []
+        ours = [u for u in dict.fromkeys(requested)
+                if u == TODOS_URI or (u.startswith(TODO_URI_PREFIX) and len(u) > len(TODO_URI_PREFIX))]
+        # Only the doorbell URIs are honored; list-changed kinds never fire here, so they are not promised.
+        honored = types.SubscriptionFilter(resource_subscriptions=ours or None)
+        meta = {SUBSCRIPTION_ID_META_KEY: subscription_id}
+        doorway = self.open(agent, frozenset(ours)) if ours else None
+        recheck = max(self.settings.mcp_auth_recheck_seconds, 0.05)
+        try:
+            await ctx.session.send_notification(
+                types.SubscriptionsAcknowledgedNotification(
+                    params=types.SubscriptionsAcknowledgedNotificationParams(notifications=honored, _meta=meta)),
+                related_request_id=subscription_id)
+            next_check = time.monotonic() + recheck
+            while not self.closing.is_set():
+                timeout = max(0.0, next_check - time.monotonic())
+                uri = None
+                try:
+                    if doorway is None:
+                        await asyncio.wait_for(self.closing.wait(), timeout=timeout)
+                    else:
+                        uri = await asyncio.wait_for(doorway.outbox.get(), timeout=timeout)
+                except asyncio.TimeoutError:
+                    pass
+                if self.closing.is_set():
+                    break
+                if uri:
+                    await ctx.session.send_notification(
+                        types.ResourceUpdatedNotification(
+                            params=types.ResourceUpdatedNotificationParams(uri=uri, _meta=meta)),
+                        related_request_id=subscription_id)
+                if time.monotonic() >= next_check:
+                    if not await still_authorized():
+                        raise MCPError(types.INVALID_REQUEST, "the credential is no longer valid")
+                    next_check = time.monotonic() + recheck
+        finally:
+            if doorway is not None:
+                self.close(doorway)
+        return types.SubscriptionsListenResult(_meta=meta)
