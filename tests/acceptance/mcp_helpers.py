@@ -1,0 +1,116 @@
+"""Helpers for the MCP acceptance tests: real endpoint tokens, and the SDK's own client over
+HTTP in either protocol generation.
+
+- `modern`: `mcp.Client` in its default mode, which negotiates 2026-07-28 (sessionless).
+- `legacy`: `mcp.Client(mode="legacy")`, the initialize handshake at 2025-11-25, with a
+  session id and a standalone GET stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import AsyncIterator
+
+import httpx2
+import mcp_types as types
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from board.store import VERBS
+
+GENERATIONS = ("modern", "legacy")
+
+
+@dataclass
+class Vended:
+    endpoint_id: str
+    token: str
+    user_id: int
+
+
+_names = iter(range(1, 10**9))
+
+
+async def vend(store, *, user_id: int | None = None, agent_id: str = "worker", queues=("q",), scope=VERBS) -> Vended:
+    if user_id is None:
+        user_id = (await store.user_insert(f"mcpuser{next(_names)}", "not-a-real-hash"))["id"]
+    row, token = await store.endpoint_vend(user_id, name=agent_id, agent_id=agent_id, queues=list(queues),
+                                           scope=list(scope))
+    return Vended(row["id"], token, user_id)
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@dataclass
+class Inbox:
+    """Doorbell rings a legacy session received (notifications/resources/updated URIs)."""
+
+    uris: list[str] = field(default_factory=list)
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def handler(self, message) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.uris.append(str(message.params.uri))
+            self._changed.set()
+
+    async def wait_for(self, uri: str, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        while uri not in self.uris:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"no ring for {uri} within {timeout} s; rings: {self.uris}")
+            self._changed.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout=remaining)
+
+
+@contextlib.asynccontextmanager
+async def connect(server, token: str | None, generation: str = "modern", *, inbox: Inbox | None = None,
+                  headers: dict | None = None) -> AsyncIterator[Client]:
+    hdrs = dict(headers or {})
+    if token is not None:
+        hdrs.update(auth(token))
+    async with httpx2.AsyncClient(headers=hdrs, timeout=httpx2.Timeout(30.0, read=300.0)) as http:
+        transport = streamable_http_client(server.url + "/mcp", http_client=http)
+        kwargs = {"message_handler": inbox.handler} if inbox is not None else {}
+        if generation == "legacy":
+            kwargs["mode"] = "legacy"
+        async with Client(transport, **kwargs) as client:
+            yield client
+
+
+async def call(client: Client, tool: str, args: dict | None = None) -> dict:
+    """Call a tool that must succeed; returns its structured content."""
+    result = await client.call_tool(tool, args or {})
+    assert not result.is_error, f"{tool} failed: {result.structured_content}"
+    return result.structured_content
+
+
+async def call_error(client: Client, tool: str, args: dict | None = None) -> dict:
+    """Call a tool that must fail; returns the error object of its structured content."""
+    result = await client.call_tool(tool, args or {})
+    assert result.is_error, f"{tool} unexpectedly succeeded: {result.structured_content}"
+    assert result.content[0].text == _compact(result.structured_content)
+    return result.structured_content["error"]
+
+
+def _compact(value) -> str:
+    import json
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+async def wait_until(predicate, timeout: float = 5.0, interval: float = 0.02) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(interval)
+
+
+def doorbell(server):
+    return server.app.state.mcp.doorbell

@@ -1,0 +1,208 @@
+"""The doorbell (SPEC-0011, SPEC-0034 REQ-16) over real MCP connections of both generations:
+a ready todo rings its own endpoint's live sessions whose queues include it, never another
+endpoint's, under the per-todo gate that a retry-scheduler re-queue clears."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from tests.acceptance.mcp_helpers import Inbox, call, connect, doorbell, vend, wait_until
+
+TODOS = "switchboard://todos"
+
+
+def uri(todo_id: str) -> str:
+    return f"{TODOS}/{todo_id}"
+
+
+@pytest.fixture
+def server_settings(server_settings):
+    # A gate long enough to matter inside a test, and the retry scheduler left to the tests
+    # (they drive it with sweep_retry(now=...)), so no minute-long waits.
+    return server_settings.with_(doorbell_gate_seconds=30, retry_interval_seconds=0, retry_base_seconds=10)
+
+
+@contextlib.asynccontextmanager
+async def legacy_session(server, token, endpoint_id):
+    """A 2025-11-25 session whose GET stream is open (so it can be rung)."""
+    inbox = Inbox()
+    before = doorbell(server).live_doorways(endpoint_id)
+    async with connect(server, token, "legacy", inbox=inbox) as client:
+        await wait_until(lambda: doorbell(server).live_doorways(endpoint_id) > before)
+        yield client, inbox
+
+
+@contextlib.asynccontextmanager
+async def listening(server, token, *, uris=(TODOS,)):
+    """A 2026-07-28 client with an open subscriptions/listen stream; yields (client, rings)."""
+    rings: list[str] = []
+    async with connect(server, token, "modern") as client:
+        async with client.listen(resource_subscriptions=list(uris)) as sub:
+            async def collect():
+                async for event in sub:
+                    rings.append(event.uri)
+            task = asyncio.create_task(collect())
+            try:
+                yield client, rings, sub
+            finally:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+
+async def test_an_added_todo_rings_the_endpoints_legacy_session(live_server):
+    ep = await vend(live_server.store)
+    async with legacy_session(live_server, ep.token, ep.endpoint_id) as (client, inbox):
+        todo = await call(client, "add_todo", {"queue": "q", "title": "ring me"})
+        await inbox.wait_for(uri(todo["id"]))
+
+
+async def test_an_added_todo_rings_a_sessionless_listen_stream(live_server):
+    ep = await vend(live_server.store)
+    async with listening(live_server, ep.token) as (client, rings, sub):
+        assert sub.honored.resource_subscriptions == [TODOS]
+        todo = await call(client, "add_todo", {"queue": "q", "title": "ring me"})
+        await wait_until(lambda: uri(todo["id"]) in rings)
+
+
+async def test_another_endpoints_session_is_never_rung(live_server):
+    store = live_server.store
+    mine = await vend(store)
+    theirs = await vend(store, user_id=mine.user_id, agent_id="other")  # same human, same queue name
+    async with legacy_session(live_server, theirs.token, theirs.endpoint_id) as (_, their_inbox):
+        async with listening(live_server, theirs.token) as (_, their_rings, _sub):
+            async with legacy_session(live_server, mine.token, mine.endpoint_id) as (client, my_inbox):
+                todo = await call(client, "add_todo", {"queue": "q", "title": "mine only"})
+                await my_inbox.wait_for(uri(todo["id"]))
+                await asyncio.sleep(0.3)
+    assert their_inbox.uris == [] and their_rings == []
+
+
+async def test_a_session_whose_scope_may_not_drain_is_not_rung(live_server):
+    store = live_server.store
+    user = (await store.user_insert("qowner", "x"))["id"]
+    producer = await vend(store, user_id=user, agent_id="producer", scope=("add_todo", "list_todos"))
+    async with legacy_session(live_server, producer.token, producer.endpoint_id) as (client, inbox):
+        todo = await call(client, "add_todo", {"queue": "q", "title": "for someone who drains"})
+        async with listening(live_server, producer.token) as (_, rings, _sub):
+            await asyncio.sleep(0.3)
+            assert rings == []
+        assert inbox.uris == [] and todo["state"] == "pending"
+
+
+async def test_a_release_inside_the_gate_does_not_ring_twice(live_server):
+    ep = await vend(live_server.store)
+    async with legacy_session(live_server, ep.token, ep.endpoint_id) as (client, inbox):
+        todo = await call(client, "add_todo", {"queue": "q", "title": "gated"})
+        await inbox.wait_for(uri(todo["id"]))
+        await call(client, "claim", {"id": todo["id"]})
+        await call(client, "release", {"id": todo["id"]})
+        marker = await call(client, "add_todo", {"queue": "q", "title": "marker"})
+        await inbox.wait_for(uri(marker["id"]))  # rings are in order, so the release's ring would be here by now
+        assert inbox.uris.count(uri(todo["id"])) == 1
+
+
+@pytest.mark.parametrize("generation", ["legacy", "modern"])
+async def test_retry_rings_again(live_server, generation):
+    """REQ-16: WHEN a failed todo's backoff elapses and the retry scheduler re-queues it,
+    THEN an in-scope live session receives a doorbell for it."""
+    store = live_server.store
+    ep = await vend(store)
+    async with contextlib.AsyncExitStack() as stack:
+        if generation == "legacy":
+            client, inbox = await stack.enter_async_context(legacy_session(live_server, ep.token, ep.endpoint_id))
+            rings = inbox.uris
+        else:
+            client, rings, _ = await stack.enter_async_context(listening(live_server, ep.token))
+        todo = await call(client, "add_todo", {"queue": "q", "title": "flaky"})
+        await wait_until(lambda: uri(todo["id"]) in rings)
+        await call(client, "claim", {"id": todo["id"]})
+        failed = await call(client, "fail", {"id": todo["id"], "summary": "tests red"})
+        assert failed["next_retry_at"] is not None and failed["dead_letter"] is False
+        due = datetime.fromisoformat(failed["next_retry_at"]) + timedelta(seconds=1)
+        assert await store.sweep_retry(now=due) == 1
+        await wait_until(lambda: rings.count(uri(todo["id"])) == 2)
+
+
+async def test_a_quick_failure_is_not_swallowed_by_the_gate(live_server):
+    """REQ-16: GIVEN a todo rung at creation, claimed, and failed 5 seconds later, WHEN the
+    retry scheduler re-queues it 30 seconds after that, inside the gate's window, THEN an
+    in-scope live session receives a doorbell for the re-queue, without waiting for the
+    doorbell heartbeat (which is off here)."""
+    store = live_server.store
+    assert live_server.settings.doorbell_heartbeat_seconds == 0
+    ep = await vend(store)
+    agent = await store.endpoint_authenticate(ep.token)
+    t0 = datetime.now(timezone.utc)
+    async with legacy_session(live_server, ep.token, ep.endpoint_id) as (client, inbox):
+        todo = await call(client, "add_todo", {"queue": "q", "title": "quick failure"})
+        await inbox.wait_for(uri(todo["id"]))
+        await store.todo_claim(agent, todo["id"], now=t0)
+        await store.todo_fail(agent, todo["id"], summary="red", now=t0 + timedelta(seconds=5))
+        # 35 s of database time later, but well inside the 30 s gate of wall-clock time:
+        assert await store.sweep_retry(now=t0 + timedelta(seconds=35)) == 1
+        await wait_until(lambda: inbox.uris.count(uri(todo["id"])) == 2)
+
+
+async def test_a_todo_reaped_back_to_pending_rings(live_server):
+    store = live_server.store
+    ep = await vend(store)
+    agent = await store.endpoint_authenticate(ep.token)
+    async with listening(live_server, ep.token) as (client, rings, _):
+        todo = await call(client, "add_todo", {"queue": "q", "title": "dies"})
+        await wait_until(lambda: uri(todo["id"]) in rings)
+        t0 = datetime.now(timezone.utc)
+        await store.todo_claim(agent, todo["id"], lease_seconds=1, now=t0)
+        doorbell(live_server).gate.clear()  # past the gate window, as if a minute went by
+        assert await store.sweep_reap(now=t0 + timedelta(seconds=5)) == 1
+        await wait_until(lambda: rings.count(uri(todo["id"])) == 2)
+
+
+async def test_a_listen_stream_for_one_todo_hears_only_that_todo(live_server):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token, "modern") as client:
+        first = await call(client, "add_todo", {"queue": "q", "title": "watched"})
+        await call(client, "claim", {"id": first["id"]})
+        async with listening(live_server, ep.token, uris=(uri(first["id"]),)) as (_, rings, sub):
+            assert sub.honored.resource_subscriptions == [uri(first["id"])]
+            other = await call(client, "add_todo", {"queue": "q", "title": "not watched"})
+            doorbell(live_server).gate.clear()
+            await call(client, "release", {"id": first["id"]})
+            await wait_until(lambda: uri(first["id"]) in rings)
+            assert uri(other["id"]) not in rings
+
+
+@pytest.fixture
+def heartbeat_settings(server_settings):
+    return server_settings.with_(doorbell_heartbeat_seconds=0.2, doorbell_gate_seconds=0.1)
+
+
+async def test_the_doorbell_heartbeat_rings_pending_todos_nobody_claimed(heartbeat_settings):
+    from tests.conftest import run_server
+
+    async with run_server(heartbeat_settings) as server:
+        store = server.store
+        ep = await vend(store)
+        agent = await store.endpoint_authenticate(ep.token)
+        waiting = await store.todo_add(agent, queue="q", title="added before anyone listened")
+        held = await store.todo_add(agent, queue="q", title="claimed")
+        await store.todo_claim(agent, held["id"])
+        async with legacy_session(server, ep.token, ep.endpoint_id) as (_, inbox):
+            await inbox.wait_for(uri(waiting["id"]))
+            await wait_until(lambda: inbox.uris.count(uri(waiting["id"])) >= 2)  # again, next heartbeat
+            assert uri(held["id"]) not in inbox.uris
+
+
+async def test_a_revoked_endpoint_stops_hearing_the_doorbell(server_settings):
+    from tests.conftest import run_server
+
+    async with run_server(server_settings.with_(mcp_auth_recheck_seconds=0.1)) as server:
+        store = server.store
+        ep = await vend(store)
+        async with legacy_session(server, ep.token, ep.endpoint_id):
+            await store.endpoint_revoke(ep.endpoint_id)
+            await wait_until(lambda: doorbell(server).live_doorways(ep.endpoint_id) == 0)
