@@ -67,7 +67,11 @@ def free_port() -> int:
 # -- the server, in a child process ------------------------------------------------------
 
 def serve(url: str, port: int) -> None:
+    import logging
+
     import uvicorn
+
+    logging.basicConfig(level=logging.WARNING)  # no per-call log lines in the measurement
 
     from board.app import create_app
 
@@ -199,6 +203,9 @@ async def main() -> None:
     ap.add_argument("--generations", nargs="+", choices=["modern", "legacy"], default=["modern", "legacy"])
     ap.add_argument("--backlog", type=int, default=20_000, help="pending todos each case starts with")
     args = ap.parse_args()
+    import logging
+
+    logging.basicConfig(level=logging.WARNING)
 
     embedded = None
     admin = os.environ.get("DATABASE_URL")

@@ -198,11 +198,19 @@ async def test_the_doorbell_heartbeat_rings_pending_todos_nobody_claimed(heartbe
 
 
 async def test_a_revoked_endpoint_stops_hearing_the_doorbell(server_settings):
+    from mcp.client.subscriptions import SubscriptionLost
+
     from tests.conftest import run_server
 
     async with run_server(server_settings.with_(mcp_auth_recheck_seconds=0.1)) as server:
         store = server.store
         ep = await vend(store)
         async with legacy_session(server, ep.token, ep.endpoint_id):
-            await store.endpoint_revoke(ep.endpoint_id)
-            await wait_until(lambda: doorbell(server).live_doorways(ep.endpoint_id) == 0)
+            async with connect(server, ep.token, "modern") as client:
+                async with client.listen(resource_subscriptions=[TODOS]) as sub:
+                    assert doorbell(server).live_doorways(ep.endpoint_id) == 2
+                    await store.endpoint_revoke(ep.endpoint_id)
+                    with pytest.raises(SubscriptionLost):
+                        async for _ in sub:
+                            pass
+                await wait_until(lambda: doorbell(server).live_doorways(ep.endpoint_id) == 0)
