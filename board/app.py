@@ -21,6 +21,7 @@ from board import metrics as metrics_mod
 from board import web
 from board.config import Settings
 from board.db import EmbeddedPostgres, migrate, open_pool
+from board.hooks import HookDelivery, TransitionHooks
 from board.live import Fanout
 from board.mcp_server import McpSurface
 from board.store import Store
@@ -40,6 +41,7 @@ class Runtime:
     fanout: Fanout
     metrics: "metrics_mod.Metrics"
     database_url: str
+    hooks: TransitionHooks
 
 
 def database_label(url: str) -> str:
@@ -72,14 +74,22 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
             fanout = Fanout(url)
             await fanout.start()
             sweeps = Sweeps(store, settings)
-            runtime = Runtime(settings, store, fanout, metrics, url)
+            hooks = TransitionHooks(store)
+            delivery = HookDelivery(store, settings)
+            # A transition committed here that wrote hook events wakes delivery at once;
+            # events committed by other processes are found by the poll.
+            store.observers.append(lambda t: delivery.wake() if t.state == "pending" or t.dead_letter else None)
+            runtime = Runtime(settings, store, fanout, metrics, url, hooks)
             app.state.runtime = runtime
             log.info("database: %s", database_label(url))
             try:
                 async with mcp.running(store, fanout, metrics):
                     sweeps.start()
+                    delivery.start()
                     yield
             finally:
+                await delivery.stop()
+                await hooks.drain()
                 await sweeps.stop()
                 await fanout.stop()
                 await pool.close()
