@@ -32,6 +32,9 @@ from board.web_pages import (ATTEMPTS_SHOWN, PAGE_SIZE, Filters, SignInRequired,
 from board.web_view import render
 
 PING_SECONDS = 15.0
+# An open drawer is re-read this often even when nothing is announced, so the open
+# attempt's liveness (derived at read time: live, quiet, overdue) moves on by itself.
+WATCH_REFRESH_SECONDS = 5.0
 RETRY_MS = 2000
 
 
@@ -107,31 +110,50 @@ async def events(request: Request) -> ServerSentEvent:
     watched = request.query_params.get("todo") or None
     csrf = session.csrf
 
+    def with_match(rendered: dict) -> dict:
+        data = dict(rendered)
+        if not data["gone"]:
+            data["matches"] = filters.matches(data.pop("todo"))
+        return data
+
     async def stream() -> AsyncIterator[ServerSentEventMessage]:
+        watching = watched
         async with fanout.subscription() as sub:
             # Subscribed first, then the snapshot: nothing committed in between is missed.
-            yield message("snapshot", await snapshot(store, human, filters, watched, csrf))
+            first = await snapshot(store, human, filters, watching, csrf)
+            yield message("snapshot", first)
+            if first.get("gone"):
+                watching = None  # absent, or not this human's: nothing more to watch
+            loop = asyncio.get_running_loop()
+            refresh_at = loop.time() + WATCH_REFRESH_SECONDS
             while True:
+                wait = max(0.0, refresh_at - loop.time()) if watching else PING_SECONDS
                 try:
-                    event = await asyncio.wait_for(sub.get(), timeout=PING_SECONDS)
+                    event = await asyncio.wait_for(sub.get(), timeout=wait)
                 except asyncio.TimeoutError:
-                    yield ServerSentEventMessage(comment="ping")
+                    if watching:
+                        refresh_at = loop.time() + WATCH_REFRESH_SECONDS
+                        data = with_match(await render_todo(store, human, watching, True, csrf))
+                        if data["gone"]:
+                            watching = None
+                        yield message("todo", data)
+                    else:
+                        yield ServerSentEventMessage(comment="ping")
                     continue
                 if event.get("kind") == "resync":
-                    yield message("snapshot", await snapshot(store, human, filters, watched, csrf))
+                    yield message("snapshot", await snapshot(store, human, filters, watching, csrf))
                     continue
                 endpoint, todo_id = event.get("endpoint"), event.get("todo")
                 if not endpoint or not todo_id:
                     continue
                 if await state.owner_of(store, str(endpoint)) != human.user_id:
                     continue  # another human's todo: nothing of it reaches this stream
-                is_watched = todo_id == watched
+                is_watched = todo_id == watching
+                if is_watched:
+                    refresh_at = loop.time() + WATCH_REFRESH_SECONDS
                 fut = shared.get(event, (human.user_id, is_watched, csrf if is_watched else None),
                                  lambda: render_todo(store, human, todo_id, is_watched, csrf))
-                data = dict(await asyncio.shield(fut))
-                if not data["gone"]:
-                    data["matches"] = filters.matches(data.pop("todo"))
-                yield message("todo", data)
+                yield message("todo", with_match(await asyncio.shield(fut)))
 
     return ServerSentEvent(stream(), retry_duration=RETRY_MS, headers={"cache-control": "no-store",
                                                                         "x-accel-buffering": "no"})

@@ -156,3 +156,19 @@ async def test_a_deleted_todo_is_announced_as_gone(live_server):
             await store.sweep_retention(now=datetime.now(timezone.utc) + timedelta(days=400))
             data = await stream.next_todo(todo["id"])
             assert data["gone"] is True and "row" not in data
+
+
+async def test_an_open_drawer_is_re_read_so_liveness_moves_on_without_a_notification(live_server, monkeypatch):
+    import board.web_live
+    monkeypatch.setattr(board.web_live, "WATCH_REFRESH_SECONDS", 0.2)
+    store = live_server.store
+    ada = await make_human(store, "ada")
+    agent = await make_agent(store, user=ada, agent_id="w1")
+    todo = await store.todo_add(agent, queue="q", title="quietly held")
+    await store.todo_claim(agent, todo["id"], lease_seconds=3600)
+    async with client_for(live_server) as c:
+        await sign_in(c, "ada")
+        async with open_stream(c, f"?todo={todo['id']}") as stream:
+            assert "liveness-live" in stream.snapshot["drawer"]
+            data = await stream.next_todo(todo["id"], timeout=3)  # nothing was committed meanwhile
+            assert "liveness-live" in data["drawer"] and data["matches"] is True
