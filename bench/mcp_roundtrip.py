@@ -71,7 +71,9 @@ def serve(url: str, port: int) -> None:
 
     import uvicorn
 
-    logging.basicConfig(level=logging.WARNING)  # no per-call log lines in the measurement
+    # No per-call log lines in the measurement (Litestar configures the root logger at INFO).
+    for name in ("switchboard", "mcp", "litestar", "uvicorn"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
     from board.app import create_app
 
@@ -95,7 +97,7 @@ def server_process(url: str):
             if time.monotonic() > deadline:
                 raise RuntimeError("the server did not start in 60 s")
             time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp", proc.pid
     finally:
         proc.terminate()
         try:
@@ -115,6 +117,17 @@ async def new_queue(store: st.Store, url: str, user_id: int, backlog: int) -> tu
         await conn.execute(PENDING_SQL, {"ep": row["id"], "queue": queue, "n": backlog})
         await conn.execute("ANALYZE todos")
     return queue, token
+
+
+def cpu_seconds(pid: int | None = None) -> float:
+    """CPU time (user + system) of this process, or of `pid` (Linux /proc), in seconds."""
+    if pid is None:
+        return time.process_time()
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
 
 
 def summarize(latencies: list[float], calls: int, elapsed: float) -> dict:
@@ -203,9 +216,6 @@ async def main() -> None:
     ap.add_argument("--generations", nargs="+", choices=["modern", "legacy"], default=["modern", "legacy"])
     ap.add_argument("--backlog", type=int, default=20_000, help="pending todos each case starts with")
     args = ap.parse_args()
-    import logging
-
-    logging.basicConfig(level=logging.WARNING)
 
     embedded = None
     admin = os.environ.get("DATABASE_URL")
@@ -222,16 +232,20 @@ async def main() -> None:
         pool = await open_pool(url, min_size=1, max_size=2)
         store = st.Store(pool, Settings())
         user = await store.user_insert("bench", "not-a-real-hash")
-        with server_process(url) as endpoint:
+        with server_process(url) as (endpoint, server_pid):
             for clients in args.clients:
                 result = {}
                 for variant in ["store", *args.generations]:
                     _, token = await new_queue(store, url, user["id"], args.backlog)
+                    here, there = cpu_seconds(), cpu_seconds(server_pid)
                     if variant == "store":
-                        result[variant] = await run_store(url, token, clients, args.seconds)
+                        r = await run_store(url, token, clients, args.seconds)
                     else:
-                        result[variant] = await run_mcp(endpoint, token, clients, args.seconds, variant)
-                    r = result[variant]
+                        r = await run_mcp(endpoint, token, clients, args.seconds, variant)
+                    calls = max(r["calls"], 1)
+                    r["client_cpu"] = (cpu_seconds() - here) * 1000 / calls
+                    r["server_cpu"] = 0.0 if variant == "store" else (cpu_seconds(server_pid) - there) * 1000 / calls
+                    result[variant] = r
                     print(f"  {variant:6} {clients:3} clients: {r['rate']:8.0f} calls/s  p50 {r['p50']:6.2f} ms  "
                           f"p99 {r['p99']:6.2f} ms", flush=True)
                 rows.append((clients, result))
@@ -245,14 +259,18 @@ async def main() -> None:
     print()
     print(f"claim_next + complete, {args.seconds:g} s a case, {args.backlog:,} pending todos per case, "
           f"{os.cpu_count()} CPUs; MCP rows: SDK client -> HTTP -> server process -> Postgres")
-    print(f"{'clients':>7} {'path':>7} | {'calls/s':>8} {'p50 ms':>7} {'p99 ms':>7} | {'vs store':>8}")
-    print("-" * 56)
+    print(f"{'clients':>7} {'path':>7} | {'calls/s':>8} {'p50 ms':>7} {'p99 ms':>7} | {'vs store':>8} | "
+          f"{'client CPU':>10} {'server CPU':>10}")
+    print("-" * 82)
     for clients, result in rows:
         base = result["store"]["rate"]
         for variant, r in result.items():
             ratio = r["rate"] / base if base else 0.0
-            print(f"{clients:>7} {variant:>7} | {r['rate']:>8.0f} {r['p50']:>7.2f} {r['p99']:>7.2f} | {ratio:>8.2f}")
-    print("vs store = the path's calls/s divided by in-process store calls/s at the same concurrency")
+            server = f"{r['server_cpu']:>7.2f} ms" if variant != "store" else f"{'-':>10}"
+            print(f"{clients:>7} {variant:>7} | {r['rate']:>8.0f} {r['p50']:>7.2f} {r['p99']:>7.2f} | {ratio:>8.2f} | "
+                  f"{r['client_cpu']:>7.2f} ms {server}")
+    print("vs store = the path's calls/s divided by in-process store calls/s at the same concurrency;")
+    print("CPU columns = CPU time per call of this (client) process and of the server process")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ endpoint's, under the per-todo gate that a retry-scheduler re-queue clears."""
 from __future__ import annotations
 
 import asyncio
+import json
 import contextlib
 from datetime import datetime, timedelta, timezone
 
@@ -214,3 +215,26 @@ async def test_a_revoked_endpoint_stops_hearing_the_doorbell(server_settings):
                         async for _ in sub:
                             pass
                 await wait_until(lambda: doorbell(server).live_doorways(ep.endpoint_id) == 0)
+
+
+@pytest.mark.parametrize("generation", ["legacy", "modern"])
+async def test_a_rung_uri_reads_as_the_todo_and_a_foreign_one_as_not_found(live_server, generation):
+    from mcp.shared.exceptions import MCPError
+
+    store = live_server.store
+    mine = await vend(store)
+    theirs = await vend(store)
+    async with connect(live_server, theirs.token) as other:
+        foreign = await call(other, "add_todo", {"queue": "q", "title": "theirs"})
+    async with connect(live_server, mine.token, generation) as client:
+        assert [str(r.uri) for r in (await client.list_resources()).resources] == [TODOS]
+        todo = await call(client, "add_todo", {"queue": "q", "title": "mine"})
+        read = await client.read_resource(uri(todo["id"]))
+        body = json.loads(read.contents[0].text)
+        assert body["id"] == todo["id"] and body["attempts"] == []
+        errors = []
+        for todo_id in (foreign["id"], "never-minted"):
+            with pytest.raises(MCPError) as caught:
+                await client.read_resource(uri(todo_id))
+            errors.append(caught.value.error.model_dump_json())
+        assert errors[0] == errors[1] and foreign["id"] not in errors[0]

@@ -45,3 +45,17 @@ async def test_a_full_fenced_cycle_logs_no_token_summary_or_artifact(live_server
         assert r.endpoint_id == ep.endpoint_id and r.todo_id == todo["id"]
         assert isinstance(r.duration_ms, float) and r.duration_ms >= 0
         assert f"tool={r.tool} endpoint={ep.endpoint_id} todo={todo['id']} code={r.code}" in r.getMessage()
+
+
+async def test_each_call_is_counted_in_metrics_by_tool_and_code(live_server):
+    import httpx2
+
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        todo = await call(client, "add_todo", {"queue": "q", "title": "t"})
+        await call_error(client, "complete", {"id": todo["id"]})
+    async with httpx2.AsyncClient() as http:
+        text = (await http.get(live_server.url + "/metrics")).text
+    assert 'switchboard_mcp_call_duration_seconds_count{code="ok",tool="add_todo"} 1.0' in text
+    assert 'switchboard_mcp_call_duration_seconds_count{code="conflict",tool="complete"} 1.0' in text
+    assert todo["id"] not in text and ep.endpoint_id not in text
