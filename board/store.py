@@ -302,7 +302,7 @@ def _outbox(r: str, c: str | None) -> str:
         WHEN {r}.state = 'pending' THEN 'todo.ready'
         WHEN {r}.state = 'failed' AND {r}.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
     CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
-   WHERE ev.event IS NOT NULL
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
   RETURNING 1
 )""".replace("{{}}", "{}")
 
@@ -324,7 +324,8 @@ lapsed AS (
 ),
 pruned AS (
   DELETE FROM attempts a USING cand
-   WHERE a.todo_id = cand.id AND a.seq <= cand.prev_total + 1 - %(history_max)s
+   WHERE cand.prev_total >= %(history_max)s
+     AND a.todo_id = cand.id AND a.seq <= cand.prev_total + 1 - %(history_max)s
      AND a.ended_at IS NOT NULL
   RETURNING a.seq, a.outcome
 ),
@@ -334,9 +335,10 @@ upd AS (
          lease_expires_at = {NOW} + %(lease_seconds)s * interval '1 second',
          attempt = t.attempt + 1, attempts_total = t.attempts_total + 1,
          attempts_pruned = t.attempts_pruned + (SELECT count(*) FROM pruned),
-         pruned_outcomes = t.pruned_outcomes || coalesce((
-           SELECT jsonb_object_agg(p.outcome, p.n + coalesce((t.pruned_outcomes ->> p.outcome)::int, 0))
-             FROM (SELECT outcome::text AS outcome, count(*) AS n FROM pruned GROUP BY 1) p), '{{}}'),
+         pruned_outcomes = CASE WHEN cand.prev_total < %(history_max)s THEN t.pruned_outcomes
+           ELSE t.pruned_outcomes || coalesce((
+             SELECT jsonb_object_agg(p.outcome, p.n + coalesce((t.pruned_outcomes ->> p.outcome)::int, 0))
+               FROM (SELECT outcome::text AS outcome, count(*) AS n FROM pruned GROUP BY 1) p), '{{}}') END,
          updated_at = {NOW}
     FROM cand
    WHERE t.id = cand.id
@@ -377,9 +379,10 @@ _CAND_BY_ID = """cand AS (
    FOR UPDATE OF t
 )"""
 
-# claim_next: a lapsed lease first (older work), else the oldest pending todo. Two locking
-# scans, because one with an OR could not use the pending-only index and would walk every
-# finished row; the pending scan runs only when no lapsed lease was found.
+# claim_next: the oldest pending todo, else a lapsed lease to take over (REQ-3; the reaper
+# returns the rest to pending soon anyway). Two locking scans, because one with an OR could
+# not use the pending-only index and would walk every finished row; the lapsed scan runs
+# only when no pending todo was found.
 _CAND_NEXT = """lapsed_cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total
     FROM todos t
@@ -397,9 +400,9 @@ pending_cand AS (
    FOR UPDATE OF t SKIP LOCKED
 ),
 cand AS (
-  SELECT * FROM lapsed_cand
+  SELECT * FROM pending_cand
   UNION ALL
-  SELECT * FROM pending_cand WHERE NOT EXISTS (SELECT 1 FROM lapsed_cand)
+  SELECT * FROM lapsed_cand WHERE NOT EXISTS (SELECT 1 FROM pending_cand)
 )"""
 
 
