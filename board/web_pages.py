@@ -131,9 +131,8 @@ async def checked_form(request: Request, session: Session | None) -> dict | Resp
     origin = request.headers.get("origin")
     same_origin = origin in (None, "null") or origin == f"{request.url.scheme}://{request.url.netloc}"
     if session is None or not same_origin or not session.check_csrf(form.get(CSRF_FIELD)):
-        human = None
-        return page(request, "error.html", session=session, human=human, status=403, title="Form expired",
-                    heading="This form has expired",
+        return page(request, "error.html", session=session, human=None, status=403, title="Form expired",
+                    show_flash=False, heading="This form has expired",
                     message="The form was missing its security token or came from another site. "
                             "Go back, reload the page and try again.")
     return {"_multi": form, **{k: form.get(k) for k in form.keys()}}
