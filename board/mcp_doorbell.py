@@ -65,7 +65,6 @@ class Doorway:
     queues: frozenset[str]
     uris: frozenset[str] | None = None  # None: every todo; else only rings for these URIs (or the collection)
     outbox: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(maxsize=OUTBOX_SIZE))
-    rung: int = 0
 
     def wants(self, queue: str, uri: str) -> bool:
         if queue not in self.queues:
@@ -82,7 +81,6 @@ class Doorway:
     def ring(self, uri: str) -> None:
         try:
             self.outbox.put_nowait(uri)
-            self.rung += 1
         except asyncio.QueueFull:  # a level trigger: the heartbeat rings it again later
             log.debug("doorway outbox full; ring dropped")
 
@@ -202,17 +200,17 @@ class Doorbell:
 
     async def _heartbeat(self) -> None:
         period = self.settings.doorbell_heartbeat_seconds
+        beating = bool(period and period > 0)
         while True:
+            asked = True
             try:
-                if period and period > 0:
-                    await asyncio.wait_for(self._sweep_now.wait(), timeout=period)
-                else:
-                    await self._sweep_now.wait()
+                # With the heartbeat off, still wake now and then to forget idled-out sessions.
+                await asyncio.wait_for(self._sweep_now.wait(), timeout=period if beating else 60.0)
             except asyncio.TimeoutError:
-                pass
+                asked = False
             self._sweep_now.clear()
             self._prune_sessions()
-            if not self._doorways:
+            if not self._doorways or not (asked or beating):
                 continue
             try:
                 await self.sweep()

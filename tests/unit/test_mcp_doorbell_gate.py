@@ -1,0 +1,94 @@
+"""The doorbell's ringing rules without a database: which events ring, whom, and the
+per-todo gate that a retry-scheduler re-queue clears (REQ-16). Plus the rate limiter."""
+
+from __future__ import annotations
+
+from board.config import Settings
+from board.mcp_doorbell import Doorbell
+from board.mcp_server import RateLimiter
+from board.store import VERBS, Agent
+
+
+def agent(endpoint="e1", queues=("q",), scope=VERBS) -> Agent:
+    return Agent(endpoint, "worker", 1, frozenset(scope), tuple(queues))
+
+
+def rings(doorway) -> list[str]:
+    out = []
+    while not doorway.outbox.empty():
+        out.append(doorway.outbox.get_nowait())
+    return out
+
+
+def event(kind, todo="t1", endpoint="e1", queue="q", state="pending") -> dict:
+    return {"kind": kind, "todo": todo, "endpoint": endpoint, "queue": queue, "state": state}
+
+
+def bell(gate=60.0) -> Doorbell:
+    return Doorbell(Settings(doorbell_gate_seconds=gate), store=None, fanout=None, session_idle_seconds=1800)
+
+
+def test_ready_kinds_ring_and_others_do_not():
+    b = bell(gate=0)
+    door = b.open(agent())
+    for kind in ("added", "release", "requeued", "retried"):
+        b.on_event(event(kind))
+    b.on_event(event("reaped", state="pending"))
+    for kind in ("claimed", "heartbeat", "complete", "fail", "cancel", "interrupted", "resumed", "revoked", "deleted"):
+        b.on_event(event(kind, state="claimed"))
+    b.on_event(event("reaped", state="failed"))  # reaped to a dead letter is not ready
+    assert rings(door) == ["switchboard://todos/t1"] * 5
+
+
+def test_the_gate_suppresses_a_second_ring_and_a_requeue_clears_it():
+    b = bell(gate=60)
+    door = b.open(agent())
+    b.on_event(event("added"))
+    b.on_event(event("release"))   # inside the gate: swallowed
+    b.on_event(event("retried"))   # inside the gate: swallowed
+    b.on_event(event("requeued"))  # the retry scheduler: clears the gate, rings
+    b.on_event(event("release"))   # gated again
+    assert rings(door) == ["switchboard://todos/t1"] * 2
+
+
+def test_a_ring_nobody_heard_leaves_the_gate_open():
+    b = bell(gate=60)
+    b.on_event(event("added"))
+    door = b.open(agent())
+    b.on_event(event("release"))
+    assert rings(door) == ["switchboard://todos/t1"]
+
+
+def test_only_the_todos_endpoint_and_queue_are_rung():
+    b = bell(gate=0)
+    mine, theirs = b.open(agent("e1")), b.open(agent("e2"))
+    other_queue = b.open(agent("e1", queues=("other",)))
+    producer = b.open(agent("e1", scope=("add_todo", "list_todos")))  # may not drain
+    b.on_event(event("added", endpoint="e1", queue="q"))
+    assert rings(mine) == ["switchboard://todos/t1"]
+    assert rings(theirs) == rings(other_queue) == rings(producer) == []
+
+
+def test_a_listen_for_one_todo_hears_only_that_todo():
+    b = bell(gate=0)
+    one = b.open(agent(), frozenset({"switchboard://todos/t2"}))
+    b.on_event(event("added", todo="t1"))
+    b.on_event(event("added", todo="t2"))
+    assert rings(one) == ["switchboard://todos/t2"]
+
+
+def test_a_closed_doorway_is_not_rung_and_malformed_events_are_ignored():
+    b = bell(gate=0)
+    door = b.open(agent())
+    b.close(door)
+    b.on_event(event("added"))
+    b.on_event({"kind": "added"})
+    b.on_event({"kind": "resync"})
+    assert rings(door) == [] and b.live_doorways() == 0
+
+
+def test_the_rate_limiter_is_a_token_bucket_per_key():
+    limiter = RateLimiter(rate=0.001, burst=2)
+    assert [limiter.allow("a") for _ in range(3)] == [True, True, False]
+    assert limiter.allow("b") is True
+    assert all(RateLimiter(rate=0, burst=1).allow("a") for _ in range(100))  # 0 turns it off
