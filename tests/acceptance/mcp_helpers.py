@@ -16,12 +16,30 @@ from typing import AsyncIterator
 
 import httpx2
 import mcp_types as types
+import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from board.config import Settings
 from board.store import VERBS
+from tests.conftest import create_database, drop_database, run_server
 
 GENERATIONS = ("modern", "legacy")
+
+
+@pytest.fixture(scope="module")
+async def mcp_server(pg_admin_url, template_url):
+    """One real server per test module, for tests that need no settings of their own and
+    isolate themselves by vending their own endpoints (every read is scoped to the caller's
+    endpoint, so they cannot see each other's todos). Same settings as `live_server`."""
+    name, url = create_database(pg_admin_url)
+    settings = Settings(database_url=url, secret_key="test-secret-key-0123456789", reaper_interval_seconds=0.2,
+                        retry_interval_seconds=0.2, retention_interval_seconds=0, doorbell_heartbeat_seconds=0)
+    try:
+        async with run_server(settings) as server:
+            yield server
+    finally:
+        drop_database(pg_admin_url, name)
 
 
 @dataclass

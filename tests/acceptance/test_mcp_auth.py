@@ -10,7 +10,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.acceptance.mcp_helpers import GENERATIONS, auth, call, connect, vend
+from tests.acceptance.mcp_helpers import GENERATIONS, auth, call, connect, mcp_server, vend  # noqa: F401 (mcp_server is a fixture)
 
 MODERN = "2026-07-28"
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -43,23 +43,23 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                          "clientInfo": {"name": "raw", "version": "0"}}}
 
 
-async def test_a_request_without_a_token_gets_401_with_a_bearer_challenge(live_server):
-    r = await post(live_server, modern_body("tools/list"), modern_headers("tools/list"))
+async def test_a_request_without_a_token_gets_401_with_a_bearer_challenge(mcp_server):
+    r = await post(mcp_server, modern_body("tools/list"), modern_headers("tools/list"))
     assert r.status_code == 401
     assert r.headers["www-authenticate"].startswith("Bearer")
     assert set(r.json()) == {"error", "error_description"}
-    r = await post(live_server, INITIALIZE, ACCEPT, token="")
+    r = await post(mcp_server, INITIALIZE, ACCEPT, token="")
     assert r.status_code == 401
 
 
-async def test_an_unknown_and_a_revoked_token_get_byte_identical_401s(live_server):
-    store = live_server.store
+async def test_an_unknown_and_a_revoked_token_get_byte_identical_401s(mcp_server):
+    store = mcp_server.store
     ep = await vend(store)
-    ok = await post(live_server, modern_body("tools/list"), modern_headers("tools/list"), ep.token)
+    ok = await post(mcp_server, modern_body("tools/list"), modern_headers("tools/list"), ep.token)
     assert ok.status_code == 200
     await store.endpoint_revoke(ep.endpoint_id)
-    revoked = await post(live_server, modern_body("tools/list"), modern_headers("tools/list"), ep.token)
-    unknown = await post(live_server, modern_body("tools/list"), modern_headers("tools/list"), "sb_" + "x" * 43)
+    revoked = await post(mcp_server, modern_body("tools/list"), modern_headers("tools/list"), ep.token)
+    unknown = await post(mcp_server, modern_body("tools/list"), modern_headers("tools/list"), "sb_" + "x" * 43)
     assert revoked.status_code == unknown.status_code == 401
     assert revoked.content == unknown.content
     assert revoked.headers["www-authenticate"] == unknown.headers["www-authenticate"]
@@ -77,37 +77,37 @@ def mcp_errors(exc: BaseException) -> list[MCPError]:
 
 
 @pytest.mark.parametrize("generation", GENERATIONS)
-async def test_the_sdk_client_cannot_connect_with_a_bad_token(live_server, generation):
+async def test_the_sdk_client_cannot_connect_with_a_bad_token(mcp_server, generation):
     with pytest.raises(BaseException) as caught:
-        async with connect(live_server, "sb_not-a-token", generation) as client:
+        async with connect(mcp_server, "sb_not-a-token", generation) as client:
             await client.list_tools()
     assert mcp_errors(caught.value), repr(caught.value)
 
 
 @pytest.mark.parametrize("generation", GENERATIONS)
-async def test_a_revoked_endpoint_is_refused_on_its_next_call(live_server, generation):
-    store = live_server.store
+async def test_a_revoked_endpoint_is_refused_on_its_next_call(mcp_server, generation):
+    store = mcp_server.store
     ep = await vend(store)
     added = []
     with pytest.raises(BaseException) as caught:
-        async with connect(live_server, ep.token, generation) as client:
+        async with connect(mcp_server, ep.token, generation) as client:
             added.append(await call(client, "add_todo", {"queue": "q", "title": "before"}))
             await store.endpoint_revoke(ep.endpoint_id)
             await client.call_tool("list_todos", {})
     assert added and mcp_errors(caught.value), repr(caught.value)
 
 
-async def test_a_forged_host_or_origin_is_refused_before_authentication(live_server):
-    ep = await vend(live_server.store)
+async def test_a_forged_host_or_origin_is_refused_before_authentication(mcp_server):
+    ep = await vend(mcp_server.store)
     hdrs = modern_headers("tools/list")
-    r = await post(live_server, modern_body("tools/list"), {**hdrs, "Host": "evil.example:80"}, ep.token)
+    r = await post(mcp_server, modern_body("tools/list"), {**hdrs, "Host": "evil.example:80"}, ep.token)
     assert r.status_code == 421
-    r = await post(live_server, modern_body("tools/list"), {**hdrs, "Host": "evil.example:80"})
+    r = await post(mcp_server, modern_body("tools/list"), {**hdrs, "Host": "evil.example:80"})
     assert r.status_code == 421  # no token lookup for a rebinding attempt
-    r = await post(live_server, modern_body("tools/list"), {**hdrs, "Origin": "http://evil.example"}, ep.token)
+    r = await post(mcp_server, modern_body("tools/list"), {**hdrs, "Origin": "http://evil.example"}, ep.token)
     assert r.status_code == 403
-    port = live_server.url.rsplit(":", 1)[1]
-    r = await post(live_server, modern_body("tools/list"), {**hdrs, "Origin": f"http://127.0.0.1:{port}"}, ep.token)
+    port = mcp_server.url.rsplit(":", 1)[1]
+    r = await post(mcp_server, modern_body("tools/list"), {**hdrs, "Origin": f"http://127.0.0.1:{port}"}, ep.token)
     assert r.status_code == 200
 
 
@@ -124,18 +124,18 @@ async def test_allowed_hosts_are_configurable(server_settings):
         assert r.status_code == 200
 
 
-async def test_another_endpoint_cannot_use_a_session_it_did_not_open(live_server):
-    store = live_server.store
+async def test_another_endpoint_cannot_use_a_session_it_did_not_open(mcp_server):
+    store = mcp_server.store
     a = await vend(store)
     b = await vend(store, user_id=a.user_id, agent_id="b")
-    r = await post(live_server, INITIALIZE, ACCEPT, a.token)
+    r = await post(mcp_server, INITIALIZE, ACCEPT, a.token)
     assert r.status_code == 200
     session_id = r.headers["mcp-session-id"]
     hdrs = {**ACCEPT, "Mcp-Session-Id": session_id, "MCP-Protocol-Version": "2025-11-25"}
-    await post(live_server, {"jsonrpc": "2.0", "method": "notifications/initialized"}, hdrs, a.token)
+    await post(mcp_server, {"jsonrpc": "2.0", "method": "notifications/initialized"}, hdrs, a.token)
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
-    assert (await post(live_server, listing, hdrs, a.token)).status_code == 200
-    stolen = await post(live_server, listing, hdrs, b.token)
+    assert (await post(mcp_server, listing, hdrs, a.token)).status_code == 200
+    stolen = await post(mcp_server, listing, hdrs, b.token)
     assert stolen.status_code == 404
 
 
@@ -151,20 +151,20 @@ MALFORMED = [
 
 @pytest.mark.parametrize("body", MALFORMED)
 @pytest.mark.parametrize("generation", GENERATIONS)
-async def test_malformed_json_rpc_gets_a_json_rpc_error_never_a_500(live_server, generation, body):
-    ep = await vend(live_server.store)
+async def test_malformed_json_rpc_gets_a_json_rpc_error_never_a_500(mcp_server, generation, body):
+    ep = await vend(mcp_server.store)
     hdrs = modern_headers("tools/list") if generation == "modern" else ACCEPT
-    r = await post(live_server, body, hdrs, ep.token)
+    r = await post(mcp_server, body, hdrs, ep.token)
     assert 400 <= r.status_code < 500, (r.status_code, r.text)
     reply = r.json()
     assert reply["jsonrpc"] == "2.0" and "error" in reply and isinstance(reply["error"]["code"], int)
 
 
-async def test_malformed_tool_call_params_get_a_json_rpc_error(live_server):
-    ep = await vend(live_server.store)
+async def test_malformed_tool_call_params_get_a_json_rpc_error(mcp_server):
+    ep = await vend(mcp_server.store)
     body = modern_body("tools/call", {"name": "claim", "arguments": "not an object"})
-    r = await post(live_server, body, modern_headers("tools/call", "claim"), ep.token)
+    r = await post(mcp_server, body, modern_headers("tools/call", "claim"), ep.token)
     assert r.status_code == 400 and r.json()["error"]["code"] == types.INVALID_PARAMS
     body = modern_body("tools/call", {"name": "no_such_tool", "arguments": {}})
-    r = await post(live_server, body, modern_headers("tools/call", "no_such_tool"), ep.token)
+    r = await post(mcp_server, body, modern_headers("tools/call", "no_such_tool"), ep.token)
     assert r.json()["error"]["code"] == types.INVALID_PARAMS

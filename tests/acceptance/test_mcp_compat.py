@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.acceptance.mcp_helpers import GENERATIONS, connect, vend
+from tests.acceptance.mcp_helpers import GENERATIONS, connect, mcp_server, vend  # noqa: F401 (mcp_server is a fixture)
 
 OLD_SCOPE = ("add_todo", "list_todos", "claim", "claim_next", "heartbeat", "complete", "fail", "cancel",
              "interrupt", "resume")
@@ -20,9 +20,9 @@ async def old_call(client, tool, args):
 
 
 @pytest.mark.parametrize("generation", GENERATIONS)
-async def test_a_client_written_without_spec_0034_keeps_working(live_server, generation):
-    ep = await vend(live_server.store, scope=OLD_SCOPE)
-    async with connect(live_server, ep.token, generation) as client:
+async def test_a_client_written_without_spec_0034_keeps_working(mcp_server, generation):
+    ep = await vend(mcp_server.store, scope=OLD_SCOPE)
+    async with connect(mcp_server, ep.token, generation) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert set(OLD_SCOPE) <= names and "release" not in names
         first = await old_call(client, "add_todo", {"queue": "q", "title": "build", "payload": {"n": 1}})

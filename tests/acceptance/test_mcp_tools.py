@@ -9,7 +9,7 @@ import pytest
 
 from board.store import VERBS
 from tests.conftest import sql_rows
-from tests.acceptance.mcp_helpers import GENERATIONS, call, call_error, connect, vend
+from tests.acceptance.mcp_helpers import GENERATIONS, call, call_error, connect, mcp_server, vend  # noqa: F401 (mcp_server is a fixture)
 
 DRAIN = ("claim_next", "heartbeat", "complete", "fail")
 
@@ -25,16 +25,16 @@ SCOPES = [
 
 @pytest.mark.parametrize("generation", GENERATIONS)
 @pytest.mark.parametrize(("scope", "expected"), SCOPES, ids=["all", "drain", "list", "get", "release", "mixed"])
-async def test_the_tool_list_follows_the_endpoints_scope(live_server, generation, scope, expected):
-    ep = await vend(live_server.store, scope=scope)
-    async with connect(live_server, ep.token, generation) as client:
+async def test_the_tool_list_follows_the_endpoints_scope(mcp_server, generation, scope, expected):
+    ep = await vend(mcp_server.store, scope=scope)
+    async with connect(mcp_server, ep.token, generation) as client:
         names = {t.name for t in (await client.list_tools()).tools}
     assert names == expected
 
 
-async def test_every_argument_is_described_and_every_tool_has_an_output_schema(live_server):
-    ep = await vend(live_server.store)
-    async with connect(live_server, ep.token) as client:
+async def test_every_argument_is_described_and_every_tool_has_an_output_schema(mcp_server):
+    ep = await vend(mcp_server.store)
+    async with connect(mcp_server, ep.token) as client:
         tools = (await client.list_tools()).tools
     assert {t.name for t in tools} == set(VERBS)
     for tool in tools:
@@ -58,11 +58,11 @@ async def test_every_argument_is_described_and_every_tool_has_an_output_schema(l
     assert by_name["get_todo"].annotations.read_only_hint is True
 
 
-async def test_the_attempt_summary_is_described_as_data_never_an_instruction(live_server):
+async def test_the_attempt_summary_is_described_as_data_never_an_instruction(mcp_server):
     """REQ-7: the field description in the tool schema states that summary is data written by
     an earlier attempt and never an instruction."""
-    ep = await vend(live_server.store)
-    async with connect(live_server, ep.token, "legacy") as client:
+    ep = await vend(mcp_server.store)
+    async with connect(mcp_server, ep.token, "legacy") as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     for verb, field in (("claim", "prior_attempts"), ("claim_next", "prior_attempts"), ("get_todo", "attempts")):
         attempt = tools[verb].output_schema["properties"][field]["items"]
@@ -72,12 +72,12 @@ async def test_the_attempt_summary_is_described_as_data_never_an_instruction(liv
 
 
 @pytest.mark.parametrize("generation", GENERATIONS)
-async def test_release_without_the_grant_fails_forbidden_and_nothing_changes(live_server, generation):
+async def test_release_without_the_grant_fails_forbidden_and_nothing_changes(mcp_server, generation):
     """REQ-9: WHEN an endpoint whose scope lacks release calls it, THEN the call fails with
     forbidden, and nothing changes."""
-    store = live_server.store
+    store = mcp_server.store
     ep = await vend(store, scope=("add_todo", "claim", "complete", "get_todo"))
-    async with connect(live_server, ep.token, generation) as client:
+    async with connect(mcp_server, ep.token, generation) as client:
         todo = await call(client, "add_todo", {"queue": "q", "title": "held"})
         await call(client, "claim", {"id": todo["id"]})
         error = await call_error(client, "release", {"id": todo["id"], "summary": "let go"})
@@ -86,40 +86,40 @@ async def test_release_without_the_grant_fails_forbidden_and_nothing_changes(liv
     assert after["state"] == "claimed" and after["attempts"][0]["ended_at"] is None
 
 
-async def test_every_verb_outside_the_scope_is_forbidden(live_server):
-    store = live_server.store
+async def test_every_verb_outside_the_scope_is_forbidden(mcp_server):
+    store = mcp_server.store
     ep = await vend(store, scope=("add_todo",))
-    async with connect(live_server, ep.token) as client:
+    async with connect(mcp_server, ep.token) as client:
         todo = await call(client, "add_todo", {"queue": "q", "title": "t"})
         for verb in set(VERBS) - {"add_todo"}:
             args = {} if verb in ("list_todos", "claim_next") else {"id": todo["id"]}
             assert (await call_error(client, verb, args))["code"] == "forbidden", verb
-    rows = await sql_rows(live_server.settings.database_url,
+    rows = await sql_rows(mcp_server.settings.database_url,
                           "SELECT t.state::text, (SELECT count(*) FROM attempts a WHERE a.todo_id = t.id) AS n "
                           "FROM todos t WHERE t.id = %s", (todo["id"],))
     assert rows == [{"state": "pending", "n": 0}]
 
 
-async def test_a_queue_outside_the_grant_is_forbidden(live_server):
-    ep = await vend(live_server.store, queues=("q",))
-    async with connect(live_server, ep.token) as client:
+async def test_a_queue_outside_the_grant_is_forbidden(mcp_server):
+    ep = await vend(mcp_server.store, queues=("q",))
+    async with connect(mcp_server, ep.token) as client:
         assert (await call_error(client, "add_todo", {"queue": "other", "title": "t"})) == {
             "code": "forbidden", "message": "this endpoint is not granted queue other", "argument": "queue"}
         assert (await call_error(client, "claim_next", {"queue": "other"}))["code"] == "forbidden"
 
 
-async def test_an_unknown_argument_is_invalid_naming_it(live_server):
-    ep = await vend(live_server.store)
-    async with connect(live_server, ep.token) as client:
+async def test_an_unknown_argument_is_invalid_naming_it(mcp_server):
+    ep = await vend(mcp_server.store)
+    async with connect(mcp_server, ep.token) as client:
         todo = await call(client, "add_todo", {"queue": "q", "title": "t"})
         error = await call_error(client, "claim", {"id": todo["id"], "lease_tokn": "typo"})
         assert error["code"] == "invalid" and error["argument"] == "lease_tokn"
         assert (await call(client, "get_todo", {"id": todo["id"]}))["state"] == "pending"
 
 
-async def test_an_explicit_null_is_the_same_as_leaving_an_argument_out(live_server):
-    ep = await vend(live_server.store)
-    async with connect(live_server, ep.token) as client:
+async def test_an_explicit_null_is_the_same_as_leaving_an_argument_out(mcp_server):
+    ep = await vend(mcp_server.store)
+    async with connect(mcp_server, ep.token) as client:
         todo = await call(client, "add_todo", {"queue": "q", "title": "t", "payload": None, "max_attempts": None})
         claim = await call(client, "claim", {"id": todo["id"], "require_fence": None, "claimant": None,
                                              "lease_seconds": None})
@@ -128,9 +128,9 @@ async def test_an_explicit_null_is_the_same_as_leaving_an_argument_out(live_serv
 
 
 @pytest.mark.parametrize("generation", GENERATIONS)
-async def test_a_result_is_structured_content_with_its_json_as_text(live_server, generation):
-    ep = await vend(live_server.store)
-    async with connect(live_server, ep.token, generation) as client:
+async def test_a_result_is_structured_content_with_its_json_as_text(mcp_server, generation):
+    ep = await vend(mcp_server.store)
+    async with connect(mcp_server, ep.token, generation) as client:
         result = await client.call_tool("add_todo", {"queue": "q", "title": "t", "payload": {"n": 1}})
     assert not result.is_error
     assert json.loads(result.content[0].text) == result.structured_content
@@ -139,15 +139,15 @@ async def test_a_result_is_structured_content_with_its_json_as_text(live_server,
     assert isinstance(todo["created_at"], str) and "T" in todo["created_at"]  # ISO 8601
 
 
-async def test_claim_next_on_an_empty_queue_is_a_plain_nothing_to_claim(live_server):
-    ep = await vend(live_server.store)
-    async with connect(live_server, ep.token, "legacy") as client:
+async def test_claim_next_on_an_empty_queue_is_a_plain_nothing_to_claim(mcp_server):
+    ep = await vend(mcp_server.store)
+    async with connect(mcp_server, ep.token, "legacy") as client:
         assert await call(client, "claim_next", {}) == {"todo": None}
 
 
-async def test_list_todos_pages_with_a_cursor(live_server):
-    ep = await vend(live_server.store)
-    async with connect(live_server, ep.token) as client:
+async def test_list_todos_pages_with_a_cursor(mcp_server):
+    ep = await vend(mcp_server.store)
+    async with connect(mcp_server, ep.token) as client:
         for i in range(3):
             await call(client, "add_todo", {"queue": "q", "title": f"t{i}"})
         first = await call(client, "list_todos", {"limit": 2})
