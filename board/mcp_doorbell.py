@@ -222,7 +222,7 @@ class Doorbell:
     async def sweep(self) -> int:
         """Ring every pending todo (ids only, oldest first) under the gate."""
         rung = 0
-        for row in await self.store.ready_todos(limit=500):
+        for row in await self.store.ready_todos(list(self._doorways), limit=500):
             if self.ring(row["id"], str(row["endpoint_id"]), row["queue"]):
                 rung += 1
         return rung

@@ -794,9 +794,15 @@ SELECT id::text AS id, name, agent_id, scope, queues, created_at, last_used_at, 
 """
 SQL_ENDPOINT_OWNER = "SELECT user_id FROM endpoints WHERE id = %(id)s"
 SQL_QUEUE_STATES = "SELECT queue, state::text AS state, count(*) AS n FROM todos GROUP BY 1, 2"
+# The doorbell heartbeat: each listening endpoint's oldest pending todos (ids only), so one
+# busy endpoint can never starve another's. Walks the pending index per endpoint.
 SQL_READY_TODOS = """
-SELECT t.id, t.endpoint_id::text AS endpoint_id, t.queue FROM todos t
- WHERE t.state = 'pending' ORDER BY t.created_at LIMIT %(limit)s
+SELECT t.id, t.endpoint_id::text AS endpoint_id, t.queue
+  FROM unnest(%(endpoint_ids)s::uuid[]) AS e(id)
+  CROSS JOIN LATERAL (
+    SELECT t.id, t.endpoint_id, t.queue FROM todos t
+     WHERE t.endpoint_id = e.id AND t.state = 'pending'
+     ORDER BY t.created_at, t.id LIMIT %(limit)s) t
 """
 
 
@@ -1371,9 +1377,12 @@ class Store:
         """Aggregates only, for /metrics."""
         return await self._fetch(SQL_QUEUE_STATES, {}, op="metrics")
 
-    async def ready_todos(self, limit: int = 500) -> list[dict]:
-        """Pending todos, oldest first: ids and queues only (the doorbell heartbeat)."""
-        return await self._fetch(SQL_READY_TODOS, {"limit": limit}, op="ready")
+    async def ready_todos(self, endpoint_ids: Iterable[str], limit: int = 500) -> list[dict]:
+        """Each endpoint's oldest pending todos, ids and queues only (the doorbell heartbeat)."""
+        ids = list(endpoint_ids)
+        if not ids:
+            return []
+        return await self._fetch(SQL_READY_TODOS, {"endpoint_ids": ids, "limit": limit}, op="ready")
 
     async def todo_attempt_summary(self, todo_id: str) -> dict | None:
         """The exact attempt summary (counts by outcome, recent tokens, omitted), or None."""

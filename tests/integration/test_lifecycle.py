@@ -649,3 +649,16 @@ async def test_lease_seconds_bounds(store, agent):
         assert err.value.argument == "lease_seconds"
     res = await store.todo_claim(agent, todo["id"], lease_seconds=1)
     assert res["todo"]["state"] == "claimed"
+
+
+async def test_the_doorbell_heartbeat_read_is_per_endpoint_and_never_starved(store):
+    busy = await make_agent(store, agent_id="busy")
+    quiet = await make_agent(store, agent_id="quiet")
+    for i in range(5):
+        await add(store, busy, title=f"old {i}")
+    fresh = await add(store, quiet, title="new")
+    rows = await store.ready_todos([quiet.endpoint_id], limit=2)
+    assert [r["id"] for r in rows] == [fresh["id"]]
+    rows = await store.ready_todos([busy.endpoint_id, quiet.endpoint_id], limit=2)
+    assert sorted(r["endpoint_id"] for r in rows) == sorted([busy.endpoint_id] * 2 + [quiet.endpoint_id])
+    assert await store.ready_todos([]) == []
