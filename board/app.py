@@ -20,7 +20,7 @@ from litestar.datastructures import State
 from board import metrics as metrics_mod
 from board import web
 from board.config import Settings
-from board.db import EmbeddedPostgres, migrate, open_pool
+from board.db import EmbeddedPostgres, database_label, migrate, open_pool
 from board.hooks import HookDelivery, TransitionHooks
 from board.live import Fanout
 from board.mcp_server import McpSurface
@@ -42,15 +42,6 @@ class Runtime:
     metrics: "metrics_mod.Metrics"
     database_url: str
     hooks: TransitionHooks
-
-
-def database_label(url: str) -> str:
-    """Where the database is, without credentials, for the startup log."""
-    from psycopg.conninfo import conninfo_to_dict
-
-    info = conninfo_to_dict(url)
-    host = info.get("host") or "localhost"
-    return f"{info.get('dbname', '?')} on {host}" + (f":{info['port']}" if info.get("port") else "")
 
 
 def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) -> Litestar:

@@ -6,6 +6,7 @@ attempts, users and endpoints lives in board/store.py.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -13,8 +14,11 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import AsyncIterator
 
 import psycopg
+import psycopg.conninfo
+import psycopg.sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
@@ -99,6 +103,27 @@ async def open_pool(url: str, *, min_size: int = 2, max_size: int = 20) -> Async
     )
     await pool.open(wait=True, timeout=30)
     return pool
+
+
+@contextlib.asynccontextmanager
+async def listening(url: str, channel: str) -> AsyncIterator[AsyncIterator[str]]:
+    """A dedicated autocommit connection outside the pool, LISTENing on channel; yields an
+    iterator of notification payloads. Connection errors propagate to the caller."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel)))
+
+        async def payloads() -> AsyncIterator[str]:
+            async for n in conn.notifies():
+                yield n.payload
+
+        yield payloads()
+
+
+def database_label(url: str) -> str:
+    """Where the database is, without credentials, for the startup log."""
+    info = psycopg.conninfo.conninfo_to_dict(url)
+    host = info.get("host") or "localhost"
+    return f"{info.get('dbname', '?')} on {host}" + (f":{info['port']}" if info.get("port") else "")
 
 
 # -- the embedded Postgres -------------------------------------------------------------

@@ -15,9 +15,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import AsyncIterator
 
-import psycopg
-from psycopg import sql
-
+from board.db import listening
 from board.store import NOTIFY_CHANNEL
 
 log = logging.getLogger("switchboard.live")
@@ -101,17 +99,16 @@ class Fanout:
         first = True
         while True:
             try:
-                async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
-                    await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                async with listening(self.url, self.channel) as payloads:
                     self.connected.set()
                     if not first:
                         self.reconnects += 1
                         self.publish(RESYNC)
                     first = False
                     delay = 0.2
-                    async for n in conn.notifies():
+                    async for payload in payloads:
                         try:
-                            event = json.loads(n.payload)
+                            event = json.loads(payload)
                         except ValueError:
                             continue
                         self.publish(event)
