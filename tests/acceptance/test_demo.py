@@ -1,0 +1,209 @@
+"""`switchboard demo` end to end, as a newcomer runs it: a subprocess on a fresh data dir.
+
+While it runs, the printed credentials work: the MCP token reads the agents' todos with
+list_todos and get_todo, and the printed user signs in to the Board, whose drawers show
+attempts with every outcome the agents produce (completed, failed, released, reaped,
+lease_expired) and whose dead-letter filter lists dead letters. Ctrl-C (SIGINT to the whole
+process group, as a terminal sends it) exits 0 promptly and leaves no Postgres behind. A
+second run on the same data dir reuses the password, the token and the data, and stops by
+itself after --duration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from board.demo import QUEUES, SUMMARIES
+from tests.acceptance.test_board_auth import csrf_of
+from tests.conftest import ROOT, free_port
+
+REQUIRED = {"completed", "failed", "released", "reaped", "lease_expired"}
+WITHIN = 50.0  # seconds from the banner: every outcome and a dead letter must exist by then
+
+
+class DemoProcess:
+    """`python -m board demo` in its own process group, its output collected line by line."""
+
+    def __init__(self, data_dir: Path, port: int, duration: float):
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SWITCHBOARD_SECRET_KEY")}
+        env["SWITCHBOARD_DATA_DIR"] = str(data_dir)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "board", "demo", "--port", str(port), "--duration", str(duration)],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True)
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    async def banner(self, timeout: float = 60.0) -> dict:
+        deadline = time.monotonic() + timeout
+        while not any(line.startswith("  agents ") for line in self.lines):
+            assert self.proc.poll() is None, f"the demo exited early:\n{self.output}"
+            assert time.monotonic() < deadline, f"no banner within {timeout} s:\n{self.output}"
+            await asyncio.sleep(0.1)
+        text = self.output
+
+        def field(pattern: str) -> str:
+            m = re.search(pattern, text, re.M)
+            assert m, f"{pattern!r} not in the banner:\n{text}"
+            return m.group(1)
+
+        return {"board": field(r"^  Board\s+(http://\S+)/login$"), "user": field(r"^  user\s+(\S+)$"),
+                "password": field(r"^  password\s+(\S+)$"), "mcp": field(r"^  MCP\s+(http://\S+/mcp)$"),
+                "token": field(r"^  token\s+(sb_\S+)$")}
+
+    def interrupt(self) -> None:
+        """Ctrl-C in a terminal: SIGINT to every process in the foreground group."""
+        os.killpg(self.proc.pid, signal.SIGINT)
+
+    async def wait(self, timeout: float) -> int:
+        return await asyncio.to_thread(self.proc.wait, timeout)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+
+def postgres_pids(data_dir: Path) -> list[int]:
+    """Processes whose command line names the data dir (the embedded postgres runs with -D)."""
+    needle = str(data_dir.resolve()).encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            with contextlib.suppress(OSError):
+                if needle in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+    return found
+
+
+def stop_stray_postgres(data_dir: Path) -> None:
+    for pid in postgres_pids(data_dir):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGINT)  # postgres: fast shutdown
+
+
+@contextlib.asynccontextmanager
+async def mcp_client(url: str, token: str):
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
+        async with Client(streamable_http_client(url, http_client=http)) as client:
+            yield client
+
+
+async def call(client, tool: str, **args) -> dict:
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, f"{tool}: {result.structured_content}"
+    return result.structured_content
+
+
+async def outcomes_over_mcp(url: str, token: str) -> tuple[dict[str, str], str | None]:
+    """Polls list_todos and get_todo until attempts with every REQUIRED outcome and a dead
+    letter exist. Returns a todo id per outcome, and a dead letter's id."""
+    examples: dict[str, str] = {}
+    dead: str | None = None
+    finished: set[str] = set()  # todos whose history can no longer change
+    deadline = time.monotonic() + WITHIN
+    async with mcp_client(url, token) as client:
+        while True:
+            listing = await call(client, "list_todos", limit=200)
+            for todo in listing["todos"]:
+                if todo["attempts_total"] == 0 or todo["id"] in finished:
+                    continue
+                full = await call(client, "get_todo", id=todo["id"], attempts_limit=50)
+                for outcome, n in full["attempt_outcomes"].items():
+                    if n > 0:
+                        examples.setdefault(outcome, todo["id"])
+                if full["dead_letter"]:
+                    dead = dead or todo["id"]
+                if full["state"] == "done" or full["dead_letter"]:
+                    finished.add(todo["id"])
+                await asyncio.sleep(0.02)  # the agents share this endpoint's rate limit
+            if REQUIRED <= set(examples) and dead:
+                return examples, dead
+            assert time.monotonic() < deadline, f"after {WITHIN} s only {sorted(examples)}, dead letter {dead}"
+            await asyncio.sleep(2.0)
+
+
+async def sign_in(board: httpx.AsyncClient, user: str, password: str) -> None:
+    page = await board.get("/login")
+    r = await board.post("/login", data={"username": user, "password": password, "csrf_token": csrf_of(page.text)})
+    assert r.status_code == 303, r.text
+
+
+async def test_demo_shows_every_outcome_and_stops_cleanly_on_ctrl_c(tmp_path):
+    data_dir = tmp_path / "sb"
+    demo = DemoProcess(data_dir, free_port(), duration=75)
+    try:
+        creds = await demo.banner()
+        examples, dead = await outcomes_over_mcp(creds["mcp"], creds["token"])
+
+        async with httpx.AsyncClient(base_url=creds["board"], timeout=10) as board:
+            await sign_in(board, creds["user"], creds["password"])
+            listing = await board.get("/")
+            assert listing.status_code == 200
+            assert any(seed.title in listing.text for seeds in QUEUES.values() for seed in seeds)
+            for outcome in sorted(REQUIRED):
+                drawer = await board.get(f"/todos/{examples[outcome]}")
+                assert drawer.status_code == 200
+                label = outcome.replace("_", " ")
+                assert re.search(r"Outcome</dt>\s*<dd>\s*" + label + r"\s*</dd>", drawer.text), \
+                    f"no {outcome} attempt in the drawer of {examples[outcome]}"
+            assert "dead letter" in (await board.get("/?dead=1")).text
+            assert "dead letter" in (await board.get(f"/todos/{dead}")).text
+
+        started = time.monotonic()
+        demo.interrupt()
+        assert await demo.wait(timeout=30) == 0, demo.output
+        assert time.monotonic() - started < 15, "Ctrl-C took too long"
+        assert postgres_pids(data_dir) == [], "a postgres process outlived the demo"
+        out = demo.output
+        assert "SIGINT: stopping" in out and out.rstrip().splitlines()[-1].startswith("Stopped:")
+        # The terminal shows actions, never what the agents wrote or the lease tokens.
+        for summary in (s for kind in SUMMARIES.values() for s in kind):
+            assert summary not in out
+        assert "ci.example.com" not in out and "mcp://cairn/" not in out and "github.com/example" not in out
+        assert out.count(creds["token"]) == 2  # the banner's token line and client configuration
+        for outcome in ("completed", "failed", "released", "took over", "died", "restarted", "woke up"):
+            assert re.search(rf"^\d\d:\d\d:\d\d  \S+\s+{outcome}\b", out, re.M), f"no {outcome!r} line"
+    finally:
+        demo.kill()
+        stop_stray_postgres(data_dir)
+
+    # A second run starts from the same data, with the same credentials, and --duration stops it.
+    again = DemoProcess(data_dir, free_port(), duration=6)
+    try:
+        creds2 = await again.banner()
+        assert (creds2["user"], creds2["password"], creds2["token"]) == \
+            (creds["user"], creds["password"], creds["token"])
+        async with mcp_client(creds2["mcp"], creds2["token"]) as client:
+            kept = await call(client, "get_todo", id=examples["lease_expired"])
+            assert kept["attempt_outcomes"].get("lease_expired", 0) >= 1
+        assert await again.wait(timeout=40) == 0, again.output
+        assert "--duration 6 s is up" in again.output
+        assert postgres_pids(data_dir) == [], "a postgres process outlived the second run"
+    finally:
+        again.kill()
+        stop_stray_postgres(data_dir)
