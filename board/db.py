@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import AsyncIterator
 
 import psycopg
+import psycopg._queries
 import psycopg.conninfo
 import psycopg.sql
 from psycopg.rows import dict_row
@@ -97,9 +98,19 @@ async def migrate(url: str, *, target: int | None = None, directory: Path = MIGR
     return applied_now
 
 
+# psycopg caches the parsed form of a query only up to 4096 characters and reparses longer
+# ones on every execution (a quarter of a millisecond for a claim). The transition
+# statements of board/store.py are longer, so raise the cap; the cache stays bounded by
+# its entry count. A module constant of psycopg 3.x: if a release drops it, this is a no-op.
+psycopg._queries.MAX_CACHED_STATEMENT_LENGTH = max(getattr(psycopg._queries, "MAX_CACHED_STATEMENT_LENGTH", 0), 16384)
+
+
 async def open_pool(url: str, *, min_size: int = 2, max_size: int = 20) -> AsyncConnectionPool:
+    # Generic plans: the transition statements are long CTE chains whose custom planning
+    # costs more than their execution; their generic plans use the same indexes.
     pool = AsyncConnectionPool(
-        url, min_size=min_size, max_size=max_size, open=False, kwargs={"row_factory": dict_row}
+        url, min_size=min_size, max_size=max_size, open=False,
+        kwargs={"row_factory": dict_row, "options": "-c plan_cache_mode=force_generic_plan"},
     )
     await pool.open(wait=True, timeout=30)
     return pool

@@ -356,6 +356,7 @@ ins AS (
 )
 SELECT {todo_cols}, ins.seq AS attempt_seq,
        (SELECT row_to_json(l) FROM lapsed l) AS lapsed,
+       CASE WHEN upd.attempts_total = 1 THEN '[]'::json ELSE  -- a first claim has no prior attempts
        (SELECT coalesce(json_agg(x.p ORDER BY x.seq DESC), '[]'::json) FROM (
           SELECT y.seq, y.p FROM (
             SELECT l.seq, {lapsed_json} AS p FROM lapsed l
@@ -364,7 +365,7 @@ SELECT {todo_cols}, ins.seq AS attempt_seq,
               WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
                 AND a.seq NOT IN (SELECT seq FROM pruned)
               ORDER BY a.seq DESC LIMIT {prior})
-          ) y ORDER BY y.seq DESC LIMIT {prior}) x) AS prior_attempts,
+          ) y ORDER BY y.seq DESC LIMIT {prior}) x) END AS prior_attempts,
        {notify}
   FROM upd, ins
 """
@@ -500,7 +501,8 @@ def _close_sql(kind: str, scope: str, owner: bool, fence: bool) -> str:
         todo_set=spec["todo_set"].replace("{NOW}", NOW),
         todo_cols=_TODO_COLS.format(r="upd"),
         notify=_NOTIFY.format(r="upd", kind=f"'{kind}'"),
-        outbox=_outbox("u", "c"),
+        # complete and cancel never make a todo ready or dead-letter it: no outbox work.
+        outbox=_outbox("u", "c") if kind in ("fail", "release") else "noop AS (SELECT)",
     ).replace("{NOW}", NOW)
 
 
