@@ -420,6 +420,65 @@ def _claim_sql(scope: str, by_id: bool) -> str:
     ).replace("{NOW}", NOW)
 
 
+# The fast path of a claim, taken first: a pending todo whose history needs no pruning.
+# Only the attempt insert joins the todos update; the takeover and pruning work of the full
+# statement above runs only when this one finds nothing (a lapsed lease, a capped history,
+# or nothing pending at all).
+_CLAIM_FAST = """
+WITH {cand},
+upd AS (
+  UPDATE todos t
+     SET state = 'claimed', owner = %(owner)s,
+         lease_expires_at = {NOW} + %(lease_seconds)s * interval '1 second',
+         attempt = t.attempt + 1, attempts_total = t.attempts_total + 1, updated_at = {NOW}
+    FROM cand
+   WHERE t.id = cand.id AND cand.prev_state = 'pending' AND cand.prev_total < %(history_max)s
+  RETURNING t.*
+),
+ins AS (
+  INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
+                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
+  SELECT upd.id, upd.attempts_total, upd.attempt, %(claimer_kind)s::attempt_claimer_kind,
+         %(claimer_endpoint_id)s::uuid, %(claimer_session)s::text, upd.owner, %(claimant)s::text, {NOW},
+         upd.lease_expires_at, %(token_hash)s::bytea
+    FROM upd
+  RETURNING seq
+)
+SELECT {todo_cols}, ins.seq AS attempt_seq, NULL::json AS lapsed,
+       CASE WHEN upd.attempts_total = 1 THEN '[]'::json ELSE
+       (SELECT coalesce(json_agg(x.p ORDER BY x.seq DESC), '[]'::json) FROM (
+          SELECT a.seq, {prior_json} AS p FROM attempts a
+           WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
+           ORDER BY a.seq DESC LIMIT {prior}) x) END AS prior_attempts,
+       {notify}
+  FROM upd, ins
+"""
+
+_PENDING_BY_ID = """cand AS (
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total
+    FROM todos t
+   WHERE {scope} AND t.id = %(id)s AND t.state = 'pending'
+   FOR UPDATE OF t
+)"""
+
+
+def _claim_fast_sql(scope: str, by_id: bool) -> str:
+    if by_id:
+        cand = _PENDING_BY_ID
+    else:  # the pending scan of claim_next alone
+        cand = _CAND_NEXT[_CAND_NEXT.index("pending_cand AS ("):_CAND_NEXT.index("cand AS (\n  SELECT * FROM")]
+        cand = cand.replace("pending_cand AS (", "cand AS (").rstrip().rstrip(",")
+    return _sql(
+        _CLAIM_FAST, cand=cand.replace("{scope}", scope), todo_cols=_TODO_COLS.format(r="upd"),
+        prior_json=_ATTEMPT_JSON.format(a="a"), prior=PRIOR_ATTEMPTS,
+        notify=_NOTIFY.format(r="upd", kind="'claimed'"),
+    ).replace("{NOW}", NOW)
+
+
+SQL_CLAIM_NEXT_FAST = _claim_fast_sql(_AGENT_SCOPE, by_id=False)
+SQL_CLAIM_BY_AGENT_FAST = _claim_fast_sql(_AGENT_SCOPE, by_id=True)
+SQL_CLAIM_BY_HUMAN_FAST = _claim_fast_sql(_HUMAN_SCOPE, by_id=True)
+
 SQL_CLAIM_NEXT = _claim_sql(_AGENT_SCOPE, by_id=False)
 SQL_CLAIM_BY_AGENT = _claim_sql(_AGENT_SCOPE, by_id=True)
 SQL_CLAIM_BY_HUMAN = _claim_sql(_HUMAN_SCOPE, by_id=True)
@@ -1027,10 +1086,10 @@ class Store:
         todo_id = _todo_id(todo_id)
         if isinstance(caller, Agent):
             caller.require("claim")
-            sql = SQL_CLAIM_BY_AGENT
+            sqls = (SQL_CLAIM_BY_AGENT_FAST, SQL_CLAIM_BY_AGENT)
         else:
-            sql = SQL_CLAIM_BY_HUMAN
-        return await self._claim(caller, sql, {"id": todo_id}, claimant, require_fence, lease_seconds, now,
+            sqls = (SQL_CLAIM_BY_HUMAN_FAST, SQL_CLAIM_BY_HUMAN)
+        return await self._claim(caller, sqls, {"id": todo_id}, claimant, require_fence, lease_seconds, now,
                                  op="claim", todo_id=todo_id)
 
     async def todo_claim_next(self, caller: Agent, *, queue: Any = None, claimant: Any = None,
@@ -1046,8 +1105,8 @@ class Store:
             raise Forbidden(f"this endpoint is not granted queue {queue}", argument="queue", op="claim_next")
         else:
             raise Invalid("queue must be a string", argument="queue", op="claim_next")
-        return await self._claim(caller, SQL_CLAIM_NEXT, {"claim_queues": queues}, claimant, require_fence,
-                                 lease_seconds, now, op="claim_next", todo_id=None)
+        return await self._claim(caller, (SQL_CLAIM_NEXT_FAST, SQL_CLAIM_NEXT), {"claim_queues": queues}, claimant,
+                                 require_fence, lease_seconds, now, op="claim_next", todo_id=None)
 
     def _lease(self, lease_seconds: Any) -> float:
         if lease_seconds is None:
@@ -1058,8 +1117,9 @@ class Store:
                           argument="lease_seconds")
         return float(lease_seconds)
 
-    async def _claim(self, caller: Caller, sql: str, target: dict, claimant, require_fence, lease_seconds, now,
-                     *, op: str, todo_id: str | None) -> dict:
+    async def _claim(self, caller: Caller, sqls: tuple[str, str], target: dict, claimant, require_fence,
+                     lease_seconds, now, *, op: str, todo_id: str | None) -> dict:
+        """Run the fast claim statement, then the full one (takeover, pruning) if it missed."""
         if not isinstance(require_fence, bool):
             raise Invalid("require_fence must be true or false", argument="require_fence", op=op)
         claimant = clean_claimant(claimant)
@@ -1073,7 +1133,9 @@ class Store:
             claimer_session=caller.session_id if agent else None,
             token_hash=hash_token(token) if token else None, now=now,
         )
-        row = await self._fetch(sql, params, op=op, todo_id=todo_id, one=True)
+        row = await self._fetch(sqls[0], params, op=op, todo_id=todo_id, one=True)
+        if row is None:
+            row = await self._fetch(sqls[1], params, op=op, todo_id=todo_id, one=True)
         if row is None:
             if todo_id is None:
                 return {"todo": None}
