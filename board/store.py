@@ -487,40 +487,36 @@ SQL_CLAIM_BY_HUMAN = _claim_sql(_HUMAN_SCOPE, by_id=True)
 # -- closing a lease: claimed (or interrupted) -> {next state}; closes the open attempt with
 # {outcome}/{disposition} in the same statement (REQ-3). {fence} narrows the owner check.
 _CLOSE = """
-WITH cur AS (
-  SELECT t.id, t.attempts_total, t.attempt, t.max_attempts
-    FROM todos t
+WITH upd AS (
+  UPDATE todos t
+     SET {todo_set}, updated_at = {NOW}
    WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) {owner}
-   FOR UPDATE OF t
+  RETURNING t.*
 ),
 closed AS (
   UPDATE attempts a
      SET ended_at = {NOW}, outcome = {outcome}, disposition = {disposition},
          summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
-    FROM cur
-   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.ended_at IS NULL {fence}
+    FROM upd
+   WHERE a.todo_id = upd.id AND a.seq = upd.attempts_total AND a.ended_at IS NULL {fence}
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
             a.summary, a.summary_truncated, a.artifact, a.claimant
 ),
-upd AS (
-  UPDATE todos t
-     SET {todo_set}, updated_at = {NOW}
-    FROM cur, closed
-   WHERE t.id = cur.id AND closed.todo_id = cur.id
-  RETURNING t.*
-),
 {outbox}
-SELECT {todo_cols}, row_to_json(closed) AS closed, {notify}
-  FROM upd, closed
+SELECT {todo_cols}, (SELECT row_to_json(c) FROM closed c) AS closed, {notify}
+  FROM upd
 """
+# The todos update locks the row first (todo before attempt, as everywhere); a row whose
+# open attempt the same statement could not close (the fence, or an attempt committed after
+# this statement's snapshot) comes back with closed = null and the store rolls it back.
 
 _RETRY_AT = (
-    "CASE WHEN cur.attempt < cur.max_attempts THEN {NOW} + least(%(retry_max)s::float8, "
-    "%(retry_base)s::float8 * power(2, least(cur.attempt - 1, 30))) * (0.5 + random() * 0.5) "
+    "CASE WHEN t.attempt < t.max_attempts THEN {NOW} + least(%(retry_max)s::float8, "
+    "%(retry_base)s::float8 * power(2, least(t.attempt - 1, 30))) * (0.5 + random() * 0.5) "
     "* interval '1 second' END"
 )
 _FAIL_DISPOSITION = (
-    "(CASE WHEN cur.attempt < cur.max_attempts THEN 'retry_scheduled' ELSE 'dead_lettered' END)::attempt_disposition"
+    "(CASE WHEN upd.attempt < upd.max_attempts THEN 'retry_scheduled' ELSE 'dead_lettered' END)::attempt_disposition"
 )
 
 CLOSE_KINDS = {
@@ -920,6 +916,14 @@ def _translate(err: psycopg.Error, op: str, todo_id: str | None) -> SwitchboardE
 
 # -- the store ---------------------------------------------------------------------------
 
+class _Miss(Exception):
+    """Raised inside a transaction to roll it back: the statement did not fully apply."""
+
+
+def _closed_an_attempt(row: dict) -> bool:
+    return row["closed"] is not None
+
+
 def _parse_times(obj: dict, keys=("claimed_at", "last_heartbeat_at", "lease_expires_at", "ended_at")) -> dict:
     for k in keys:
         v = obj.get(k)
@@ -951,13 +955,21 @@ class Store:
 
     # -- plumbing --------------------------------------------------------------------
 
-    async def _fetch(self, sql: str, params: dict, *, op: str, todo_id: str | None = None, one=False):
+    async def _fetch(self, sql: str, params: dict, *, op: str, todo_id: str | None = None, one=False,
+                     check: Callable[[dict], bool] | None = None):
+        """Run one statement in its own transaction. With check, a row that fails it is
+        rolled back and None returned (a close whose attempt could not be closed)."""
         params.setdefault("now", None)
         for attempt in range(3):
             try:
                 async with self.pool.connection() as conn:
                     cur = await conn.execute(sql, params)
-                    return (await cur.fetchone()) if one else (await cur.fetchall())
+                    result = (await cur.fetchone()) if one else (await cur.fetchall())
+                    if check is not None and result is not None and not check(result):
+                        raise _Miss
+                    return result
+            except _Miss:
+                return None
             except (pgerrors.DeadlockDetected, pgerrors.SerializationFailure):
                 if attempt == 2:
                     raise
@@ -1155,12 +1167,14 @@ class Store:
         return out
 
     async def _fenced(self, caller: Agent, sql_by_fence: dict, key, params: dict, lease_token: Any,
-                      *, op: str, todo_id: str, from_states: Iterable[str]):
+                      *, op: str, todo_id: str, from_states: Iterable[str],
+                      check: Callable[[dict], bool] | None = None):
         """Run a holder transition under REQ-6. With a lease_token: lock the todo, compare the
         token's hash with the open attempt's in constant time, then run the transition in the
         same transaction. Without one: the statement itself requires an unfenced attempt."""
         if lease_token is None:
-            return await self._fetch(sql_by_fence[key(False)], params, op=op, todo_id=todo_id, one=True)
+            return await self._fetch(sql_by_fence[key(False)], params, op=op, todo_id=todo_id, one=True,
+                                     check=check)
         if not isinstance(lease_token, str):
             raise Invalid("lease_token must be a string", argument="lease_token", op=op, todo_id=todo_id)
         presented = hash_token(lease_token)
@@ -1176,7 +1190,12 @@ class Store:
                     if stored is None or not hmac.compare_digest(bytes(stored), presented):
                         raise Conflict("the lease does not match this attempt", op=op, todo_id=todo_id)
                     cur = await conn.execute(sql_by_fence[key(True)], params)
-                    return await cur.fetchone()
+                    row = await cur.fetchone()
+                    if row is not None and check is not None and not check(row):
+                        raise _Miss
+                    return row
+        except _Miss:
+            return None
         except psycopg.Error as err:
             translated = _translate(err, op, todo_id)
             if translated is None:
@@ -1214,10 +1233,11 @@ class Store:
             caller.require(kind)
             params["from_states"] = ["claimed"]
             row = await self._fenced(caller, SQL_CLOSE_AGENT, lambda ok: (kind, ok), params, lease_token,
-                                     op=kind, todo_id=todo_id, from_states=["claimed"])
+                                     op=kind, todo_id=todo_id, from_states=["claimed"], check=_closed_an_attempt)
         else:
             params["from_states"] = ["claimed"] if kind == "complete" else list(HOLDER_STATES)
-            row = await self._fetch(SQL_CLOSE_HUMAN[kind], params, op=kind, todo_id=todo_id, one=True)
+            row = await self._fetch(SQL_CLOSE_HUMAN[kind], params, op=kind, todo_id=todo_id, one=True,
+                                    check=_closed_an_attempt)
         if row is None:
             raise await self._classify(caller, todo_id, kind, params)
         return self._closed(kind, row)
@@ -1304,7 +1324,7 @@ class Store:
         params = self._params(caller, id=todo_id, summary=None, summary_truncated=False, artifact=None,
                               from_states=list(HOLDER_STATES), now=now)
         row = await self._fetch(SQL_CANCEL_HELD_AGENT if agent else SQL_CLOSE_HUMAN["cancel"], params,
-                                op="cancel", todo_id=todo_id, one=True)
+                                op="cancel", todo_id=todo_id, one=True, check=_closed_an_attempt)
         if row is not None:
             return self._closed("cancel", row)
         row = await self._fetch(SQL_CANCEL_UNHELD["agent" if agent else "human"], params, op="cancel",
