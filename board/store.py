@@ -376,18 +376,21 @@ _CAND_BY_ID = """cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total
     FROM todos t
    WHERE {scope} AND t.id = %(id)s
-     AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at <= {NOW}))
+     AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at <= {NOW}
+                                  AND t.attempt < t.max_attempts))
    FOR UPDATE OF t
 )"""
 
 # claim_next: the oldest pending todo, else a lapsed lease to take over (REQ-3; the reaper
-# returns the rest to pending soon anyway). Two locking scans, because one with an OR could
+# returns the rest to pending soon anyway). A lapsed lease on a todo's last allowed attempt
+# is never taken over: the reaper dead-letters it, whoever looks first. Two locking scans, because one with an OR could
 # not use the pending-only index and would walk every finished row; the lapsed scan runs
 # only when no pending todo was found.
 _CAND_NEXT = """lapsed_cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total
     FROM todos t
    WHERE {scope} AND t.queue = ANY(%(claim_queues)s) AND t.state = 'claimed' AND t.lease_expires_at <= {NOW}
+     AND t.attempt < t.max_attempts
    ORDER BY t.lease_expires_at
    LIMIT 1
    FOR UPDATE OF t SKIP LOCKED
@@ -1010,6 +1013,8 @@ class Store:
             msg = "the lease does not match this attempt"
         elif expected and state in HOLDER_STATES and row["owner"] != caller.owner:
             msg = "the todo is held by another claimer"
+        elif state == "claimed" and op == "claim" and row["lapsed"]:
+            msg = "the lease of the todo's last allowed attempt lapsed; the reaper dead-letters it"
         elif state == "claimed" and op == "claim":
             msg = "the todo is claimed and its lease has not lapsed"
         else:

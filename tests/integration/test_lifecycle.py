@@ -662,3 +662,18 @@ async def test_the_doorbell_heartbeat_read_is_per_endpoint_and_never_starved(sto
     rows = await store.ready_todos([busy.endpoint_id, quiet.endpoint_id], limit=2)
     assert sorted(r["endpoint_id"] for r in rows) == sorted([busy.endpoint_id] * 2 + [quiet.endpoint_id])
     assert await store.ready_todos([]) == []
+
+
+async def test_a_lapsed_last_attempt_is_dead_lettered_never_taken_over(store, agent, db_url):
+    todo = await add(store, agent, max_attempts=1)
+    await store.todo_claim(agent, todo["id"], lease_seconds=5, now=T0)
+    later = T0 + timedelta(minutes=1)
+    assert await store.todo_claim_next(agent, now=later) == {"todo": None}
+    with pytest.raises(Conflict) as err:
+        await store.todo_claim(agent, todo["id"], now=later)
+    assert "reaper" in err.value.message
+    assert await store.sweep_reap(now=later) == 1
+    row = await todo_row(db_url, todo["id"])
+    assert row["state"] == "failed" and row["next_retry_at"] is None
+    assert [(a["outcome"], a["disposition"]) for a in await attempts_of(db_url, todo["id"])] == [
+        ("reaped", "dead_lettered")]

@@ -74,7 +74,8 @@ def run_model_test(db_url: str) -> None:
 
         # -- helpers ---------------------------------------------------------------
         def claimable(self, t: ModelTodo) -> bool:
-            return t.state == "pending" or (t.state == "claimed" and t.lease <= self.now)
+            return t.state == "pending" or (t.state == "claimed" and t.lease <= self.now
+                                            and t.attempt < MAX_ATTEMPTS)
 
         def apply_claim(self, t: ModelTodo, res: dict, fenced: bool):
             if t.state == "claimed":
