@@ -44,6 +44,25 @@ class Runtime:
     hooks: TransitionHooks
 
 
+def serve(settings: Settings, host: str, port: int) -> None:
+    """Run the app under uvicorn until SIGINT or SIGTERM. On the signal, every open SSE and
+    MCP listen stream is told to end first, so the graceful shutdown does not wait them out."""
+    import uvicorn
+
+    app = create_app(settings)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:
+            runtime = getattr(app.state, "runtime", None)
+            if runtime is not None:
+                runtime.fanout.shutdown_threadsafe()
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=5,
+                            proxy_headers=True)
+    Server(config).run()
+
+
 def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) -> Litestar:
     mcp = McpSurface(settings)
     metrics = metrics_mod.Metrics(settings)

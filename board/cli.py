@@ -122,9 +122,7 @@ async def _migrate(settings: Settings) -> str:
 
 
 def _serve(settings: Settings, host: str, port: int) -> None:
-    import uvicorn
-
-    from board.app import create_app
+    from board.app import serve
 
     if not settings.secret_key or settings.secret_key in ("change-me", "secret", "changeme"):
         raise CliError("SWITCHBOARD_SECRET_KEY must be set to a long random value to serve "
@@ -132,8 +130,7 @@ def _serve(settings: Settings, host: str, port: int) -> None:
     if len(settings.secret_key) < 16:
         raise CliError("SWITCHBOARD_SECRET_KEY must be at least 16 characters")
     log.info("listening on http://%s:%d (Board at /, MCP at /mcp, metrics at /metrics)", host, port)
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", timeout_graceful_shutdown=5,
-                proxy_headers=True)
+    serve(settings, host, port)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,6 +21,9 @@ from board.store import NOTIFY_CHANNEL
 log = logging.getLogger("switchboard.live")
 
 RESYNC = {"kind": "resync"}
+# Published when the server begins to shut down: every long-lived stream ends on it, so a
+# graceful shutdown never waits out open SSE or MCP listen streams.
+SHUTDOWN = {"kind": "shutdown"}
 
 
 @dataclass(eq=False)
@@ -29,6 +32,10 @@ class Subscription:
     overflowed: bool = False
 
     def put(self, event: dict) -> None:
+        if event is SHUTDOWN:  # always delivered, even to a consumer that fell behind
+            with contextlib.suppress(asyncio.QueueFull):
+                self.queue.put_nowait(event)
+            return
         if self.overflowed:
             return
         try:
@@ -55,10 +62,14 @@ class Fanout:
         self._task: asyncio.Task | None = None
         self.connected = asyncio.Event()
         self.reconnects = 0
+        self.closing = False
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def subscribe(self) -> Subscription:
         sub = Subscription()
         self._subs.add(sub)
+        if self.closing:  # subscribed after the shutdown announcement: told at once
+            sub.put(SHUTDOWN)
         return sub
 
     def unsubscribe(self, sub: Subscription) -> None:
@@ -80,7 +91,19 @@ class Fanout:
         for sub in list(self._subs):
             sub.put(event)
 
+    def shutdown(self) -> None:
+        """Tell every subscriber the server is stopping (on the loop's thread)."""
+        self.closing = True
+        log.info("shutting down: ending %d live stream(s)", len(self._subs))
+        self.publish(SHUTDOWN)
+
+    def shutdown_threadsafe(self) -> None:
+        """The same, callable from a signal handler."""
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self.shutdown)
+
     async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         self._task = asyncio.create_task(self._run(), name="switchboard-listen")
         try:
             await asyncio.wait_for(self.connected.wait(), timeout=30)

@@ -153,6 +153,12 @@ class Doorbell:
 
     def on_event(self, event: dict) -> None:
         kind = event.get("kind")
+        if kind == "shutdown":  # the server is stopping: end every listen stream now
+            self.closing.set()
+            for ways in list(self._doorways.values()):
+                for doorway in list(ways):
+                    doorway.wake()
+            return
         if kind == "resync":
             self._sweep_now.set()
             return

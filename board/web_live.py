@@ -139,6 +139,8 @@ async def events(request: Request) -> ServerSentEvent:
                     else:
                         yield ServerSentEventMessage(comment="ping")
                     continue
+                if event.get("kind") == "shutdown":
+                    return  # the server is stopping: end the stream; the browser reconnects
                 if event.get("kind") == "resync":
                     yield message("snapshot", await snapshot(store, human, filters, watching, csrf))
                     continue
