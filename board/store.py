@@ -310,6 +310,18 @@ def _outbox(r: str, c: str | None) -> str:
 # -- claim: pending -> claimed, or claimed (lease lapsed) -> claimed (takeover); opens one
 # attempt; a takeover first closes the lapsed attempt lease_expired/requeued; prunes the
 # oldest closed attempts past the per-todo cap (REQ-2, REQ-3, REQ-11).
+# Opening an attempt (REQ-2): one row per committed claim, seq = the todo's new attempts_total,
+# written by the same statement as the todos update it records. Shared by both claim paths.
+_OPEN_ATTEMPT = """ins AS (
+  INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
+                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
+  SELECT upd.id, upd.attempts_total, upd.attempt, %(claimer_kind)s::attempt_claimer_kind,
+         %(claimer_endpoint_id)s::uuid, %(claimer_session)s::text, upd.owner, %(claimant)s::text, {NOW},
+         upd.lease_expires_at, %(token_hash)s::bytea
+    FROM upd
+  RETURNING seq
+)"""
+
 _CLAIM = """
 WITH {cand},
 lapsed AS (
@@ -345,15 +357,7 @@ upd AS (
      AND (cand.prev_state = 'pending' OR EXISTS (SELECT 1 FROM lapsed))
   RETURNING t.*
 ),
-ins AS (
-  INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
-                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
-  SELECT upd.id, upd.attempts_total, upd.attempt, %(claimer_kind)s::attempt_claimer_kind,
-         %(claimer_endpoint_id)s::uuid, %(claimer_session)s::text, upd.owner, %(claimant)s::text, {NOW},
-         upd.lease_expires_at, %(token_hash)s::bytea
-    FROM upd
-  RETURNING seq
-)
+{open_attempt}
 SELECT {todo_cols}, ins.seq AS attempt_seq,
        (SELECT row_to_json(l) FROM lapsed l) AS lapsed,
        CASE WHEN upd.attempts_total = 1 THEN '[]'::json ELSE  -- a first claim has no prior attempts
@@ -415,6 +419,7 @@ def _claim_sql(scope: str, by_id: bool) -> str:
     return _sql(
         _CLAIM,
         cand=cand,
+        open_attempt=_OPEN_ATTEMPT,
         todo_cols=_TODO_COLS.format(r="upd"),
         lapsed_json=_ATTEMPT_JSON.format(a="l"),
         prior_json=_ATTEMPT_JSON.format(a="a"),
@@ -438,15 +443,7 @@ upd AS (
    WHERE t.id = cand.id AND cand.prev_state = 'pending' AND cand.prev_total < %(history_max)s
   RETURNING t.*
 ),
-ins AS (
-  INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
-                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
-  SELECT upd.id, upd.attempts_total, upd.attempt, %(claimer_kind)s::attempt_claimer_kind,
-         %(claimer_endpoint_id)s::uuid, %(claimer_session)s::text, upd.owner, %(claimant)s::text, {NOW},
-         upd.lease_expires_at, %(token_hash)s::bytea
-    FROM upd
-  RETURNING seq
-)
+{open_attempt}
 SELECT {todo_cols}, ins.seq AS attempt_seq, NULL::json AS lapsed,
        CASE WHEN upd.attempts_total = 1 THEN '[]'::json ELSE
        (SELECT coalesce(json_agg(x.p ORDER BY x.seq DESC), '[]'::json) FROM (
@@ -472,7 +469,8 @@ def _claim_fast_sql(scope: str, by_id: bool) -> str:
         cand = _CAND_NEXT[_CAND_NEXT.index("pending_cand AS ("):_CAND_NEXT.index("cand AS (\n  SELECT * FROM")]
         cand = cand.replace("pending_cand AS (", "cand AS (").rstrip().rstrip(",")
     return _sql(
-        _CLAIM_FAST, cand=cand.replace("{scope}", scope), todo_cols=_TODO_COLS.format(r="upd"),
+        _CLAIM_FAST, cand=cand.replace("{scope}", scope), open_attempt=_OPEN_ATTEMPT,
+        todo_cols=_TODO_COLS.format(r="upd"),
         prior_json=_ATTEMPT_JSON.format(a="a"), prior=PRIOR_ATTEMPTS,
         notify=_NOTIFY.format(r="upd", kind="'claimed'"),
     ).replace("{NOW}", NOW)
