@@ -212,8 +212,23 @@ class DemoState:
 
 # -- output ----------------------------------------------------------------------------------
 
+_OUT_CLOSED = False
+
+
 def _out(text: str = "") -> None:
-    print(text, flush=True)
+    """Print a demo line. When whoever reads our output has gone (`switchboard demo | head`),
+    stop printing instead of failing: the demo must still stop cleanly, Postgres included."""
+    global _OUT_CLOSED
+    if _OUT_CLOSED:
+        return
+    try:
+        print(text, flush=True)
+    except (BrokenPipeError, ValueError):
+        _OUT_CLOSED = True
+        try:  # the interpreter flushes stdout again at exit; point it somewhere harmless
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
 
 
 def _short(title: str, limit: int = 44) -> str:
