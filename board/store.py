@@ -222,6 +222,12 @@ def hash_token(token: str) -> bytes:
 # {NOW} is the injectable clock: tests pass now= to move time without sleeping.
 NOW = "coalesce(%(now)s::timestamptz, now())"
 
+# An open attempt is found by its primary key (todo_id, seq = the todo's attempts_total) and
+# tested with "outcome IS NULL", which the attempts_closed_consistently CHECK makes the same as
+# "ended_at IS NULL". Phrased on ended_at, the test would let the planner walk the whole
+# partial index behind attempts_one_open_per_todo (every open attempt, and every dead entry
+# of the ones closed since the last vacuum) instead of one primary-key probe; the plan test
+# in tests/integration/test_plans.py holds every statement to keyed lookups.
 _AGENT_SCOPE = "t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)"
 _HUMAN_SCOPE = "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)"
 
@@ -329,7 +335,7 @@ lapsed AS (
      SET ended_at = {NOW}, outcome = 'lease_expired', disposition = 'requeued'
     FROM cand
    WHERE cand.prev_state = 'claimed' AND a.todo_id = cand.id AND a.seq = cand.prev_total
-     AND a.ended_at IS NULL
+     AND a.outcome IS NULL
   RETURNING a.seq, a.attempt, a.claimant, a.claimer_kind, a.claimed_at, a.last_heartbeat_at,
             a.lease_expires_at, a.ended_at, a.outcome, a.disposition, a.summary,
             a.summary_truncated, a.artifact
@@ -499,7 +505,7 @@ closed AS (
      SET ended_at = {NOW}, outcome = {outcome}, disposition = {disposition},
          summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
     FROM upd
-   WHERE a.todo_id = upd.id AND a.seq = upd.attempts_total AND a.ended_at IS NULL {fence}
+   WHERE a.todo_id = upd.id AND a.seq = upd.attempts_total AND a.outcome IS NULL {fence}
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
             a.summary, a.summary_truncated, a.artifact, a.claimant
 ),
@@ -590,7 +596,7 @@ hb AS (
   UPDATE attempts a
      SET last_heartbeat_at = {NOW}, lease_expires_at = {NOW} + %(lease_seconds)s * interval '1 second'
     FROM cur
-   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.ended_at IS NULL {fence}
+   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.outcome IS NULL {fence}
   RETURNING a.todo_id, a.lease_expires_at
 ),
 upd AS (
@@ -619,7 +625,7 @@ WITH cur AS (
 att AS (
   UPDATE attempts a SET lease_expires_at = coalesce({lease}, a.lease_expires_at)
     FROM cur
-   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.ended_at IS NULL {fence}
+   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.outcome IS NULL {fence}
   RETURNING a.todo_id, a.lease_expires_at
 ),
 upd AS (
@@ -686,7 +692,7 @@ SELECT {todo_cols}, {notify} FROM upd
 # constant-time comparison happens in Python before the transition statement runs.
 SQL_FENCE_LOOKUP = _sql("""
 SELECT a.lease_token_hash
-  FROM todos t JOIN attempts a ON a.todo_id = t.id AND a.seq = t.attempts_total AND a.ended_at IS NULL
+  FROM todos t JOIN attempts a ON a.todo_id = t.id AND a.seq = t.attempts_total AND a.outcome IS NULL
  WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
  FOR UPDATE OF t
 """, scope=_AGENT_SCOPE)
@@ -708,20 +714,26 @@ SQL_GET = {
     for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
 }
 
-_LIST = """
-SELECT {todo_cols}
-  FROM todos t
- WHERE {scope}
+_LIST_FILTERS = """
    AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
    AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
    AND (NOT %(dead_letter)s OR (t.state = 'failed' AND t.next_retry_at IS NULL))
    AND (%(after_created)s::timestamptz IS NULL OR (t.created_at, t.id) < (%(after_created)s, %(after_id)s::text))
  ORDER BY t.created_at DESC, t.id DESC
- LIMIT %(limit)s
-"""
+ LIMIT %(limit)s"""
+# A human's todos span their endpoints: the newest page of each endpoint (walking its
+# (endpoint_id, created_at DESC, id) index), then the newest of those, so a page never
+# sorts the whole history.
 SQL_LIST = {
-    name: _sql(_LIST, scope=scope, todo_cols=_TODO_COLS.format(r="t"))
-    for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
+    "agent": _sql("SELECT {todo_cols} FROM todos t WHERE {scope}" + _LIST_FILTERS,
+                  scope=_AGENT_SCOPE, todo_cols=_TODO_COLS.format(r="t")),
+    "human": _sql("""
+SELECT {todo_cols}
+  FROM endpoints e CROSS JOIN LATERAL (
+    SELECT t.* FROM todos t WHERE t.endpoint_id = e.id""" + _LIST_FILTERS + """) t
+ WHERE e.user_id = %(user_id)s
+ ORDER BY t.created_at DESC, t.id DESC
+ LIMIT %(limit)s""", todo_cols=_TODO_COLS.format(r="t")),
 }
 
 # Classify a miss: the todo as the caller may see it, or nothing (REQ-19).
@@ -748,7 +760,7 @@ closed AS (
      SET ended_at = {NOW}, outcome = 'reaped',
          disposition = CASE WHEN cand.attempt < cand.max_attempts THEN 'requeued' ELSE 'dead_lettered' END::attempt_disposition
     FROM cand
-   WHERE a.todo_id = cand.id AND a.seq = cand.attempts_total AND a.ended_at IS NULL
+   WHERE a.todo_id = cand.id AND a.seq = cand.attempts_total AND a.outcome IS NULL
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
             a.summary, a.summary_truncated, a.artifact, a.claimant
 ),
@@ -806,14 +818,15 @@ WITH ep AS (
   RETURNING id
 ),
 cand AS (
-  SELECT t.id, t.attempts_total FROM todos t JOIN ep ON t.endpoint_id = ep.id
-   WHERE t.state IN ('claimed', 'input_required', 'auth_required')
+  SELECT t.id, t.attempts_total FROM todos t
+   WHERE t.endpoint_id = %(endpoint_id)s AND EXISTS (SELECT 1 FROM ep)
+     AND t.state IN ('claimed', 'input_required', 'auth_required')
    FOR UPDATE OF t
 ),
 closed AS (
   UPDATE attempts a SET ended_at = {NOW}, outcome = 'revoked', disposition = 'dead_lettered'
     FROM cand
-   WHERE a.todo_id = cand.id AND a.seq = cand.attempts_total AND a.ended_at IS NULL
+   WHERE a.todo_id = cand.id AND a.seq = cand.attempts_total AND a.outcome IS NULL
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
             a.summary, a.summary_truncated, a.artifact, a.claimant
 ),

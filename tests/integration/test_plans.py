@@ -1,0 +1,114 @@
+"""The planner traps of a queue with history: every statement in board/store.py, planned
+the way the pool runs it (a generic plan) against a database that already holds a realistic
+history, must reach todos and attempts by key. A claim that walked every finished row, or a
+close that walked every open attempt (and the dead index entries of the closed ones), is
+correct on an empty table and falls over in production; this test catches it before then.
+"""
+
+from __future__ import annotations
+
+import re
+
+import psycopg
+import psycopg._queries
+import psycopg.adapt
+from board import store as st
+from tests.conftest import make_agent, make_user
+
+HISTORY = 6000  # finished todos, each with one or two closed attempts
+ENDPOINTS = 60
+
+# Statements that read a table whole by design, and why.
+WHOLE_TABLE = {
+    "SQL_QUEUE_STATES": "the metrics scrape counts every todo by queue and state",
+    "SQL_RETENTION": "the retention sweep looks for old terminal rows; a LIMITed scan stops at the first batch",
+    "SQL_HOOKS_PRUNE": "the hook sweep deletes every delivered event past retention",
+    "SQL_REVOKE": "a revocation is a rare operator action that reads the endpoint's rows once",
+}
+# Index scans without a key that are bounded by design.
+UNKEYED_OK = {
+    ("SQL_REAP", "todos_claimed_idx"): "the reaper reads the claimed set (lease_expires_at stays out of every "
+                                       "index so heartbeats stay heap-only)",
+}
+
+
+def statements():
+    for name in sorted(dir(st)):
+        if not name.startswith("SQL_"):
+            continue
+        value = getattr(st, name)
+        if isinstance(value, str):
+            yield name, name, value
+        elif isinstance(value, dict):
+            for key, text in value.items():
+                yield name, f"{name}[{key}]", text
+
+
+async def seed_history(store, db_url) -> None:
+    owner = await make_user(store, "planner")
+    agent = await make_agent(store, user=owner, agent_id="history", queues=("work",))
+    for i in range(ENDPOINTS):
+        user = owner if i % 3 == 0 else await make_user(store, f"other{i}")
+        await make_agent(store, user=user, agent_id=f"ep{i}", queues=("work",))
+    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
+        await conn.execute(
+            """
+            WITH ins AS (
+              INSERT INTO todos (id, endpoint_id, queue, title, state, attempt, attempts_total, created_at, updated_at)
+              SELECT 'h' || g, %(ep)s, 'work', 'old ' || g, 'done', 1 + g %% 2, 1 + g %% 2,
+                     now() - interval '2 days' + g * interval '1 ms', now() - interval '1 day'
+                FROM generate_series(1, %(n)s) g
+              RETURNING id, attempts_total)
+            INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, owner, claimed_at,
+                                  lease_expires_at, ended_at, outcome, disposition)
+            SELECT ins.id, s, s, 'endpoint', %(ep)s, 'agent:x', now() - interval '1 day', now() - interval '1 day',
+                   now() - interval '1 day',
+                   CASE WHEN s = ins.attempts_total THEN 'completed' ELSE 'failed' END::attempt_outcome,
+                   CASE WHEN s = ins.attempts_total THEN 'done' ELSE 'retry_scheduled' END::attempt_disposition
+              FROM ins, generate_series(1, ins.attempts_total) s
+            """,
+            {"ep": agent.endpoint_id, "n": HISTORY},
+        )
+        await conn.execute(
+            "INSERT INTO hook_events (event, url, todo_id, payload, delivered_at) "
+            "SELECT 'todo.ready', 'https://hooks.example/x', 'h' || g, '{}', now() FROM generate_series(1, 3000) g"
+        )
+    for i in range(40):
+        await store.todo_add(agent, queue="work", title=f"live {i}")
+    # Analysed while nothing was held (a quiet night, or a fresh deploy), then work starts:
+    # the statistics say there are no open attempts and no claimed todos.
+    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
+        await conn.execute("VACUUM ANALYZE")
+    for i in range(20):
+        await store.todo_claim_next(agent.on_session(f"s{i}"))
+
+
+def unkeyed_scans(plan: list[str]) -> list[tuple[str, str]]:
+    """(index or table, the plan line) for every scan of a big table that is not keyed."""
+    found = []
+    for i, line in enumerate(plan):
+        seq = re.search(r"Seq Scan on (todos|attempts|hook_events)\b", line)
+        if seq:
+            found.append((seq.group(1), line.strip()))
+        idx = re.search(r"Index (?:Only )?Scan(?: Backward)? using (\w+) on (todos|attempts|hook_events)\b", line)
+        if idx and not any("Index Cond" in later for later in plan[i + 1:i + 3]):
+            found.append((idx.group(1), line.strip()))
+    return found
+
+
+async def test_every_statement_reaches_rows_by_key_on_a_table_with_history(store, db_url):
+    await seed_history(store, db_url)
+    problems = []
+    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
+        for family, label, text in statements():
+            if family in WHOLE_TABLE:
+                continue
+            params = {name: None for name in re.findall(r"%\((\w+)\)s", text)}
+            pq = psycopg._queries.PostgresQuery(psycopg.adapt.Transformer(conn))
+            pq.convert(text, params)
+            cur = await conn.execute(b"EXPLAIN (GENERIC_PLAN, COSTS OFF) " + pq.query)
+            plan = [row[0] for row in await cur.fetchall()]
+            bad = [line for target, line in unkeyed_scans(plan) if (family, target) not in UNKEYED_OK]
+            if bad:
+                problems.append(f"{label}:\n  " + "\n  ".join(bad) + "\n  full plan:\n    " + "\n    ".join(plan))
+    assert not problems, "statements that do not reach their rows by key:\n" + "\n".join(problems)
