@@ -10,11 +10,14 @@ connection each), side by side in one run:
 Every case starts from its own copy of one database that already holds a realistic
 history (finished todos with their attempts, analysed), so a claim that walked past
 finished rows or a close that scanned attempts would show. The plans of the claim and
-close statements are printed first. The machines here are shared and noisy, so each worker
-count runs several alternating rounds and the table reports medians and the per-round range.
+close statements are printed first. The machines here are shared and noisy, so both
+variants run at once on their own databases, in short alternating slices (baseline, attempts,
+attempts, baseline, ...) for tens of seconds each: a slow spell of the machine lands on both.
+The table reports throughput over all slices, the spread of the per-slice ratios, and whether
+throughput held as dead rows piled up.
 
-    python bench/claim_contention.py                 # 1, 8, 32 workers, 3 rounds of 10 s a case
-    python bench/claim_contention.py --seconds 20 --rounds 5 --workers 8 32
+    python bench/claim_contention.py                        # 1, 8, 32 workers, 10 slices of 3 s
+    python bench/claim_contention.py --slices 20 --workers 8 32
 
 Uses DATABASE_URL when set (it needs CREATE DATABASE), else an embedded Postgres under
 ./.switchboard/bench. Prints a table and the ratio attempts/baseline (floor 0.90).
@@ -25,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
 import sys
 import time
 import uuid
@@ -64,14 +66,30 @@ RETURNING {todo_cols}, {notify}
 
 
 class BaselineStore(st.Store):
-    async def todo_claim_next(self, caller, **kw):
-        params = self._params(caller, claim_queues=list(caller.queues), lease_seconds=60.0)
-        row = await self._fetch(BASELINE_CLAIM_NEXT, params, op="claim_next", one=True)
-        return {"todo": None} if row is None else {"todo": st.todo_out(row)}
+    """The store as it was before SPEC-0034: the same plumbing, validation and committed-
+    transition events, minus what the spec added (the attempt writes, the claimant label,
+    prior_attempts, summary and artifact)."""
 
-    async def todo_complete(self, caller, todo_id, **kw):
-        params = self._params(caller, id=todo_id, result=None)
-        row = await self._fetch(BASELINE_COMPLETE, params, op="complete", one=True)
+    async def todo_claim_next(self, caller, *, queue=None, lease_seconds=None, now=None, **_):
+        caller.require("claim_next")
+        queues = list(caller.queues) if queue is None else [queue]
+        params = self._params(caller, claim_queues=queues, lease_seconds=self._lease(lease_seconds), now=now)
+        row = await self._fetch(BASELINE_CLAIM_NEXT, params, op="claim_next", one=True)
+        if row is None:
+            return {"todo": None}
+        self._emit([st.Transition("claimed", row["id"], str(row["endpoint_id"]), row["queue"], "claimed")])
+        return {"todo": st.todo_out(row)}
+
+    async def todo_complete(self, caller, todo_id, *, result=None, now=None, **_):
+        todo_id = st._todo_id(todo_id)
+        if result is not None:
+            st._json_value(result, "result")
+        caller.require("complete")
+        params = self._params(caller, id=todo_id, result=None if result is None else st.Jsonb(result), now=now)
+        row = await self._fetch(BASELINE_COMPLETE, params, op="complete", todo_id=todo_id, one=True)
+        if row is None:
+            raise await self._classify(caller, todo_id, "complete", params)
+        self._emit([st.Transition("complete", row["id"], str(row["endpoint_id"]), row["queue"], row["state"])])
         return st.todo_out(row)
 
 
@@ -160,46 +178,62 @@ async def show_plans(url: str, token: str) -> None:
     await pool.close()
 
 
-async def run_case(url: str, token: str, variant: str, workers: int, seconds: float) -> dict:
-    pool = await open_pool(url, min_size=workers + 1, max_size=workers + 2)
-    cls = BaselineStore if variant == "baseline" else st.Store
-    store = cls(pool, Settings())
-    agent = await store.endpoint_authenticate(token)
-    latencies: list[float] = []
-    stop_at = time.perf_counter() + seconds
+class Case:
+    """One variant on its own copy of the template database, with its pool and workers."""
 
-    async def worker(i: int) -> int:
-        me = agent.on_session(f"w{i}")
-        n = 0
-        while time.perf_counter() < stop_at:
-            t0 = time.perf_counter()
-            res = await store.todo_claim_next(me)
-            if res["todo"] is None:
-                break
-            await store.todo_complete(me, res["todo"]["id"])
-            latencies.append(time.perf_counter() - t0)
-            n += 1
-        return n
+    def __init__(self, admin: str, template: str, token: str, variant: str, workers: int):
+        self.admin, self.template, self.token, self.variant, self.workers = admin, template, token, variant, workers
+        self.slices: list[tuple[int, float]] = []  # (cycles, seconds) per slice
+        self.latencies: list[float] = []
 
-    started = time.perf_counter()
-    cycles = sum(await asyncio.gather(*(worker(i) for i in range(workers))))
-    elapsed = time.perf_counter() - started
-    await pool.close()
-    latencies.sort()
-    return {
-        "cycles": cycles, "rate": cycles / elapsed,
-        "p50": statistics.median(latencies) * 1000 if latencies else 0,
-        "p99": latencies[int(len(latencies) * 0.99) - 1] * 1000 if latencies else 0,
-    }
+    async def open(self) -> None:
+        self.name, url = clone(self.admin, self.template)
+        self.pool = await open_pool(url, min_size=self.workers + 1, max_size=self.workers + 2)
+        self.store = (BaselineStore if self.variant == "baseline" else st.Store)(self.pool, Settings())
+        self.agent = await self.store.endpoint_authenticate(self.token)
+
+    async def close(self) -> None:
+        await self.pool.close()
+        drop(self.admin, self.name)
+
+    async def run_slice(self, seconds: float) -> float:
+        stop_at = time.perf_counter() + seconds
+
+        async def worker(i: int) -> int:
+            me = self.agent.on_session(f"w{i}")
+            n = 0
+            while time.perf_counter() < stop_at:
+                t0 = time.perf_counter()
+                res = await self.store.todo_claim_next(me)
+                if res["todo"] is None:
+                    raise SystemExit("the bench ran out of pending todos: raise --pending")
+                await self.store.todo_complete(me, res["todo"]["id"])
+                self.latencies.append(time.perf_counter() - t0)
+                n += 1
+            return n
+
+        started = time.perf_counter()
+        cycles = sum(await asyncio.gather(*(worker(i) for i in range(self.workers))))
+        elapsed = time.perf_counter() - started
+        self.slices.append((cycles, elapsed))
+        return cycles / elapsed
+
+    @property
+    def rate(self) -> float:
+        return sum(c for c, _ in self.slices) / sum(e for _, e in self.slices)
+
+    def pct(self, q: float) -> float:
+        lat = sorted(self.latencies)
+        return lat[min(len(lat) - 1, int(len(lat) * q))] * 1000
 
 
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 8, 32])
-    ap.add_argument("--seconds", type=float, default=10.0)
-    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds per worker count; medians reported")
+    ap.add_argument("--slices", type=int, default=10, help="alternating slices per variant and worker count")
+    ap.add_argument("--seconds", type=float, default=3.0, help="length of one slice")
     ap.add_argument("--history", type=int, default=100_000, help="finished todos (with attempts) already there")
-    ap.add_argument("--pending", type=int, default=120_000, help="pending todos each case starts with")
+    ap.add_argument("--pending", type=int, default=150_000, help="pending todos each case starts with")
     args = ap.parse_args()
 
     embedded = None
@@ -207,48 +241,49 @@ async def main() -> None:
     if not admin:
         embedded = EmbeddedPostgres(Path(".switchboard/bench"), database="postgres")
         admin = embedded.start()
+    rows = []
     try:
         template = "bench_template"
         print(f"preparing {args.history:,} finished todos of history and {args.pending:,} pending ...", flush=True)
         url, token = await prepare_template(admin, template, args.history, args.pending)
         await show_plans(url, token)
-        rows = []
         for workers in args.workers:
-            runs: dict[str, list[dict]] = {"baseline": [], "attempts": []}
-            for r in range(args.rounds):
-                # Alternate the order each round so neither variant always runs second.
-                order = ("baseline", "attempts") if (workers + r) % 2 else ("attempts", "baseline")
-                for variant in order:
-                    name, case_url = clone(admin, template)
-                    try:
-                        runs[variant].append(await run_case(case_url, token, variant, workers, args.seconds))
-                    finally:
-                        drop(admin, name)
-                    print(f"  round {r + 1}: {variant:9} {workers:3} workers: {runs[variant][-1]['rate']:8.0f} cycles/s",
-                          flush=True)
-            rows.append((workers, {v: median_run(rs) for v, rs in runs.items()}, runs))
+            cases = {v: Case(admin, template, token, v, workers) for v in ("baseline", "attempts")}
+            for case in cases.values():
+                await case.open()
+            try:
+                ratios = []
+                for i in range(args.slices):
+                    # Alternate which variant goes first, so neither always runs second.
+                    order = ("baseline", "attempts") if i % 2 == 0 else ("attempts", "baseline")
+                    rate = {v: await cases[v].run_slice(args.seconds) for v in order}
+                    ratios.append(rate["attempts"] / rate["baseline"])
+                    print(f"  {workers:3} workers, slice {i + 1:2}: baseline {rate['baseline']:6.0f}/s  "
+                          f"attempts {rate['attempts']:6.0f}/s  ratio {ratios[-1]:.2f}", flush=True)
+            finally:
+                for case in cases.values():
+                    await case.close()
+            rows.append((workers, cases, sorted(ratios)))
         drop(admin, template)
     finally:
         if embedded:
             embedded.stop()
 
     print()
-    print(f"claim_next + complete, {args.rounds} rounds of {args.seconds:g} s a case (medians), "
-          f"{args.history:,} finished todos of history")
+    print(f"claim_next + complete through the store, {args.slices} alternating slices of {args.seconds:g} s per "
+          f"variant, {args.history:,} finished todos of history")
     print(f"{'workers':>7} | {'baseline/s':>10} {'p50 ms':>7} {'p99 ms':>7} | {'attempts/s':>10} {'p50 ms':>7} "
-          f"{'p99 ms':>7} | {'ratio':>5} | {'ratio range':>11}")
-    print("-" * 98)
-    for workers, r, runs in rows:
-        b, a = r["baseline"], r["attempts"]
-        ratios = sorted(x["rate"] / y["rate"] for x, y in zip(runs["attempts"], runs["baseline"]))
-        print(f"{workers:>7} | {b['rate']:>10.0f} {b['p50']:>7.2f} {b['p99']:>7.2f} | {a['rate']:>10.0f} "
-              f"{a['p50']:>7.2f} {a['p99']:>7.2f} | {a['rate'] / b['rate']:>5.2f} | "
-              f"{ratios[0]:>5.2f}-{ratios[-1]:<5.2f}")
-    print("ratio = median attempts / median baseline throughput (range: per round); SPEC-0034 REQ-18 floor is 0.90")
-
-
-def median_run(runs: list[dict]) -> dict:
-    return sorted(runs, key=lambda x: x["rate"])[len(runs) // 2]
+          f"{'p99 ms':>7} | {'ratio':>5} | {'slice ratios p10-p90':>20} | {'holds':>5}")
+    print("-" * 108)
+    for workers, cases, ratios in rows:
+        b, a = cases["baseline"], cases["attempts"]
+        lo, hi = ratios[len(ratios) // 10], ratios[-1 - len(ratios) // 10]
+        holds = a.slices[-1][0] / a.slices[-1][1] / (a.slices[0][0] / a.slices[0][1])
+        print(f"{workers:>7} | {b.rate:>10.0f} {b.pct(0.5):>7.2f} {b.pct(0.99):>7.2f} | {a.rate:>10.0f} "
+              f"{a.pct(0.5):>7.2f} {a.pct(0.99):>7.2f} | {a.rate / b.rate:>5.2f} | "
+              f"{lo:>9.2f} - {hi:<8.2f} | {holds:>5.2f}")
+    print("ratio = attempts / baseline throughput over all slices; SPEC-0034 REQ-18 floor is 0.90.")
+    print("holds = the attempts variant's last slice / its first (dead rows piling up would show below 1).")
 
 
 if __name__ == "__main__":

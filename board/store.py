@@ -366,7 +366,7 @@ upd AS (
 {open_attempt}
 SELECT {todo_cols}, ins.seq AS attempt_seq,
        (SELECT row_to_json(l) FROM lapsed l) AS lapsed,
-       CASE WHEN upd.attempts_total = 1 THEN '[]'::json ELSE  -- a first claim has no prior attempts
+       CASE WHEN upd.attempts_total > 1 THEN  -- a first claim has no prior attempts (null: none)
        (SELECT coalesce(json_agg(x.p ORDER BY x.seq DESC), '[]'::json) FROM (
           SELECT y.seq, y.p FROM (
             SELECT l.seq, {lapsed_json} AS p FROM lapsed l
@@ -451,7 +451,7 @@ upd AS (
 ),
 {open_attempt}
 SELECT {todo_cols}, ins.seq AS attempt_seq, NULL::json AS lapsed,
-       CASE WHEN upd.attempts_total = 1 THEN '[]'::json ELSE
+       CASE WHEN upd.attempts_total > 1 THEN
        (SELECT coalesce(json_agg(x.p ORDER BY x.seq DESC), '[]'::json) FROM (
           SELECT a.seq, {prior_json} AS p FROM attempts a
            WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
@@ -510,12 +510,16 @@ closed AS (
             a.summary, a.summary_truncated, a.artifact, a.claimant
 ),
 {outbox}
-SELECT {todo_cols}, (SELECT row_to_json(c) FROM closed c) AS closed, {notify}
-  FROM upd
+SELECT {todo_cols}, {closed_cols}, {notify}
+  FROM upd LEFT JOIN closed c ON true
 """
 # The todos update locks the row first (todo before attempt, as everywhere); a row whose
 # open attempt the same statement could not close (the fence, or an attempt committed after
 # this statement's snapshot) comes back with closed = null and the store rolls it back.
+
+# The closed attempt as plain columns (closed_seq, ...): cheaper on both ends than a JSON row.
+CLOSED_KEYS = ("seq", "attempt", "outcome", "disposition", "summary", "summary_truncated", "artifact", "claimant")
+_CLOSED_COLS = ", ".join(f"c.{k} AS closed_{k}" for k in CLOSED_KEYS)
 
 _RETRY_AT = (
     "CASE WHEN t.attempt < t.max_attempts THEN {NOW} + least(%(retry_max)s::float8, "
@@ -561,7 +565,7 @@ def _close_sql(kind: str, scope: str, owner: bool, fence: bool) -> str:
         outcome=spec["outcome"] + "::attempt_outcome",
         disposition=spec["disposition"] if "CASE" in spec["disposition"] else spec["disposition"] + "::attempt_disposition",
         todo_set=spec["todo_set"].replace("{NOW}", NOW),
-        todo_cols=_TODO_COLS.format(r="upd"),
+        todo_cols=_TODO_COLS.format(r="upd"), closed_cols=_CLOSED_COLS,
         notify=_NOTIFY.format(r="upd", kind=f"'{kind}'"),
         # complete and cancel never make a todo ready or dead-letter it: no outbox work.
         outbox=_outbox("u", "c") if kind in ("fail", "release") else "noop AS (SELECT)",
@@ -935,7 +939,7 @@ class _Miss(Exception):
 
 
 def _closed_an_attempt(row: dict) -> bool:
-    return row["closed"] is not None
+    return row["closed_seq"] is not None
 
 
 def _parse_times(obj: dict, keys=("claimed_at", "last_heartbeat_at", "lease_expires_at", "ended_at")) -> dict:
@@ -1259,7 +1263,7 @@ class Store:
         return self._closed(kind, row)
 
     def _closed(self, kind: str, row: dict) -> dict:
-        closed = dict(row["closed"])
+        closed = {k: row["closed_" + k] for k in CLOSED_KEYS}
         self._emit([Transition(kind, row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
                                dead_letter=row["dead_letter"], closed=closed, attempts_total=row["attempts_total"])])
         out = todo_out(row)
