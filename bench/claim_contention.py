@@ -60,7 +60,7 @@ SELECT {todo_cols}, {notify} FROM upd
 BASELINE_COMPLETE = st._sql("""
 UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result = %(result)s, updated_at = {NOW}
  WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
-   AND t.state = 'claimed' AND t.owner = %(owner)s
+   AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
 RETURNING {todo_cols}, {notify}
 """, todo_cols=st._TODO_COLS.format(r="t"), notify=st._NOTIFY.format(r="t", kind="'complete'"))
 
@@ -85,7 +85,8 @@ class BaselineStore(st.Store):
         if result is not None:
             st._json_value(result, "result")
         caller.require("complete")
-        params = self._params(caller, id=todo_id, result=None if result is None else st.Jsonb(result), now=now)
+        params = self._params(caller, id=todo_id, result=None if result is None else st.Jsonb(result), now=now,
+                              from_states=["claimed"])
         row = await self._fetch(BASELINE_COMPLETE, params, op="complete", todo_id=todo_id, one=True)
         if row is None:
             raise await self._classify(caller, todo_id, "complete", params)

@@ -513,6 +513,9 @@ closed AS (
 SELECT {todo_cols}, {closed_cols}, {notify}
   FROM upd LEFT JOIN closed c ON true
 """
+# The state test is "= ANY(%(from_states)s)", a parameter, even where one state is meant: a
+# literal 'claimed' would let a generic plan reach the row through todos_claimed_idx (every
+# claimed todo of the endpoint) instead of the primary key.
 # The todos update locks the row first (todo before attempt, as everywhere); a row whose
 # open attempt the same statement could not close (the fence, or an attempt committed after
 # this statement's snapshot) comes back with closed = null and the store rolls it back.
@@ -593,7 +596,7 @@ SQL_CLOSE_HUMAN = {
 _HEARTBEAT = """
 WITH cur AS (
   SELECT t.id, t.attempts_total FROM todos t
-   WHERE t.id = %(id)s AND {scope} AND t.state = 'claimed' AND t.owner = %(owner)s
+   WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
    FOR UPDATE OF t
 ),
 hb AS (
@@ -1294,7 +1297,8 @@ class Store:
         """claimed -> claimed with the lease extended, on the todo and its attempt (REQ-4)."""
         caller.require("heartbeat")
         todo_id = _todo_id(todo_id)
-        params = self._params(caller, id=todo_id, lease_seconds=self._lease(lease_seconds), now=now)
+        params = self._params(caller, id=todo_id, lease_seconds=self._lease(lease_seconds), now=now,
+                              from_states=["claimed"])
         row = await self._fenced(caller, SQL_HEARTBEAT, lambda ok: ok, params, lease_token,
                                  op="heartbeat", todo_id=todo_id, from_states=["claimed"])
         if row is None:
