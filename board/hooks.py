@@ -33,6 +33,7 @@ import httpx
 
 from board.config import Settings
 from board.store import DIED_OUTCOMES, Store, Transition
+from board.tasks import cancel_and_wait
 
 log = logging.getLogger("switchboard.hooks")
 
@@ -131,11 +132,8 @@ class HookDelivery:
         self._wake.set()
 
     async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
-            self._task = None
+        await cancel_and_wait([self._task])
+        self._task = None
 
     async def _run(self) -> None:
         async with (self._client or httpx.AsyncClient(timeout=10.0, follow_redirects=False)) as client:

@@ -17,6 +17,7 @@ from typing import AsyncIterator
 
 from board.db import listening
 from board.store import NOTIFY_CHANNEL
+from board.tasks import cancel_and_wait
 
 log = logging.getLogger("switchboard.live")
 
@@ -111,11 +112,8 @@ class Fanout:
             log.warning("LISTEN connection not up after 30 s; continuing, it keeps retrying")
 
     async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
-            self._task = None
+        await cancel_and_wait([self._task])
+        self._task = None
 
     async def _run(self) -> None:
         delay = 0.2

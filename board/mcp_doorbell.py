@@ -39,6 +39,7 @@ from mcp.shared.exceptions import MCPError
 
 from board.config import Settings
 from board.store import Agent, Store
+from board.tasks import cancel_and_wait
 
 log = logging.getLogger("switchboard.mcp.doorbell")
 
@@ -121,11 +122,7 @@ class Doorbell:
         for ways in list(self._doorways.values()):
             for doorway in list(ways):
                 doorway.wake()  # listen streams end gracefully
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
 
     # -- doorways ----------------------------------------------------------------------

@@ -8,12 +8,12 @@ off. A failing sweep logs and tries again next period; it never stops the server
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Awaitable, Callable
 
 from board.config import Settings
 from board.store import Store
+from board.tasks import cancel_and_wait
 
 log = logging.getLogger("switchboard.sweeps")
 
@@ -35,11 +35,7 @@ class Sweeps:
                 self._tasks.append(asyncio.create_task(self._loop(name, interval, fn), name=f"sweep-{name}"))
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
 
     async def _loop(self, name: str, interval: float, fn: Callable[[], Awaitable[int]]) -> None:
