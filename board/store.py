@@ -563,7 +563,12 @@ CLOSE_KINDS = {
 }
 
 
-# complete and cancel write no hook events, so the todos update can be the statement itself:
+# complete and cancel (the _CLOSE_LEAN statements) update the todo only if its attempt closed,
+# so a miss writes nothing and needs no rollback; fail and release (_CLOSE) update the todo
+# first, and the store rolls them back when the attempt could not be closed.
+LEAN_KINDS = frozenset({"complete", "cancel"})
+
+# complete and cancel (LEAN_KINDS) write no hook events, so the todos update can be the statement itself:
 # a locking sub-select takes the todo first (todo before attempt, as everywhere) and yields
 # the open attempt's seq; the attempt closes; the todo updates only if it did. Nothing to
 # roll back on a miss, and no whole-row copy through a CTE.
@@ -589,7 +594,7 @@ RETURNING {todo_cols}, {closed_cols}, {notify}
 
 def _close_sql(kind: str, scope: str, owner: bool, fence: bool) -> str:
     spec = CLOSE_KINDS[kind]
-    lean = kind in ("complete", "cancel")
+    lean = kind in LEAN_KINDS
     row = "t" if lean else "upd"
     return _sql(
         _CLOSE_LEAN if lean else _CLOSE,
@@ -975,6 +980,11 @@ def _closed_an_attempt(row: dict) -> bool:
     return row["closed_seq"] is not None
 
 
+
+def _close_check(kind: str) -> Callable[[dict], bool] | None:
+    return None if kind in LEAN_KINDS else _closed_an_attempt
+
+
 def _parse_times(obj: dict, keys=("claimed_at", "last_heartbeat_at", "lease_expires_at", "ended_at")) -> dict:
     for k in keys:
         v = obj.get(k)
@@ -1008,17 +1018,23 @@ class Store:
 
     async def _fetch(self, sql: str, params: dict, *, op: str, todo_id: str | None = None, one=False,
                      check: Callable[[dict], bool] | None = None):
-        """Run one statement in its own transaction. With check, a row that fails it is
-        rolled back and None returned (a close whose attempt could not be closed)."""
+        """Run one statement as its own transaction: one round trip, since the pool's
+        connections are in autocommit and a single statement commits (or rolls back) whole.
+        With check, the statement runs inside BEGIN ... COMMIT instead, and a row that fails
+        the check is rolled back and None returned (a close whose attempt could not be closed)."""
         params.setdefault("now", None)
         for attempt in range(3):
             try:
                 async with self.pool.connection() as conn:
-                    cur = await conn.execute(sql, params)
-                    result = (await cur.fetchone()) if one else (await cur.fetchall())
-                    if check is not None and result is not None and not check(result):
-                        raise _Miss
-                    return result
+                    if check is None:
+                        cur = await conn.execute(sql, params)
+                        return (await cur.fetchone()) if one else (await cur.fetchall())
+                    async with conn.transaction():
+                        cur = await conn.execute(sql, params)
+                        result = (await cur.fetchone()) if one else (await cur.fetchall())
+                        if result is not None and not check(result):
+                            raise _Miss
+                        return result
             except _Miss:
                 return None
             except (pgerrors.DeadlockDetected, pgerrors.SerializationFailure):
@@ -1286,11 +1302,11 @@ class Store:
             caller.require(kind)
             params["from_states"] = ["claimed"]
             row = await self._fenced(caller, SQL_CLOSE_AGENT, lambda ok: (kind, ok), params, lease_token,
-                                     op=kind, todo_id=todo_id, from_states=["claimed"], check=_closed_an_attempt)
+                                     op=kind, todo_id=todo_id, from_states=["claimed"], check=_close_check(kind))
         else:
             params["from_states"] = ["claimed"] if kind == "complete" else list(HOLDER_STATES)
             row = await self._fetch(SQL_CLOSE_HUMAN[kind], params, op=kind, todo_id=todo_id, one=True,
-                                    check=_closed_an_attempt)
+                                    check=_close_check(kind))
         if row is None:
             raise await self._classify(caller, todo_id, kind, params)
         return self._closed(kind, row)
@@ -1378,7 +1394,7 @@ class Store:
         params = self._params(caller, id=todo_id, summary=None, summary_truncated=False, artifact=None,
                               from_states=list(HOLDER_STATES), now=now)
         row = await self._fetch(SQL_CANCEL_HELD_AGENT if agent else SQL_CLOSE_HUMAN["cancel"], params,
-                                op="cancel", todo_id=todo_id, one=True, check=_closed_an_attempt)
+                                op="cancel", todo_id=todo_id, one=True, check=_close_check("cancel"))
         if row is not None:
             return self._closed("cancel", row)
         row = await self._fetch(SQL_CANCEL_UNHELD["agent" if agent else "human"], params, op="cancel",
