@@ -350,6 +350,20 @@ async def test_the_agent_cannot_close_its_supervisors_attempt(store, agent, db_u
     assert out["state"] == "done"
 
 
+@pytest.mark.parametrize("verb", ["fail", "release"])
+async def test_fail_or_release_without_the_fence_token_changes_nothing(store, agent, db_url, verb):
+    # fail and release update the todo before closing its attempt in one statement; when the
+    # attempt cannot close (fenced, no token), the whole transaction must roll back.
+    todo = await add(store, agent)
+    await store.todo_claim(agent, todo["id"], require_fence=True)
+    with pytest.raises(Conflict):
+        await getattr(store, f"todo_{verb}")(agent, todo["id"], summary="not mine to close")
+    row = await todo_row(db_url, todo["id"])
+    assert (row["state"], row["owner"]) == ("claimed", agent.owner)
+    rows = await attempts_of(db_url, todo["id"])
+    assert [(a["seq"], a["ended_at"], a["summary"]) for a in rows] == [(1, None, None)]
+
+
 async def test_a_stale_workers_token_is_conflict_and_leaves_attempt_2_untouched(store, agent, db_url):
     todo = await add(store, agent)
     first = await store.todo_claim(agent, todo["id"], require_fence=True, lease_seconds=10, now=T0)
