@@ -498,32 +498,40 @@ SQL_CLAIM_BY_HUMAN = _claim_sql(_HUMAN_SCOPE, by_id=True)
 
 # -- closing a lease: claimed (or interrupted) -> {next state}; closes the open attempt with
 # {outcome}/{disposition} in the same statement (REQ-3). {fence} narrows the owner check.
+# Every close takes the todo's row lock first (todo before attempt, as everywhere), closes
+# the open attempt, and updates the todo only if the attempt closed: a miss (the fence, the
+# wrong state or holder, an attempt closed since this statement's snapshot) writes nothing,
+# so no close needs a rollback, and each is one statement, one round trip.
+# fail and release write hook events, which need the updated row, so their todos update is
+# a CTE (upd) feeding the outbox:
 _CLOSE = """
-WITH upd AS (
-  UPDATE todos t
-     SET {todo_set}, updated_at = {NOW}
+WITH locked AS (
+  SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
    WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) {owner}
-  RETURNING t.*
+   FOR UPDATE OF t
 ),
 closed AS (
   UPDATE attempts a
      SET ended_at = {NOW}, outcome = {outcome}, disposition = {disposition},
          summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
-    FROM upd
-   WHERE a.todo_id = upd.id AND a.seq = upd.attempts_total AND a.outcome IS NULL {fence}
+    FROM locked l
+   WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL {fence}
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
             a.summary, a.summary_truncated, a.artifact, a.claimant
 ),
+upd AS (
+  UPDATE todos t SET {todo_set}, updated_at = {NOW}
+    FROM closed c
+   WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) {owner}
+  RETURNING t.*
+),
 {outbox}
 SELECT {todo_cols}, {closed_cols}, {notify}
-  FROM upd LEFT JOIN closed c ON true
+  FROM upd JOIN closed c ON true
 """
 # The state test is "= ANY(%(from_states)s)", a parameter, even where one state is meant: a
 # literal 'claimed' would let a generic plan reach the row through todos_claimed_idx (every
 # claimed todo of the endpoint) instead of the primary key.
-# The todos update locks the row first (todo before attempt, as everywhere); a row whose
-# open attempt the same statement could not close (the fence, or an attempt committed after
-# this statement's snapshot) comes back with closed = null and the store rolls it back.
 
 # The closed attempt as plain columns (closed_seq, ...): cheaper on both ends than a JSON row.
 CLOSED_KEYS = ("seq", "attempt", "outcome", "disposition", "summary", "summary_truncated", "artifact", "claimant")
@@ -534,8 +542,8 @@ _RETRY_AT = (
     "%(retry_base)s::float8 * power(2, least(t.attempt - 1, 30))) * (0.5 + random() * 0.5) "
     "* interval '1 second' END"
 )
-_FAIL_DISPOSITION = (
-    "(CASE WHEN upd.attempt < upd.max_attempts THEN 'retry_scheduled' ELSE 'dead_lettered' END)::attempt_disposition"
+_FAIL_DISPOSITION = (  # l: the locked todo, before the update (fail leaves its attempt counter as it is)
+    "(CASE WHEN l.attempt < l.max_attempts THEN 'retry_scheduled' ELSE 'dead_lettered' END)::attempt_disposition"
 )
 
 CLOSE_KINDS = {
@@ -563,15 +571,10 @@ CLOSE_KINDS = {
 }
 
 
-# complete and cancel (the _CLOSE_LEAN statements) update the todo only if its attempt closed,
-# so a miss writes nothing and needs no rollback; fail and release (_CLOSE) update the todo
-# first, and the store rolls them back when the attempt could not be closed.
-LEAN_KINDS = frozenset({"complete", "cancel"})
-
-# complete and cancel (LEAN_KINDS) write no hook events, so the todos update can be the statement itself:
-# a locking sub-select takes the todo first (todo before attempt, as everywhere) and yields
-# the open attempt's seq; the attempt closes; the todo updates only if it did. Nothing to
-# roll back on a miss, and no whole-row copy through a CTE.
+# complete and cancel write no hook events, so their todos update can be the statement
+# itself, with no whole-row copy through a CTE: a locking sub-select takes the todo first and
+# yields the open attempt's seq, the attempt closes, and the todo updates only if it did.
+NO_OUTBOX_KINDS = frozenset({"complete", "cancel"})
 _CLOSE_LEAN = """
 WITH closed AS (
   UPDATE attempts a
@@ -594,7 +597,7 @@ RETURNING {todo_cols}, {closed_cols}, {notify}
 
 def _close_sql(kind: str, scope: str, owner: bool, fence: bool) -> str:
     spec = CLOSE_KINDS[kind]
-    lean = kind in LEAN_KINDS
+    lean = kind in NO_OUTBOX_KINDS
     row = "t" if lean else "upd"
     return _sql(
         _CLOSE_LEAN if lean else _CLOSE,
@@ -972,19 +975,6 @@ def _translate(err: psycopg.Error, op: str, todo_id: str | None) -> SwitchboardE
 
 # -- the store ---------------------------------------------------------------------------
 
-class _Miss(Exception):
-    """Raised inside a transaction to roll it back: the statement did not fully apply."""
-
-
-def _closed_an_attempt(row: dict) -> bool:
-    return row["closed_seq"] is not None
-
-
-
-def _close_check(kind: str) -> Callable[[dict], bool] | None:
-    return None if kind in LEAN_KINDS else _closed_an_attempt
-
-
 def _parse_times(obj: dict, keys=("claimed_at", "last_heartbeat_at", "lease_expires_at", "ended_at")) -> dict:
     for k in keys:
         v = obj.get(k)
@@ -1016,27 +1006,16 @@ class Store:
 
     # -- plumbing --------------------------------------------------------------------
 
-    async def _fetch(self, sql: str, params: dict, *, op: str, todo_id: str | None = None, one=False,
-                     check: Callable[[dict], bool] | None = None):
+    async def _fetch(self, sql: str, params: dict, *, op: str, todo_id: str | None = None, one=False):
         """Run one statement as its own transaction: one round trip, since the pool's
         connections are in autocommit and a single statement commits (or rolls back) whole.
-        With check, the statement runs inside BEGIN ... COMMIT instead, and a row that fails
-        the check is rolled back and None returned (a close whose attempt could not be closed)."""
+        Every transition is one statement that writes nothing when it misses."""
         params.setdefault("now", None)
         for attempt in range(3):
             try:
                 async with self.pool.connection() as conn:
-                    if check is None:
-                        cur = await conn.execute(sql, params)
-                        return (await cur.fetchone()) if one else (await cur.fetchall())
-                    async with conn.transaction():
-                        cur = await conn.execute(sql, params)
-                        result = (await cur.fetchone()) if one else (await cur.fetchall())
-                        if result is not None and not check(result):
-                            raise _Miss
-                        return result
-            except _Miss:
-                return None
+                    cur = await conn.execute(sql, params)
+                    return (await cur.fetchone()) if one else (await cur.fetchall())
             except (pgerrors.DeadlockDetected, pgerrors.SerializationFailure):
                 if attempt == 2:
                     raise
@@ -1236,14 +1215,12 @@ class Store:
         return out
 
     async def _fenced(self, caller: Agent, sql_by_fence: dict, key, params: dict, lease_token: Any,
-                      *, op: str, todo_id: str, from_states: Iterable[str],
-                      check: Callable[[dict], bool] | None = None):
+                      *, op: str, todo_id: str, from_states: Iterable[str]):
         """Run a holder transition under REQ-6. With a lease_token: lock the todo, compare the
         token's hash with the open attempt's in constant time, then run the transition in the
         same transaction. Without one: the statement itself requires an unfenced attempt."""
         if lease_token is None:
-            return await self._fetch(sql_by_fence[key(False)], params, op=op, todo_id=todo_id, one=True,
-                                     check=check)
+            return await self._fetch(sql_by_fence[key(False)], params, op=op, todo_id=todo_id, one=True)
         if not isinstance(lease_token, str):
             raise Invalid("lease_token must be a string", argument="lease_token", op=op, todo_id=todo_id)
         presented = hash_token(lease_token)
@@ -1259,12 +1236,7 @@ class Store:
                     if stored is None or not hmac.compare_digest(bytes(stored), presented):
                         raise Conflict("the lease does not match this attempt", op=op, todo_id=todo_id)
                     cur = await conn.execute(sql_by_fence[key(True)], params)
-                    row = await cur.fetchone()
-                    if row is not None and check is not None and not check(row):
-                        raise _Miss
-                    return row
-        except _Miss:
-            return None
+                    return await cur.fetchone()
         except psycopg.Error as err:
             translated = _translate(err, op, todo_id)
             if translated is None:
@@ -1302,11 +1274,10 @@ class Store:
             caller.require(kind)
             params["from_states"] = ["claimed"]
             row = await self._fenced(caller, SQL_CLOSE_AGENT, lambda ok: (kind, ok), params, lease_token,
-                                     op=kind, todo_id=todo_id, from_states=["claimed"], check=_close_check(kind))
+                                     op=kind, todo_id=todo_id, from_states=["claimed"])
         else:
             params["from_states"] = ["claimed"] if kind == "complete" else list(HOLDER_STATES)
-            row = await self._fetch(SQL_CLOSE_HUMAN[kind], params, op=kind, todo_id=todo_id, one=True,
-                                    check=_close_check(kind))
+            row = await self._fetch(SQL_CLOSE_HUMAN[kind], params, op=kind, todo_id=todo_id, one=True)
         if row is None:
             raise await self._classify(caller, todo_id, kind, params)
         return self._closed(kind, row)
@@ -1394,7 +1365,7 @@ class Store:
         params = self._params(caller, id=todo_id, summary=None, summary_truncated=False, artifact=None,
                               from_states=list(HOLDER_STATES), now=now)
         row = await self._fetch(SQL_CANCEL_HELD_AGENT if agent else SQL_CLOSE_HUMAN["cancel"], params,
-                                op="cancel", todo_id=todo_id, one=True, check=_close_check("cancel"))
+                                op="cancel", todo_id=todo_id, one=True)
         if row is not None:
             return self._closed("cancel", row)
         row = await self._fetch(SQL_CANCEL_UNHELD["agent" if agent else "human"], params, op="cancel",

@@ -352,8 +352,8 @@ async def test_the_agent_cannot_close_its_supervisors_attempt(store, agent, db_u
 
 @pytest.mark.parametrize("verb", ["fail", "release"])
 async def test_fail_or_release_without_the_fence_token_changes_nothing(store, agent, db_url, verb):
-    # fail and release update the todo before closing its attempt in one statement; when the
-    # attempt cannot close (fenced, no token), the whole transaction must roll back.
+    # fail and release update the todo and close its attempt in one statement; when the
+    # attempt cannot close (fenced, no token), neither may change.
     todo = await add(store, agent)
     await store.todo_claim(agent, todo["id"], require_fence=True)
     with pytest.raises(Conflict):
