@@ -223,7 +223,7 @@ def hash_token(token: str) -> bytes:
 NOW = "coalesce(%(now)s::timestamptz, now())"
 
 # An open attempt is found by its primary key (todo_id, seq = the todo's attempts_total) and
-# tested with "outcome IS NULL", which the attempts_consistent CHECK makes the same as
+# tested with "outcome IS NULL", which the attempts_consistent rule makes the same as
 # "ended_at IS NULL". Phrased on ended_at, the test would let the planner walk the whole
 # partial index behind attempts_one_open_per_todo (every open attempt, and every dead entry
 # of the ones closed since the last vacuum) instead of one primary-key probe; the plan test

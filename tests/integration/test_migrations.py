@@ -17,11 +17,12 @@ from tests.conftest import sql_rows
 async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
     applied = await migrate(empty_db_url)
     assert applied == ["0001_base", "0002_attempt_history", "0003_pruned_outcome_counts", "0004_hook_outbox",
-                       "0005_attempt_checks_as_domains"]
+                       "0005_attempt_checks_as_domains", "0006_attempt_rules_as_trigger"]
     rows = await sql_rows(empty_db_url, "SELECT version, name FROM schema_migrations ORDER BY version")
     assert [(r["version"], r["name"]) for r in rows] == [(1, "base"), (2, "attempt_history"),
                                                          (3, "pruned_outcome_counts"), (4, "hook_outbox"),
-                                                         (5, "attempt_checks_as_domains")]
+                                                         (5, "attempt_checks_as_domains"),
+                                                         (6, "attempt_rules_as_trigger")]
     assert await migrate(empty_db_url) == []  # idempotent
 
 
@@ -32,7 +33,7 @@ def test_every_migration_has_a_header_saying_why():
 
 async def test_two_processes_migrating_at_once_are_safe(empty_db_url):
     results = await asyncio.gather(migrate(empty_db_url), migrate(empty_db_url))
-    assert sorted(len(r) for r in results) == [0, 5]
+    assert sorted(len(r) for r in results) == [0, 6]
 
 
 async def test_an_edited_migration_is_refused(empty_db_url, tmp_path):
@@ -48,11 +49,12 @@ async def test_an_edited_migration_is_refused(empty_db_url, tmp_path):
 async def test_a_failing_migration_leaves_nothing_half_written(empty_db_url, tmp_path):
     directory = tmp_path / "migrations"
     shutil.copytree(MIGRATIONS_DIR, directory)
-    (directory / "0006_broken.sql").write_text("-- broken on purpose\nCREATE TABLE half (x int);\nSELECT 1/0;\n")
+    following = f"{len(load_migrations()) + 1:04d}_broken.sql"
+    (directory / following).write_text("-- broken on purpose\nCREATE TABLE half (x int);\nSELECT 1/0;\n")
     with pytest.raises(psycopg.errors.DivisionByZero):
         await migrate(empty_db_url, directory=directory)
     assert await sql_rows(empty_db_url, "SELECT to_regclass('half') AS t") == [{"t": None}]
-    assert len(await sql_rows(empty_db_url, "SELECT 1 FROM schema_migrations")) == 5
+    assert len(await sql_rows(empty_db_url, "SELECT 1 FROM schema_migrations")) == len(load_migrations())
 
 
 async def test_a_lease_in_flight_across_the_upgrade_closes_completed(empty_db_url):
