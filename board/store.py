@@ -237,14 +237,6 @@ _TODO_COLS = """{r}.id, {r}.endpoint_id, {r}.queue, {r}.title, {r}.state::text A
   {r}.payload, {r}.routing, {r}.result, {r}.attempts_total, {r}.attempts_pruned,
   {r}.pruned_outcomes, {r}.created_at, {r}.updated_at"""
 
-# The public attempt shape (REQ-7): never lease_token_hash, claimer_session or claimer_endpoint_id.
-_ATTEMPT_JSON = """json_build_object('seq', {a}.seq, 'attempt', {a}.attempt,
-  'claimer_kind', {a}.claimer_kind, 'claimant', {a}.claimant, 'claimed_at', {a}.claimed_at,
-  'last_heartbeat_at', {a}.last_heartbeat_at, 'lease_expires_at', {a}.lease_expires_at,
-  'ended_at', {a}.ended_at, 'outcome', {a}.outcome, 'disposition', {a}.disposition,
-  'died', coalesce({a}.outcome IN ('lease_expired', 'reaped'), false),
-  'summary', {a}.summary, 'summary_truncated', {a}.summary_truncated, 'artifact', {a}.artifact)"""
-
 _NOTIFY = """pg_notify('""" + NOTIFY_CHANNEL + """', json_build_object(
   'todo', {r}.id, 'endpoint', {r}.endpoint_id, 'queue', {r}.queue, 'state', {r}.state,
   'kind', {kind})::text)"""
@@ -346,7 +338,7 @@ lapsed AS (
      AND a.outcome IS NULL
   RETURNING a.seq, a.attempt, a.claimant, a.claimer_kind, a.claimed_at, a.last_heartbeat_at,
             a.lease_expires_at, a.ended_at, a.outcome, a.disposition, a.summary,
-            a.summary_truncated, a.artifact
+            a.summary_truncated, a.artifact, attempt_public(a) AS public
 ),
 pruned AS (
   DELETE FROM attempts a USING cand
@@ -373,13 +365,13 @@ upd AS (
 ),
 {open_attempt}
 SELECT {todo_cols}, ins.seq AS attempt_seq,
-       (SELECT row_to_json(l) FROM lapsed l) AS lapsed,
+       (SELECT to_jsonb(l) - 'public' FROM lapsed l) AS lapsed,
        CASE WHEN upd.attempts_total > 1 THEN  -- a first claim has no prior attempts (null: none)
        (SELECT coalesce(json_agg(x.p ORDER BY x.seq DESC), '[]'::json) FROM (
           SELECT y.seq, y.p FROM (
-            SELECT l.seq, {lapsed_json} AS p FROM lapsed l
+            SELECT l.seq, l.public AS p FROM lapsed l
             UNION ALL
-            (SELECT a.seq, {prior_json} FROM attempts a
+            (SELECT a.seq, attempt_public(a) FROM attempts a
               WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
                 AND a.seq NOT IN (SELECT seq FROM pruned)
               ORDER BY a.seq DESC LIMIT {prior})
@@ -435,8 +427,6 @@ def _claim_sql(scope: str, by_id: bool) -> str:
         cand=cand,
         open_attempt=_OPEN_FROM_UPD,
         todo_cols=_TODO_COLS.format(r="upd"),
-        lapsed_json=_ATTEMPT_JSON.format(a="l"),
-        prior_json=_ATTEMPT_JSON.format(a="a"),
         prior=PRIOR_ATTEMPTS,
         notify=_NOTIFY.format(r="upd", kind="'claimed'"),
     ).replace("{NOW}", NOW)
@@ -455,15 +445,13 @@ UPDATE todos t
   FROM ins
  WHERE t.id = ins.todo_id
 RETURNING {todo_cols}, ins.seq AS attempt_seq, NULL::json AS lapsed,
-       CASE WHEN t.attempts_total > 1 THEN
-       (SELECT coalesce(json_agg(x.p ORDER BY x.seq DESC), '[]'::json) FROM (
-          SELECT a.seq, {prior_json} AS p FROM attempts a
-           WHERE a.todo_id = t.id AND a.ended_at IS NOT NULL
-           ORDER BY a.seq DESC LIMIT {prior}) x) END AS prior_attempts,
+       CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, {prior}) END AS prior_attempts,
        {notify}
 """
 # The todos update is the statement itself, not a CTE: its RETURNING is the response, with
-# no whole-row copy through a CTE (about a twentieth of a claim's server CPU).
+# no whole-row copy through a CTE (about a twentieth of a claim's server CPU). The prior
+# attempts come from the SQL function attempt_prior (migration 0007), called only for a todo
+# claimed before: as a sub-select, the executor set the query up on every claim, used or not.
 
 _PENDING_BY_ID = """cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
@@ -482,7 +470,7 @@ def _claim_fast_sql(scope: str, by_id: bool) -> str:
     return _sql(
         _CLAIM_FAST, cand=cand.replace("{scope}", scope), open_attempt=_OPEN_FROM_CAND, lease=_LEASE,
         todo_cols=_TODO_COLS.format(r="t"),
-        prior_json=_ATTEMPT_JSON.format(a="a"), prior=PRIOR_ATTEMPTS,
+        prior=PRIOR_ATTEMPTS,
         notify=_NOTIFY.format(r="t", kind="'claimed'"),
     ).replace("{NOW}", NOW)
 
@@ -746,7 +734,7 @@ SELECT a.lease_token_hash
 _GET = """
 SELECT {todo_cols},
        (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
-          SELECT a.seq, {attempt_json} AS j FROM attempts a
+          SELECT a.seq, attempt_public(a) AS j FROM attempts a
            WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,
        (SELECT coalesce(json_object_agg(o.outcome, o.n), '{{}}'::json) FROM (
           SELECT a.outcome::text AS outcome, count(*) AS n FROM attempts a
@@ -755,7 +743,7 @@ SELECT {todo_cols},
  WHERE t.id = %(id)s AND {scope}
 """
 SQL_GET = {
-    name: _sql(_GET, scope=scope, todo_cols=_TODO_COLS.format(r="t"), attempt_json=_ATTEMPT_JSON.format(a="a"))
+    name: _sql(_GET, scope=scope, todo_cols=_TODO_COLS.format(r="t"))
     for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
 }
 

@@ -17,12 +17,14 @@ from tests.conftest import sql_rows
 async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
     applied = await migrate(empty_db_url)
     assert applied == ["0001_base", "0002_attempt_history", "0003_pruned_outcome_counts", "0004_hook_outbox",
-                       "0005_attempt_checks_as_domains", "0006_attempt_rules_as_trigger"]
+                       "0005_attempt_checks_as_domains", "0006_attempt_rules_as_trigger",
+                       "0007_attempt_public_functions"]
     rows = await sql_rows(empty_db_url, "SELECT version, name FROM schema_migrations ORDER BY version")
     assert [(r["version"], r["name"]) for r in rows] == [(1, "base"), (2, "attempt_history"),
                                                          (3, "pruned_outcome_counts"), (4, "hook_outbox"),
                                                          (5, "attempt_checks_as_domains"),
-                                                         (6, "attempt_rules_as_trigger")]
+                                                         (6, "attempt_rules_as_trigger"),
+                                                         (7, "attempt_public_functions")]
     assert await migrate(empty_db_url) == []  # idempotent
 
 
@@ -33,7 +35,7 @@ def test_every_migration_has_a_header_saying_why():
 
 async def test_two_processes_migrating_at_once_are_safe(empty_db_url):
     results = await asyncio.gather(migrate(empty_db_url), migrate(empty_db_url))
-    assert sorted(len(r) for r in results) == [0, 6]
+    assert sorted(len(r) for r in results) == [0, len(load_migrations())]
 
 
 async def test_an_edited_migration_is_refused(empty_db_url, tmp_path):
