@@ -80,8 +80,7 @@ async def params_for(url: str, token: str) -> tuple[dict, dict]:
         store = st.Store(pool, Settings())
         agent = (await store.endpoint_authenticate(token)).on_session("bench")
         claim = store._params(agent, claim_queues=list(agent.queues), claimant=None, lease_seconds=60.0,
-                              history_max=50, claimer_kind="endpoint", claimer_endpoint_id=agent.endpoint_id,
-                              claimer_session="bench", token_hash=None)
+                              history_max=50, claimer_session="bench", token_hash=None)
         close = store._params(agent, summary=None, summary_truncated=False, artifact=None, result=None,
                               from_states=["claimed"])
         return claim, close

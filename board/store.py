@@ -316,17 +316,23 @@ _LEASE = "{NOW} + %(lease_seconds)s * interval '1 second'"
 _OPEN_ATTEMPT = """ins AS (
   INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
                         owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
-  SELECT {src}.id, {seq}, {attempt}, %(claimer_kind)s::attempt_claimer_kind,
-         %(claimer_endpoint_id)s::uuid, %(claimer_session)s::text, %(owner)s, %(claimant)s::text, {NOW},
+  SELECT {src}.id, {seq}, {attempt}, {claimer}, %(claimer_session)s::text, %(owner)s, %(claimant)s::text, {NOW},
          {lease}, %(token_hash)s::bytea
     FROM {src} {where}
   RETURNING todo_id, seq
 )"""
 _OPEN_FROM_UPD = _OPEN_ATTEMPT.format(src="upd", seq="upd.attempts_total", attempt="upd.attempt",
-                                      lease="upd.lease_expires_at", where="", NOW="{NOW}")
+                                      lease="upd.lease_expires_at", where="", NOW="{NOW}", claimer="{claimer}")
 _OPEN_FROM_CAND = _OPEN_ATTEMPT.format(
     src="cand", seq="cand.prev_total + 1", attempt="cand.prev_attempt + 1", lease=_LEASE, NOW="{NOW}",
-    where="WHERE cand.prev_state = 'pending' AND cand.prev_total < %(history_max)s")
+    where="WHERE cand.prev_state = 'pending' AND cand.prev_total < %(history_max)s", claimer="{claimer}")
+# claimer_kind and claimer_endpoint_id follow from who may run the statement: an agent's
+# statements record its endpoint (the endpoint_id its scope filter already binds), the
+# Board's record the owner and no endpoint (REQ-1).
+_CLAIMER = {
+    _AGENT_SCOPE: "'endpoint'::attempt_claimer_kind, %(endpoint_id)s::uuid",
+    _HUMAN_SCOPE: "'owner'::attempt_claimer_kind, NULL::uuid",
+}
 
 _CLAIM = """
 WITH {cand},
@@ -425,7 +431,7 @@ def _claim_sql(scope: str, by_id: bool) -> str:
     return _sql(
         _CLAIM,
         cand=cand,
-        open_attempt=_OPEN_FROM_UPD,
+        open_attempt=_OPEN_FROM_UPD.replace("{claimer}", _CLAIMER[scope]),
         todo_cols=_TODO_COLS.format(r="upd"),
         prior=PRIOR_ATTEMPTS,
         notify=_NOTIFY.format(r="upd", kind="'claimed'"),
@@ -468,7 +474,8 @@ def _claim_fast_sql(scope: str, by_id: bool) -> str:
         cand = _CAND_NEXT[_CAND_NEXT.index("pending_cand AS ("):_CAND_NEXT.index("cand AS (\n  SELECT * FROM")]
         cand = cand.replace("pending_cand AS (", "cand AS (").rstrip().rstrip(",")
     return _sql(
-        _CLAIM_FAST, cand=cand.replace("{scope}", scope), open_attempt=_OPEN_FROM_CAND, lease=_LEASE,
+        _CLAIM_FAST, cand=cand.replace("{scope}", scope),
+        open_attempt=_OPEN_FROM_CAND.replace("{claimer}", _CLAIMER[scope]), lease=_LEASE,
         todo_cols=_TODO_COLS.format(r="t"),
         prior=PRIOR_ATTEMPTS,
         notify=_NOTIFY.format(r="t", kind="'claimed'"),
@@ -505,7 +512,7 @@ closed AS (
     FROM locked l
    WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL {fence}
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
-            a.summary, a.summary_truncated, a.artifact, a.claimant
+            a.summary, a.artifact
 ),
 upd AS (
   UPDATE todos t SET {todo_set}, updated_at = {NOW}
@@ -522,8 +529,14 @@ SELECT {todo_cols}, {closed_cols}, {notify}
 # claimed todo of the endpoint) instead of the primary key.
 
 # The closed attempt as plain columns (closed_seq, ...): cheaper on both ends than a JSON row.
-CLOSED_KEYS = ("seq", "attempt", "outcome", "disposition", "summary", "summary_truncated", "artifact", "claimant")
-_CLOSED_COLS = ", ".join(f"c.{k} AS closed_{k}" for k in CLOSED_KEYS)
+# What it reported (summary, artifact) comes back only from fail and release, whose hook
+# events can carry it (a dead letter, REQ-15); complete and cancel return the four that vary.
+CLOSED_KEYS = ("seq", "attempt", "outcome", "disposition")
+REPORTED_KEYS = ("summary", "artifact")
+
+
+def _closed_cols(keys: tuple[str, ...]) -> str:
+    return ", ".join(f"c.{k} AS closed_{k}" for k in keys)
 
 _RETRY_AT = (
     "CASE WHEN t.attempt < t.max_attempts THEN {NOW} + least(%(retry_max)s::float8, "
@@ -573,8 +586,7 @@ WITH closed AS (
                    WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) {owner}
                    FOR UPDATE OF t)
      AND a.outcome IS NULL {fence}
-  RETURNING a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
-            a.summary, a.summary_truncated, a.artifact, a.claimant
+  RETURNING a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition
 )
 UPDATE todos t SET {todo_set}, updated_at = {NOW}
   FROM closed c
@@ -595,7 +607,7 @@ def _close_sql(kind: str, scope: str, owner: bool, fence: bool) -> str:
         outcome=spec["outcome"] + "::attempt_outcome",
         disposition=spec["disposition"] if "CASE" in spec["disposition"] else spec["disposition"] + "::attempt_disposition",
         todo_set=spec["todo_set"].replace("{NOW}", NOW),
-        todo_cols=_TODO_COLS.format(r=row), closed_cols=_CLOSED_COLS,
+        todo_cols=_TODO_COLS.format(r=row), closed_cols=_closed_cols(CLOSED_KEYS if lean else CLOSED_KEYS + REPORTED_KEYS),
         notify=_NOTIFY.format(r=row, kind=f"'{kind}'"),
         outbox="" if lean else _outbox("u", "c"),
     ).replace("{NOW}", NOW)
@@ -1176,8 +1188,6 @@ class Store:
         params = self._params(
             caller, **target, claimant=claimant, lease_seconds=self._lease(lease_seconds),
             history_max=max(5, int(self.settings.attempt_history_max_per_todo)),
-            claimer_kind="endpoint" if agent else "owner",
-            claimer_endpoint_id=caller.endpoint_id if agent else None,
             claimer_session=caller.session_id if agent else None,
             token_hash=hash_token(token) if token else None, now=now,
         )
@@ -1261,8 +1271,11 @@ class Store:
         if isinstance(caller, Agent):
             caller.require(kind)
             params["from_states"] = ["claimed"]
-            row = await self._fenced(caller, SQL_CLOSE_AGENT, lambda ok: (kind, ok), params, lease_token,
-                                     op=kind, todo_id=todo_id, from_states=["claimed"])
+            if lease_token is None:  # the statement itself requires an unfenced attempt
+                row = await self._fetch(SQL_CLOSE_AGENT[(kind, False)], params, op=kind, todo_id=todo_id, one=True)
+            else:
+                row = await self._fenced(caller, SQL_CLOSE_AGENT, lambda ok: (kind, ok), params, lease_token,
+                                         op=kind, todo_id=todo_id, from_states=["claimed"])
         else:
             params["from_states"] = ["claimed"] if kind == "complete" else list(HOLDER_STATES)
             row = await self._fetch(SQL_CLOSE_HUMAN[kind], params, op=kind, todo_id=todo_id, one=True)
@@ -1271,11 +1284,11 @@ class Store:
         return self._closed(kind, row)
 
     def _closed(self, kind: str, row: dict) -> dict:
-        closed = {k: row["closed_" + k] for k in CLOSED_KEYS}
+        closed = {k: row["closed_" + k] for k in (CLOSED_KEYS if kind in NO_OUTBOX_KINDS else CLOSED_KEYS + REPORTED_KEYS)}
         self._emit([Transition(kind, row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
                                dead_letter=row["dead_letter"], closed=closed, attempts_total=row["attempts_total"])])
         out = todo_out(row)
-        out["closed_attempt"] = {k: closed[k] for k in ("seq", "attempt", "outcome", "disposition")} | {
+        out["closed_attempt"] = {k: closed[k] for k in CLOSED_KEYS} | {
             "died": closed["outcome"] in DIED_OUTCOMES}
         return out
 
