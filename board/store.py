@@ -535,8 +535,8 @@ CLOSED_KEYS = ("seq", "attempt", "outcome", "disposition")
 REPORTED_KEYS = ("summary", "artifact")
 
 
-def _closed_cols(keys: tuple[str, ...]) -> str:
-    return ", ".join(f"c.{k} AS closed_{k}" for k in keys)
+def _closed_keys(kind: str) -> tuple[str, ...]:
+    return CLOSED_KEYS if kind in NO_OUTBOX_KINDS else CLOSED_KEYS + REPORTED_KEYS
 
 _RETRY_AT = (
     "CASE WHEN t.attempt < t.max_attempts THEN {NOW} + least(%(retry_max)s::float8, "
@@ -607,7 +607,7 @@ def _close_sql(kind: str, scope: str, owner: bool, fence: bool) -> str:
         outcome=spec["outcome"] + "::attempt_outcome",
         disposition=spec["disposition"] if "CASE" in spec["disposition"] else spec["disposition"] + "::attempt_disposition",
         todo_set=spec["todo_set"].replace("{NOW}", NOW),
-        todo_cols=_TODO_COLS.format(r=row), closed_cols=_closed_cols(CLOSED_KEYS if lean else CLOSED_KEYS + REPORTED_KEYS),
+        todo_cols=_TODO_COLS.format(r=row), closed_cols=", ".join(f"c.{k} AS closed_{k}" for k in _closed_keys(kind)),
         notify=_NOTIFY.format(r=row, kind=f"'{kind}'"),
         outbox="" if lean else _outbox("u", "c"),
     ).replace("{NOW}", NOW)
@@ -1284,7 +1284,7 @@ class Store:
         return self._closed(kind, row)
 
     def _closed(self, kind: str, row: dict) -> dict:
-        closed = {k: row["closed_" + k] for k in (CLOSED_KEYS if kind in NO_OUTBOX_KINDS else CLOSED_KEYS + REPORTED_KEYS)}
+        closed = {k: row["closed_" + k] for k in _closed_keys(kind)}
         self._emit([Transition(kind, row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
                                dead_letter=row["dead_letter"], closed=closed, attempts_total=row["attempts_total"])])
         out = todo_out(row)
