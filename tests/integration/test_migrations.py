@@ -18,13 +18,14 @@ async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
     applied = await migrate(empty_db_url)
     assert applied == ["0001_base", "0002_attempt_history", "0003_pruned_outcome_counts", "0004_hook_outbox",
                        "0005_attempt_checks_as_domains", "0006_attempt_rules_as_trigger",
-                       "0007_attempt_public_functions"]
+                       "0007_attempt_public_functions", "0008_todo_rules_as_triggers"]
     rows = await sql_rows(empty_db_url, "SELECT version, name FROM schema_migrations ORDER BY version")
     assert [(r["version"], r["name"]) for r in rows] == [(1, "base"), (2, "attempt_history"),
                                                          (3, "pruned_outcome_counts"), (4, "hook_outbox"),
                                                          (5, "attempt_checks_as_domains"),
                                                          (6, "attempt_rules_as_trigger"),
-                                                         (7, "attempt_public_functions")]
+                                                         (7, "attempt_public_functions"),
+                                                         (8, "todo_rules_as_triggers")]
     assert await migrate(empty_db_url) == []  # idempotent
 
 
