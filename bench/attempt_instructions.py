@@ -4,8 +4,12 @@ vs the pre-change statements.
 claim_contention.py measures what REQ-18 asks for, throughput under contention, but on the
 shared two-core machines here its ratio moves by 0.05 between identical runs, more than most
 changes to the attempt path are worth. This benchmark is deterministic: it runs the very
-statements of a cycle (the store's claim_next fast path and complete, and the baseline's)
-in a single-user PostgreSQL under valgrind and counts the instructions the server executes.
+statements of a cycle in a single-user PostgreSQL under valgrind and counts the instructions
+the server executes, for three variants: the baseline (the pre-change claim and complete on
+the pre-change schema, as in claim_contention.py), the same statements on today's schema
+(no-attempts), and the store's claim_next fast path and complete (attempts). attempts over
+baseline is what REQ-18 compares; attempts over no-attempts is what the attempt writes alone
+cost.
 Two identical runs agree to within a few tenths of a percent, so it shows what a change to the attempt path
 costs or saves before a throughput run can.
 
@@ -44,9 +48,16 @@ from board import store as st  # noqa: E402
 from board.config import Settings  # noqa: E402
 from board.db import EmbeddedPostgres, open_pool  # noqa: E402
 
+# variant -> (claim statement, complete statement, schema)
 VARIANTS = {
-    "baseline": (cc.BASELINE_CLAIM_NEXT, cc.BASELINE_COMPLETE),
-    "attempts": (st.SQL_CLAIM_NEXT_FAST, st.SQL_CLOSE_AGENT[("complete", False)]),
+    "baseline": (cc.BASELINE_CLAIM_NEXT, cc.BASELINE_COMPLETE, "pre-change"),
+    "no-attempts": (cc.BASELINE_CLAIM_NEXT, cc.BASELINE_COMPLETE, "today"),
+    "attempts": (st.SQL_CLAIM_NEXT_FAST, st.SQL_CLOSE_AGENT[("complete", False)], "today"),
+}
+DESCRIBED = {
+    "baseline": "before SPEC-0034: its statements on its schema (0001)",
+    "no-attempts": "the same statements on today's schema",
+    "attempts": "the shipped claim_next and complete on today's schema",
 }
 
 
@@ -91,7 +102,7 @@ async def params_for(url: str, token: str) -> tuple[dict, dict]:
 def script(variant: str, claim: dict, close: dict, ids: list[str]) -> str:
     """SQL for a single-user server: both statements prepared with a generic plan (as the
     pool runs them), then claim_next and complete once per todo, in claim order."""
-    claim_sql, close_sql = VARIANTS[variant]
+    claim_sql, close_sql, _ = VARIANTS[variant]
     claim_prep, claim_order = prepare("claim", claim_sql)
     close_prep, close_order = prepare("complete", close_sql)
     lines = ["SET plan_cache_mode = force_generic_plan\n", claim_prep, close_prep]
@@ -141,15 +152,23 @@ async def main() -> None:
     pgdata = embedded.pgdata
     runs = []
     try:
-        print(f"preparing {args.history:,} finished todos of history ...", flush=True)
-        url, token = await cc.prepare_template(admin, "instructions_template", args.history, args.cycles + warm + 100)
-        claim, close = await params_for(url, token)
-        with psycopg.connect(url) as conn:
-            ids = [r[0] for r in conn.execute(
-                "SELECT id FROM todos WHERE state = 'pending' ORDER BY created_at, id LIMIT %s", (args.cycles + warm,))]
-        for variant in VARIANTS:
+        print(f"preparing {args.history:,} finished todos of history, on the pre-change schema and today's ...",
+              flush=True)
+        schemas = {}
+        for schema in ("pre-change", "today"):
+            template = f"instructions_{schema.replace('-', '_')}"
+            url, token = await cc.prepare_template(admin, template, args.history, args.cycles + warm + 100,
+                                                   pre_change=schema == "pre-change")
+            claim, close = await params_for(url, token)
+            with psycopg.connect(url) as conn:
+                ids = [r[0] for r in conn.execute(
+                    "SELECT id FROM todos WHERE state = 'pending' ORDER BY created_at, id LIMIT %s",
+                    (args.cycles + warm,))]
+            schemas[schema] = (template, claim, close, ids)
+        for variant, (_, _, schema) in VARIANTS.items():
+            template, claim, close, ids = schemas[schema]
             for n in (warm, warm + args.cycles):
-                name, _ = cc.clone(admin, "instructions_template")
+                name, _ = cc.clone(admin, template)
                 runs.append((variant, n, name, script(variant, claim, close, ids[:n])))
     finally:
         embedded.stop()
@@ -162,18 +181,20 @@ async def main() -> None:
         admin = embedded.start()
         for _, _, name, _ in runs:
             cc.drop(admin, name)
-        cc.drop(admin, "instructions_template")
+        for schema in ("pre_change", "today"):
+            cc.drop(admin, f"instructions_{schema}")
         embedded.stop()
 
     per = {v: (total[(v, warm + args.cycles)] - total[(v, warm)]) / args.cycles for v in VARIANTS}
     print()
     print(f"server instructions per claim_next + complete (generic plans, single-user, {args.cycles} cycles, "
           f"{args.history:,} finished todos of history)")
-    print(f"{'variant':>9} | {'instructions':>12} | {'vs baseline':>11}")
-    print("-" * 39)
+    print(f"{'variant':>11} | {'instructions':>12} | {'vs baseline':>11} | what runs")
+    print("-" * 90)
     for v in VARIANTS:
-        print(f"{v:>9} | {per[v]:>12,.0f} | {per[v] / per['baseline']:>11.3f}")
-    print("The attempt writes cost the server the difference; see claim_contention.py for throughput.")
+        print(f"{v:>11} | {per[v]:>12,.0f} | {per[v] / per['baseline']:>11.3f} | {DESCRIBED[v]}")
+    print(f"The attempt writes alone: attempts / no-attempts = {per['attempts'] / per['no-attempts']:.3f}. "
+          "See claim_contention.py for throughput.")
 
 
 if __name__ == "__main__":

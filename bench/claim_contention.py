@@ -3,21 +3,26 @@
 Runs claim_next + complete cycles through the store at several worker counts (one pooled
 connection each), side by side in one run:
 
-  attempts  - board.store as shipped: each claim opens an attempt, each complete closes it
-  baseline  - the same transitions as they were before SPEC-0034 (no attempt writes, no
-              prior_attempts read), through the same Store plumbing
+  attempts     - board.store as shipped, on today's schema: each claim opens an attempt, each
+                 complete closes it
+  baseline     - the system before SPEC-0034: its claim and complete (no attempt writes, no
+                 prior_attempts read) on its schema (migration 0001 only), through the same
+                 Store plumbing
+  no-attempts  - with --same-schema: the pre-change statements on today's schema, so the
+                 attempt writes' own cost shows apart from what the rest of the change saved
 
-Every case starts from its own copy of one database that already holds a realistic
-history (finished todos with their attempts, analysed), so a claim that walked past
-finished rows or a close that scanned attempts would show. The plans of the claim and
-close statements are printed first. The machines here are shared and noisy, so both
-variants run at once on their own databases, in short alternating slices (baseline, attempts,
-attempts, baseline, ...) for tens of seconds each: a slow spell of the machine lands on both.
-The table reports throughput over all slices, the spread of the per-slice ratios, and whether
-throughput held as dead rows piled up.
+Every case starts from its own copy of a database that already holds a realistic history
+(finished todos, with their attempts where the schema keeps them, analysed), so a claim that
+walked past finished rows or a close that scanned attempts would show. The plans of the claim
+and close statements are printed first. The machines here are shared and noisy, so the
+variants run at once on their own databases, in short slices taken in rotating order
+(baseline, attempts, then attempts, baseline, ...) for tens of seconds each: a slow spell of
+the machine lands on all of them. The table reports throughput over all slices, the spread of
+the per-slice ratios, and whether throughput held as dead rows piled up.
 
     python bench/claim_contention.py                        # 1, 8, 32 workers, 10 slices of 3 s
     python bench/claim_contention.py --slices 20 --workers 8 32
+    python bench/claim_contention.py --same-schema --workers 8
 
 Uses DATABASE_URL when set (it needs CREATE DATABASE), else an embedded Postgres under
 ./.switchboard/bench. Prints a table and the ratio attempts/baseline (floor 0.90).
@@ -46,27 +51,71 @@ from board import store as st  # noqa: E402
 from board.config import Settings  # noqa: E402
 from board.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
 
-# The pre-SPEC-0034 statements, kept here only as the benchmark's baseline: the claim and
-# the complete exactly as SPEC-0003 had them (compare-and-set, SKIP LOCKED, pg_notify).
-BASELINE_CLAIM_NEXT = st._sql("""
-WITH {cand},
+# The baseline is the system before SPEC-0034: its schema (migration 0001, with the nine CHECK
+# constraints that 0008 turned into triggers, and no attempts table) and its claim and complete,
+# frozen here exactly as SPEC-0003 had them (compare-and-set, SKIP LOCKED, pg_notify), returning
+# the todo as it was then (no attempts_total, attempts_pruned or pruned_outcomes).
+PRE_CHANGE_SCHEMA = 1
+
+_PRE_CHANGE_TODO_COLS = """{r}.id, {r}.endpoint_id, {r}.queue, {r}.title, {r}.state::text AS state, {r}.owner,
+  {r}.attempt, {r}.max_attempts, {r}.lease_expires_at, {r}.next_retry_at,
+  ({r}.state = 'failed' AND {r}.next_retry_at IS NULL) AS dead_letter,
+  {r}.payload, {r}.routing, {r}.result, {r}.created_at, {r}.updated_at"""
+
+BASELINE_CLAIM_NEXT = """
+WITH lapsed_cand AS (
+  SELECT t.id
+    FROM todos t
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s)
+     AND t.state = 'claimed' AND t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
+     AND t.attempt < t.max_attempts
+   ORDER BY t.lease_expires_at
+   LIMIT 1
+   FOR UPDATE OF t SKIP LOCKED
+),
+pending_cand AS (
+  SELECT t.id
+    FROM todos t
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s)
+     AND t.state = 'pending'
+   ORDER BY t.created_at, t.id
+   LIMIT 1
+   FOR UPDATE OF t SKIP LOCKED
+),
+cand AS (
+  SELECT * FROM pending_cand
+  UNION ALL
+  SELECT * FROM lapsed_cand WHERE NOT EXISTS (SELECT 1 FROM pending_cand)
+),
 upd AS (
   UPDATE todos t SET state = 'claimed', owner = %(owner)s,
-         lease_expires_at = {NOW} + %(lease_seconds)s * interval '1 second',
-         attempt = t.attempt + 1, updated_at = {NOW}
+         lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second',
+         attempt = t.attempt + 1, updated_at = coalesce(%(now)s::timestamptz, now())
     FROM cand WHERE t.id = cand.id
   RETURNING t.*
 )
-SELECT {todo_cols}, {notify} FROM upd
-""", cand=st._CAND_NEXT.replace("{scope}", "t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)"),
-   todo_cols=st._TODO_COLS.format(r="upd"), notify=st._NOTIFY.format(r="upd", kind="'claimed'")).replace("{NOW}", st.NOW)
+SELECT """ + _PRE_CHANGE_TODO_COLS.format(r="upd") + """, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'claimed')::text) FROM upd
+"""
 
-BASELINE_COMPLETE = st._sql("""
-UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result = %(result)s, updated_at = {NOW}
+BASELINE_COMPLETE = """
+UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result = %(result)s,
+       updated_at = coalesce(%(now)s::timestamptz, now())
  WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
    AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
-RETURNING {todo_cols}, {notify}
-""", todo_cols=st._TODO_COLS.format(r="t"), notify=st._NOTIFY.format(r="t", kind="'complete'"))
+RETURNING """ + _PRE_CHANGE_TODO_COLS.format(r="t") + """, pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'complete')::text)
+"""
+assert st.NOTIFY_CHANNEL == "switchboard_v1"
+
+
+def pre_change_todo_out(row: dict) -> dict:
+    """The todo as agents saw it before SPEC-0034."""
+    keys = ("id", "queue", "title", "state", "owner", "attempt", "max_attempts", "lease_expires_at",
+            "next_retry_at", "dead_letter", "payload", "routing", "result", "created_at", "updated_at")
+    return {k: row[k] for k in keys}
 
 
 class BaselineStore(st.Store):
@@ -82,7 +131,7 @@ class BaselineStore(st.Store):
         if row is None:
             return {"todo": None}
         self._emit([st.Transition("claimed", row["id"], str(row["endpoint_id"]), row["queue"], "claimed")])
-        return {"todo": st.todo_out(row)}
+        return {"todo": pre_change_todo_out(row)}
 
     async def todo_complete(self, caller, todo_id, *, result=None, now=None, **_):
         todo_id = st._todo_id(todo_id)
@@ -95,11 +144,10 @@ class BaselineStore(st.Store):
         if row is None:
             raise await self._classify(caller, todo_id, "complete", params)
         self._emit([st.Transition("complete", row["id"], str(row["endpoint_id"]), row["queue"], row["state"])])
-        return st.todo_out(row)
+        return pre_change_todo_out(row)
 
 
 HISTORY_SQL = """
-
 WITH ins AS (
   INSERT INTO todos (id, endpoint_id, queue, title, state, attempt, attempts_total, created_at, updated_at)
   SELECT 'h' || g, %(ep)s, 'work', 'old job ' || g, 'done', 1 + (g %% 2), 1 + (g %% 2),
@@ -117,6 +165,14 @@ SELECT ins.id, s, s, 'endpoint', %(ep)s, 'agent:bench', 'bench', now() - interva
   FROM ins, generate_series(1, ins.attempts_total) s
 """
 
+# The same finished todos on the pre-change schema, which kept no attempts.
+PRE_CHANGE_HISTORY_SQL = """
+INSERT INTO todos (id, endpoint_id, queue, title, state, attempt, created_at, updated_at)
+SELECT 'h' || g, %(ep)s, 'work', 'old job ' || g, 'done', 1 + (g %% 2),
+       now() - interval '2 days' + g * interval '1 ms', now() - interval '1 day'
+  FROM generate_series(1, %(history)s) g
+"""
+
 PENDING_SQL = """
 INSERT INTO todos (endpoint_id, queue, title, created_at)
 SELECT %(ep)s, 'work', 'job ' || g, now() + g * interval '1 us' FROM generate_series(1, %(pending)s) g
@@ -129,12 +185,15 @@ def _url(admin: str, db: str) -> str:
     return psycopg.conninfo.make_conninfo(**info)
 
 
-async def prepare_template(admin: str, name: str, history: int, pending: int) -> tuple[str, str]:
+async def prepare_template(admin: str, name: str, history: int, pending: int, *,
+                           pre_change: bool = False) -> tuple[str, str]:
+    """A database with finished history and pending todos, at today's schema or (pre_change)
+    at the schema before SPEC-0034. Returns its URL and an endpoint token for the queue."""
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     url = _url(admin, name)
-    await migrate(url)
+    await migrate(url, target=PRE_CHANGE_SCHEMA if pre_change else None)
     pool = await open_pool(url, min_size=1, max_size=2)
     store = st.Store(pool, Settings())
     user = await store.user_insert("bench", "x")
@@ -143,7 +202,7 @@ async def prepare_template(admin: str, name: str, history: int, pending: int) ->
     agent = await store.endpoint_authenticate(token)
     await pool.close()
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(HISTORY_SQL, {"ep": agent.endpoint_id, "history": history})
+        conn.execute(PRE_CHANGE_HISTORY_SQL if pre_change else HISTORY_SQL, {"ep": agent.endpoint_id, "history": history})
         conn.execute(PENDING_SQL, {"ep": agent.endpoint_id, "pending": pending})
         conn.execute("VACUUM ANALYZE")
     return url, token
@@ -188,7 +247,7 @@ class Case:
     async def open(self) -> None:
         self.name, url = clone(self.admin, self.template)
         self.pool = await open_pool(url, min_size=self.workers + 1, max_size=self.workers + 2)
-        self.store = (BaselineStore if self.variant == "baseline" else st.Store)(self.pool, Settings())
+        self.store = (st.Store if self.variant == "attempts" else BaselineStore)(self.pool, Settings())
         self.agent = await self.store.endpoint_authenticate(self.token)
 
     async def close(self) -> None:
@@ -226,6 +285,13 @@ class Case:
         return lat[min(len(lat) - 1, int(len(lat) * q))] * 1000
 
 
+VARIANTS = {
+    "baseline": "the pre-change statements on the pre-change schema (REQ-18's baseline)",
+    "attempts": "board.store as shipped, on today's schema",
+    "no-attempts": "the pre-change statements on today's schema: what the attempt writes alone cost",
+}
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 8, 32])
@@ -233,7 +299,10 @@ async def main() -> None:
     ap.add_argument("--seconds", type=float, default=3.0, help="length of one slice")
     ap.add_argument("--history", type=int, default=100_000, help="finished todos (with attempts) already there")
     ap.add_argument("--pending", type=int, default=150_000, help="pending todos each case starts with")
+    ap.add_argument("--same-schema", action="store_true",
+                    help="also run the pre-change statements on today's schema (the attempt writes' own cost)")
     args = ap.parse_args()
+    variants = ["baseline", "attempts"] + (["no-attempts"] if args.same_schema else [])
 
     embedded = None
     admin = os.environ.get("DATABASE_URL")
@@ -242,28 +311,34 @@ async def main() -> None:
         admin = embedded.start()
     rows = []
     try:
-        template = "bench_template"
-        print(f"preparing {args.history:,} finished todos of history and {args.pending:,} pending ...", flush=True)
-        url, token = await prepare_template(admin, template, args.history, args.pending)
-        await show_plans(url, token)
+        print(f"preparing {args.history:,} finished todos of history and {args.pending:,} pending, on the "
+              "pre-change schema and on today's ...", flush=True)
+        templates = {"pre-change": await prepare_template(admin, "bench_pre_change", args.history, args.pending,
+                                                          pre_change=True),
+                     "today": await prepare_template(admin, "bench_template", args.history, args.pending)}
+        await show_plans(*templates["today"])
         for workers in args.workers:
-            cases = {v: Case(admin, template, token, v, workers) for v in ("baseline", "attempts")}
+            cases = {}
+            for v in variants:
+                url, token = templates["pre-change" if v == "baseline" else "today"]
+                cases[v] = Case(admin, psycopg.conninfo.conninfo_to_dict(url)["dbname"], token, v, workers)
             for case in cases.values():
                 await case.open()
             try:
                 ratios = []
                 for i in range(args.slices):
-                    # Alternate which variant goes first, so neither always runs second.
-                    order = ("baseline", "attempts") if i % 2 == 0 else ("attempts", "baseline")
+                    # Rotate which variant goes first, so none always runs in the same place.
+                    order = variants[i % len(variants):] + variants[:i % len(variants)]
                     rate = {v: await cases[v].run_slice(args.seconds) for v in order}
                     ratios.append(rate["attempts"] / rate["baseline"])
-                    print(f"  {workers:3} workers, slice {i + 1:2}: baseline {rate['baseline']:6.0f}/s  "
-                          f"attempts {rate['attempts']:6.0f}/s  ratio {ratios[-1]:.2f}", flush=True)
+                    print(f"  {workers:3} workers, slice {i + 1:2}: " + "  ".join(f"{v} {rate[v]:6.0f}/s" for v in variants)
+                          + f"  ratio {ratios[-1]:.2f}", flush=True)
             finally:
                 for case in cases.values():
                     await case.close()
             rows.append((workers, cases, sorted(ratios)))
-        drop(admin, template)
+        drop(admin, "bench_pre_change")
+        drop(admin, "bench_template")
     finally:
         if embedded:
             embedded.stop()
@@ -271,16 +346,23 @@ async def main() -> None:
     print()
     print(f"claim_next + complete through the store, {args.slices} alternating slices of {args.seconds:g} s per "
           f"variant, {args.history:,} finished todos of history")
+    for v in variants:
+        print(f"  {v:>11}: {VARIANTS[v]}")
+    extra = f" | {'no-attempts/s':>13} {'attempts/no-attempts':>20}" if args.same_schema else ""
     print(f"{'workers':>7} | {'baseline/s':>10} {'p50 ms':>7} {'p99 ms':>7} | {'attempts/s':>10} {'p50 ms':>7} "
-          f"{'p99 ms':>7} | {'ratio':>5} | {'median slice':>12} | {'slice ratios p10-p90':>20} | {'holds':>5}")
-    print("-" * 123)
+          f"{'p99 ms':>7} | {'ratio':>5} | {'median slice':>12} | {'slice ratios p10-p90':>20} | {'holds':>5}{extra}")
+    print("-" * (123 + len(extra)))
     for workers, cases, ratios in rows:
         b, a = cases["baseline"], cases["attempts"]
         lo, hi = ratios[len(ratios) // 10], ratios[-1 - len(ratios) // 10]
         holds = a.slices[-1][0] / a.slices[-1][1] / (a.slices[0][0] / a.slices[0][1])
-        print(f"{workers:>7} | {b.rate:>10.0f} {b.pct(0.5):>7.2f} {b.pct(0.99):>7.2f} | {a.rate:>10.0f} "
-              f"{a.pct(0.5):>7.2f} {a.pct(0.99):>7.2f} | {a.rate / b.rate:>5.2f} | {statistics.median(ratios):>12.2f} | "
-              f"{lo:>9.2f} - {hi:<8.2f} | {holds:>5.2f}")
+        line = (f"{workers:>7} | {b.rate:>10.0f} {b.pct(0.5):>7.2f} {b.pct(0.99):>7.2f} | {a.rate:>10.0f} "
+                f"{a.pct(0.5):>7.2f} {a.pct(0.99):>7.2f} | {a.rate / b.rate:>5.2f} | {statistics.median(ratios):>12.2f} | "
+                f"{lo:>9.2f} - {hi:<8.2f} | {holds:>5.2f}")
+        if args.same_schema:
+            n = cases["no-attempts"]
+            line += f" | {n.rate:>13.0f} {a.rate / n.rate:>20.2f}"
+        print(line)
     print("ratio = attempts / baseline throughput over all slices; median slice = the median of the per-slice")
     print("ratios (each slice pair ran back to back); SPEC-0034 REQ-18 floor is 0.90.")
     print("holds = the attempts variant's last slice / its first (dead rows piling up would show below 1).")
