@@ -235,7 +235,7 @@ _TODO_COLS = """{r}.id, {r}.endpoint_id, {r}.queue, {r}.title, {r}.state::text A
   {r}.attempt, {r}.max_attempts, {r}.lease_expires_at, {r}.next_retry_at,
   ({r}.state = 'failed' AND {r}.next_retry_at IS NULL) AS dead_letter,
   {r}.payload, {r}.routing, {r}.result, {r}.attempts_total, {r}.attempts_pruned,
-  {r}.pruned_outcomes, {r}.created_at, {r}.updated_at"""
+  {r}.created_at, {r}.updated_at"""
 
 _NOTIFY = """pg_notify('""" + NOTIFY_CHANNEL + """', json_build_object(
   'todo', {r}.id, 'endpoint', {r}.endpoint_id, 'queue', {r}.queue, 'state', {r}.state,
@@ -744,7 +744,7 @@ SELECT a.lease_token_hash
 
 # -- reads, each filtered by the owner scope in the same statement (REQ-10)
 _GET = """
-SELECT {todo_cols},
+SELECT {todo_cols}, t.pruned_outcomes,
        (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
           SELECT a.seq, attempt_public(a) AS j FROM attempts a
            WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,
