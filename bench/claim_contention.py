@@ -299,6 +299,9 @@ async def main() -> None:
     ap.add_argument("--seconds", type=float, default=3.0, help="length of one slice")
     ap.add_argument("--history", type=int, default=100_000, help="finished todos (with attempts) already there")
     ap.add_argument("--pending", type=int, default=150_000, help="pending todos each case starts with")
+    ap.add_argument("--shared-buffers", default="1GB",
+                    help="shared_buffers of the bench's own embedded server ('default' for initdb's 128MB); "
+                         "ignored with DATABASE_URL")
     ap.add_argument("--same-schema", action="store_true",
                     help="also run the pre-change statements on today's schema (the attempt writes' own cost)")
     args = ap.parse_args()
@@ -309,6 +312,19 @@ async def main() -> None:
     if not admin:
         embedded = EmbeddedPostgres(Path(".switchboard/bench"), database="postgres")
         admin = embedded.start()
+        # The variants' databases share one server and so one buffer cache, which a production
+        # database has to itself; with initdb's 128MB their working sets evict each other at
+        # every slice, and the larger one (with attempts) pays more. Restart with room for all.
+        with psycopg.connect(admin, autocommit=True) as conn:
+            if args.shared_buffers == "default":
+                conn.execute("ALTER SYSTEM RESET shared_buffers")
+            else:
+                conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(args.shared_buffers)))
+        embedded.stop()
+        admin = embedded.start()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        shared_buffers = conn.execute("SHOW shared_buffers").fetchone()[0]
+        server_version = conn.execute("SHOW server_version").fetchone()[0]
     rows = []
     try:
         print(f"preparing {args.history:,} finished todos of history and {args.pending:,} pending, on the "
@@ -345,7 +361,8 @@ async def main() -> None:
 
     print()
     print(f"claim_next + complete through the store, {args.slices} alternating slices of {args.seconds:g} s per "
-          f"variant, {args.history:,} finished todos of history")
+          f"variant, {args.history:,} finished todos of history, PostgreSQL {server_version.split()[0]}, "
+          f"shared_buffers {shared_buffers}")
     for v in variants:
         print(f"  {v:>11}: {VARIANTS[v]}")
     extra = f" | {'no-attempts/s':>13} {'attempts/no-attempts':>20}" if args.same_schema else ""
