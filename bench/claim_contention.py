@@ -25,7 +25,9 @@ the per-slice ratios, and whether throughput held as dead rows piled up.
     python bench/claim_contention.py --same-schema --workers 8
 
 Uses DATABASE_URL when set (it needs CREATE DATABASE), else an embedded Postgres under
-./.switchboard/bench. Prints a table and the ratio attempts/baseline (floor 0.90).
+./.switchboard/bench, restarted with shared_buffers 1GB (--shared-buffers) so that every
+variant's database fits in the one buffer cache they share. Prints a table and the ratio
+attempts/baseline (floor 0.90).
 """
 
 from __future__ import annotations
