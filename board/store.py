@@ -370,7 +370,7 @@ upd AS (
   RETURNING t.*
 ),
 {open_attempt}
-SELECT {todo_cols}, ins.seq AS attempt_seq,
+SELECT {todo_cols},
        (SELECT to_jsonb(l) - 'public' FROM lapsed l) AS lapsed,
        CASE WHEN upd.attempts_total > 1 THEN  -- a first claim has no prior attempts (null: none)
        (SELECT coalesce(json_agg(x.p ORDER BY x.seq DESC), '[]'::json) FROM (
@@ -450,7 +450,7 @@ UPDATE todos t
        attempt = t.attempt + 1, attempts_total = t.attempts_total + 1, updated_at = {NOW}
   FROM ins
  WHERE t.id = ins.todo_id
-RETURNING {todo_cols}, ins.seq AS attempt_seq, NULL::json AS lapsed,
+RETURNING {todo_cols},
        CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, {prior}) END AS prior_attempts,
        {notify}
 """
@@ -528,15 +528,14 @@ SELECT {todo_cols}, {closed_cols}, {notify}
 # literal 'claimed' would let a generic plan reach the row through todos_claimed_idx (every
 # claimed todo of the endpoint) instead of the primary key.
 
-# The closed attempt as plain columns (closed_seq, ...): cheaper on both ends than a JSON row.
-# What it reported (summary, artifact) comes back only from fail and release, whose hook
-# events can carry it (a dead letter, REQ-15); complete and cancel return the four that vary.
-CLOSED_KEYS = ("seq", "attempt", "outcome", "disposition")
-REPORTED_KEYS = ("summary", "artifact")
-
-
-def _closed_keys(kind: str) -> tuple[str, ...]:
-    return CLOSED_KEYS if kind in NO_OUTBOX_KINDS else CLOSED_KEYS + REPORTED_KEYS
+# The closed attempt as plain columns (closed_attempt, ...): cheaper on both ends than a JSON
+# row, and only the columns the todo does not already tell: the closed seq is the todo's
+# attempts_total (a close closes that attempt and leaves the counter), and complete and
+# cancel close with a fixed outcome and disposition. What the attempt reported (summary,
+# artifact) comes back only from fail and release, whose hook events can carry it (a dead
+# letter, REQ-15).
+def _closed_cols(kind: str) -> tuple[str, ...]:
+    return ("attempt",) if kind in NO_OUTBOX_KINDS else ("attempt", "outcome", "disposition", "summary", "artifact")
 
 _RETRY_AT = (
     "CASE WHEN t.attempt < t.max_attempts THEN {NOW} + least(%(retry_max)s::float8, "
@@ -576,6 +575,9 @@ CLOSE_KINDS = {
 # itself, with no whole-row copy through a CTE: a locking sub-select takes the todo first and
 # yields the open attempt's seq, the attempt closes, and the todo updates only if it did.
 NO_OUTBOX_KINDS = frozenset({"complete", "cancel"})
+# Their outcome and disposition are fixed, so the statement need not return them.
+FIXED_CLOSE = {kind: (CLOSE_KINDS[kind]["outcome"].strip("'"), CLOSE_KINDS[kind]["disposition"].strip("'"))
+               for kind in NO_OUTBOX_KINDS}
 _CLOSE_LEAN = """
 WITH closed AS (
   UPDATE attempts a
@@ -586,7 +588,7 @@ WITH closed AS (
                    WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) {owner}
                    FOR UPDATE OF t)
      AND a.outcome IS NULL {fence}
-  RETURNING a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition
+  RETURNING a.attempt
 )
 UPDATE todos t SET {todo_set}, updated_at = {NOW}
   FROM closed c
@@ -607,7 +609,7 @@ def _close_sql(kind: str, scope: str, owner: bool, fence: bool) -> str:
         outcome=spec["outcome"] + "::attempt_outcome",
         disposition=spec["disposition"] if "CASE" in spec["disposition"] else spec["disposition"] + "::attempt_disposition",
         todo_set=spec["todo_set"].replace("{NOW}", NOW),
-        todo_cols=_TODO_COLS.format(r=row), closed_cols=", ".join(f"c.{k} AS closed_{k}" for k in _closed_keys(kind)),
+        todo_cols=_TODO_COLS.format(r=row), closed_cols=", ".join(f"c.{k} AS closed_{k}" for k in _closed_cols(kind)),
         notify=_NOTIFY.format(r=row, kind=f"'{kind}'"),
         outbox="" if lean else _outbox("u", "c"),
     ).replace("{NOW}", NOW)
@@ -1198,15 +1200,16 @@ class Store:
             if todo_id is None:
                 return {"todo": None}
             raise await self._classify(caller, todo_id, "claim", params)
-        events = []
-        if row["lapsed"]:
-            lapsed = dict(row["lapsed"])
-            events.append(Transition("lease_expired", row["id"], str(row["endpoint_id"]), row["queue"], "claimed",
-                                     closed=lapsed, attempts_total=row["attempts_total"] - 1))
-        events.append(Transition("claimed", row["id"], str(row["endpoint_id"]), row["queue"], "claimed",
-                                 attempts_total=row["attempts_total"], opened_seq=row["attempt_seq"]))
-        self._emit(events)
-        out = {"todo": todo_out(row), "attempt_seq": row["attempt_seq"], "attempts_total": row["attempts_total"],
+        seq = row["attempts_total"]  # the attempt this claim opened
+        opened = Transition("claimed", row["id"], str(row["endpoint_id"]), row["queue"], "claimed",
+                            attempts_total=seq, opened_seq=seq)
+        lapsed = row.get("lapsed")  # only the full statement returns it: a takeover's closed attempt
+        if lapsed:
+            self._emit([Transition("lease_expired", row["id"], opened.endpoint_id, row["queue"], "claimed",
+                                   closed=dict(lapsed), attempts_total=seq - 1), opened])
+        else:
+            self._emit((opened,))
+        out = {"todo": todo_out(row), "attempt_seq": seq, "attempts_total": seq,
                "prior_attempts": self._prior(row["prior_attempts"])}
         if token:
             out["lease_token"] = token
@@ -1284,12 +1287,20 @@ class Store:
         return self._closed(kind, row)
 
     def _closed(self, kind: str, row: dict) -> dict:
-        closed = {k: row["closed_" + k] for k in _closed_keys(kind)}
-        self._emit([Transition(kind, row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
-                               dead_letter=row["dead_letter"], closed=closed, attempts_total=row["attempts_total"])])
+        if kind in NO_OUTBOX_KINDS:
+            outcome, disposition = FIXED_CLOSE[kind]
+            closed = {"seq": row["attempts_total"], "attempt": row["closed_attempt"], "outcome": outcome,
+                      "disposition": disposition}
+        else:
+            outcome = row["closed_outcome"]
+            closed = {"seq": row["attempts_total"], "attempt": row["closed_attempt"], "outcome": outcome,
+                      "disposition": row["closed_disposition"], "summary": row["closed_summary"],
+                      "artifact": row["closed_artifact"]}
+        self._emit((Transition(kind, row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
+                               dead_letter=row["dead_letter"], closed=closed, attempts_total=row["attempts_total"]),))
         out = todo_out(row)
-        out["closed_attempt"] = {k: closed[k] for k in CLOSED_KEYS} | {
-            "died": closed["outcome"] in DIED_OUTCOMES}
+        out["closed_attempt"] = {"seq": closed["seq"], "attempt": closed["attempt"], "outcome": outcome,
+                                 "disposition": closed["disposition"], "died": outcome in DIED_OUTCOMES}
         return out
 
     async def todo_complete(self, caller: Caller, todo_id: Any, *, result=None, summary=None, artifact=None,
