@@ -231,11 +231,31 @@ NOW = "coalesce(%(now)s::timestamptz, now())"
 _AGENT_SCOPE = "t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)"
 _HUMAN_SCOPE = "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)"
 
-_TODO_COLS = """{r}.id, {r}.endpoint_id, {r}.queue, {r}.title, {r}.state::text AS state, {r}.owner,
-  {r}.attempt, {r}.max_attempts, {r}.lease_expires_at, {r}.next_retry_at,
-  ({r}.state = 'failed' AND {r}.next_retry_at IS NULL) AS dead_letter,
-  {r}.payload, {r}.routing, {r}.result, {r}.attempts_total, {r}.attempts_pruned,
-  {r}.created_at, {r}.updated_at"""
+_TODO_COLUMNS = {
+    "id": "{r}.id", "endpoint_id": "{r}.endpoint_id", "queue": "{r}.queue", "title": "{r}.title",
+    "state": "{r}.state::text AS state", "owner": "{r}.owner", "attempt": "{r}.attempt",
+    "max_attempts": "{r}.max_attempts", "lease_expires_at": "{r}.lease_expires_at",
+    "next_retry_at": "{r}.next_retry_at",
+    "dead_letter": "({r}.state = 'failed' AND {r}.next_retry_at IS NULL) AS dead_letter",
+    "payload": "{r}.payload", "routing": "{r}.routing", "result": "{r}.result",
+    "attempts_total": "{r}.attempts_total", "attempts_pruned": "{r}.attempts_pruned",
+    "created_at": "{r}.created_at", "updated_at": "{r}.updated_at",
+}
+_TODO_COLS = ", ".join(_TODO_COLUMNS.values())
+
+
+def _todo_cols(r: str, known: Iterable[str] = ()) -> str:
+    """The todo's columns of row r, less those the transition itself fixes (known)."""
+    return ", ".join(expr for name, expr in _TODO_COLUMNS.items() if name not in known).format(r=r)
+
+
+# What a claim and the lean closes (complete, cancel) fix on the todo, so their statements
+# need not return it: every column sent costs the server an output conversion and the
+# client a parse (a timestamp costs most). The store fills these in from the transition.
+# The rules of todos_consistent (0008) make them so: a claimed todo has a holder and no
+# retry time; a done or canceled one has neither holder, lease nor retry time.
+CLAIM_KNOWN = ("state", "owner", "next_retry_at", "dead_letter")
+CLOSE_KNOWN = ("id", "state", "owner", "lease_expires_at", "next_retry_at", "dead_letter")
 
 _NOTIFY = """pg_notify('""" + NOTIFY_CHANNEL + """', json_build_object(
   'todo', {r}.id, 'endpoint', {r}.endpoint_id, 'queue', {r}.queue, 'state', {r}.state,
@@ -432,7 +452,7 @@ def _claim_sql(scope: str, by_id: bool) -> str:
         _CLAIM,
         cand=cand,
         open_attempt=_OPEN_FROM_UPD.replace("{claimer}", _CLAIMER[scope]),
-        todo_cols=_TODO_COLS.format(r="upd"),
+        todo_cols=_todo_cols("upd", CLAIM_KNOWN),
         prior=PRIOR_ATTEMPTS,
         notify=_NOTIFY.format(r="upd", kind="'claimed'"),
     ).replace("{NOW}", NOW)
@@ -476,7 +496,7 @@ def _claim_fast_sql(scope: str, by_id: bool) -> str:
     return _sql(
         _CLAIM_FAST, cand=cand.replace("{scope}", scope),
         open_attempt=_OPEN_FROM_CAND.replace("{claimer}", _CLAIMER[scope]), lease=_LEASE,
-        todo_cols=_TODO_COLS.format(r="t"),
+        todo_cols=_todo_cols("t", CLAIM_KNOWN),
         prior=PRIOR_ATTEMPTS,
         notify=_NOTIFY.format(r="t", kind="'claimed'"),
     ).replace("{NOW}", NOW)
@@ -575,9 +595,10 @@ CLOSE_KINDS = {
 # itself, with no whole-row copy through a CTE: a locking sub-select takes the todo first and
 # yields the open attempt's seq, the attempt closes, and the todo updates only if it did.
 NO_OUTBOX_KINDS = frozenset({"complete", "cancel"})
-# Their outcome and disposition are fixed, so the statement need not return them.
-FIXED_CLOSE = {kind: (CLOSE_KINDS[kind]["outcome"].strip("'"), CLOSE_KINDS[kind]["disposition"].strip("'"))
-               for kind in NO_OUTBOX_KINDS}
+# Their outcome, disposition and the todo's state after are fixed, so the statement need not
+# return them (with the rest of CLOSE_KNOWN).
+# tests/integration/test_transition_responses.py holds each response to a fresh read.
+FIXED_CLOSE = {"complete": ("completed", "done", "done"), "cancel": ("canceled", "canceled", "canceled")}
 _CLOSE_LEAN = """
 WITH closed AS (
   UPDATE attempts a
@@ -609,7 +630,7 @@ def _close_sql(kind: str, scope: str, owner: bool, fence: bool) -> str:
         outcome=spec["outcome"] + "::attempt_outcome",
         disposition=spec["disposition"] if "CASE" in spec["disposition"] else spec["disposition"] + "::attempt_disposition",
         todo_set=spec["todo_set"].replace("{NOW}", NOW),
-        todo_cols=_TODO_COLS.format(r=row), closed_cols=", ".join(f"c.{k} AS closed_{k}" for k in _closed_cols(kind)),
+        todo_cols=_todo_cols(row, CLOSE_KNOWN if lean else ()), closed_cols=", ".join(f"c.{k} AS closed_{k}" for k in _closed_cols(kind)),
         notify=_NOTIFY.format(r=row, kind=f"'{kind}'"),
         outbox="" if lean else _outbox("u", "c"),
     ).replace("{NOW}", NOW)
@@ -1200,6 +1221,7 @@ class Store:
             if todo_id is None:
                 return {"todo": None}
             raise await self._classify(caller, todo_id, "claim", params)
+        row.update(state="claimed", owner=params["owner"], next_retry_at=None, dead_letter=False)  # CLAIM_KNOWN
         seq = row["attempts_total"]  # the attempt this claim opened
         opened = Transition("claimed", row["id"], str(row["endpoint_id"]), row["queue"], "claimed",
                             attempts_total=seq, opened_seq=seq)
@@ -1284,11 +1306,13 @@ class Store:
             row = await self._fetch(SQL_CLOSE_HUMAN[kind], params, op=kind, todo_id=todo_id, one=True)
         if row is None:
             raise await self._classify(caller, todo_id, kind, params)
-        return self._closed(kind, row)
+        return self._closed(kind, todo_id, row)
 
-    def _closed(self, kind: str, row: dict) -> dict:
+    def _closed(self, kind: str, todo_id: str, row: dict) -> dict:
         if kind in NO_OUTBOX_KINDS:
-            outcome, disposition = FIXED_CLOSE[kind]
+            outcome, disposition, state = FIXED_CLOSE[kind]
+            row.update(id=todo_id, state=state, owner=None, lease_expires_at=None, next_retry_at=None,
+                       dead_letter=False)  # CLOSE_KNOWN
             closed = {"seq": row["attempts_total"], "attempt": row["closed_attempt"], "outcome": outcome,
                       "disposition": disposition}
         else:
@@ -1379,7 +1403,7 @@ class Store:
         row = await self._fetch(SQL_CANCEL_HELD_AGENT if agent else SQL_CLOSE_HUMAN["cancel"], params,
                                 op="cancel", todo_id=todo_id, one=True)
         if row is not None:
-            return self._closed("cancel", row)
+            return self._closed("cancel", todo_id, row)
         row = await self._fetch(SQL_CANCEL_UNHELD["agent" if agent else "human"], params, op="cancel",
                                 todo_id=todo_id, one=True)
         if row is None:
