@@ -18,14 +18,16 @@ async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
     applied = await migrate(empty_db_url)
     assert applied == ["0001_base", "0002_attempt_history", "0003_pruned_outcome_counts", "0004_hook_outbox",
                        "0005_attempt_checks_as_domains", "0006_attempt_rules_as_trigger",
-                       "0007_attempt_public_functions", "0008_todo_rules_as_triggers"]
+                       "0007_attempt_public_functions", "0008_todo_rules_as_triggers",
+                       "0009_todo_ids_compare_bytewise"]
     rows = await sql_rows(empty_db_url, "SELECT version, name FROM schema_migrations ORDER BY version")
     assert [(r["version"], r["name"]) for r in rows] == [(1, "base"), (2, "attempt_history"),
                                                          (3, "pruned_outcome_counts"), (4, "hook_outbox"),
                                                          (5, "attempt_checks_as_domains"),
                                                          (6, "attempt_rules_as_trigger"),
                                                          (7, "attempt_public_functions"),
-                                                         (8, "todo_rules_as_triggers")]
+                                                         (8, "todo_rules_as_triggers"),
+                                                         (9, "todo_ids_compare_bytewise")]
     assert await migrate(empty_db_url) == []  # idempotent
 
 
@@ -96,3 +98,48 @@ async def test_a_lease_in_flight_across_the_upgrade_closes_completed(empty_db_ur
         await pool.close()
     rows = await sql_rows(empty_db_url, "SELECT todo_id, outcome, ended_at FROM attempts ORDER BY todo_id")
     assert [(r["todo_id"], r["outcome"]) for r in rows] == [("asked", None), ("in-flight", "completed")]
+
+
+async def test_todo_ids_compare_bytewise_and_the_history_survives_0009(empty_db_url):
+    await migrate(empty_db_url, target=8)
+    pool = await open_pool(empty_db_url, min_size=1, max_size=2)
+    try:
+        store = st.Store(pool, Settings())
+        user = await store.user_insert("owner", "x")
+        _, token = await store.endpoint_vend(user["id"], name="w", agent_id="w", queues=["q"], scope=list(st.VERBS))
+        agent = await store.endpoint_authenticate(token)
+        done = await store.todo_add(agent, queue="q", title="finished before")
+        held = await store.todo_add(agent, queue="q", title="held across")
+        await store.todo_claim(agent, done["id"])
+        await store.todo_complete(agent, done["id"], summary="green")
+        await store.todo_claim(agent, held["id"])
+    finally:
+        await pool.close()
+
+    assert await migrate(empty_db_url) == ["0009_todo_ids_compare_bytewise"]
+    collations = await sql_rows(empty_db_url, """
+        SELECT c.relname AS tbl, a.attname AS col, l.collname AS coll
+          FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_collation l ON l.oid = a.attcollation
+         WHERE (c.relname, a.attname) IN (('todos', 'id'), ('attempts', 'todo_id'), ('hook_events', 'todo_id'))
+         ORDER BY 1""")
+    assert [(r["tbl"], r["coll"]) for r in collations] == [("attempts", "C"), ("hook_events", "C"), ("todos", "C")]
+
+    pool = await open_pool(empty_db_url, min_size=1, max_size=2)
+    try:
+        store = st.Store(pool, Settings())
+        agent = await store.endpoint_authenticate(token)
+        out = await store.todo_complete(agent, held["id"])  # the lease in flight closes normally
+        assert out["closed_attempt"]["seq"] == 1 and out["closed_attempt"]["outcome"] == "completed"
+        got = await store.todo_get(agent, done["id"])
+        assert [(a["seq"], a["summary"]) for a in got["attempts"]] == [(1, "green")]
+    finally:
+        await pool.close()
+    # the foreign key and the one-open rule still hold on the rebuilt indexes
+    async with await psycopg.AsyncConnection.connect(empty_db_url, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.ForeignKeyViolation):
+            await conn.execute(
+                "INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, owner, claimed_at, lease_expires_at)"
+                " VALUES ('no-such-todo', 1, 1, 'owner', 'human:1', now(), now())")
+        await conn.execute("DELETE FROM todos WHERE id = %s", (done["id"],))
+        left = await (await conn.execute("SELECT count(*) FROM attempts WHERE todo_id = %s", (done["id"],))).fetchone()
+        assert left == (0,)  # deleting the todo deletes its attempts
