@@ -93,3 +93,27 @@ async def test_the_database_accepts_attempts_at_the_limits(db_url, todo_id):
     await _insert(db_url, todo_id, seq=3, attempt=1, claimer_kind="owner", endpoint=False)
     rows = await sql_rows(db_url, "SELECT seq, outcome FROM attempts WHERE todo_id = %s ORDER BY seq", (todo_id,))
     assert [(r["seq"], r["outcome"]) for r in rows] == [(1, "failed"), (2, "reaped"), (3, None)]
+
+
+# The rule trigger runs only for statements that set a column its rules read (0010): a
+# heartbeat's update (last_heartbeat_at, lease_expires_at) does not call it, a close does.
+# Counted with the function-call statistics of the same transaction.
+async def _trigger_calls(db_url: str, todo_id: str, set_clause: str) -> int:
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        try:
+            await conn.execute("SET track_functions = 'pl'")
+        except psycopg.errors.InsufficientPrivilege:
+            pytest.skip("track_functions needs a superuser")
+        await conn.execute(f"UPDATE attempts SET {set_clause} WHERE todo_id = %s", (todo_id,))
+        cur = await conn.execute("SELECT coalesce(pg_stat_get_xact_function_calls('attempts_consistent'::regproc), 0)")
+        (calls,) = await cur.fetchone()
+        await conn.rollback()
+        return calls
+
+
+async def test_a_heartbeat_does_not_run_the_rule_trigger_and_a_close_does(db_url, todo_id):
+    await _insert(db_url, todo_id)
+    heartbeat = "last_heartbeat_at = now(), lease_expires_at = now() + interval '1 minute'"
+    assert await _trigger_calls(db_url, todo_id, heartbeat) == 0
+    assert await _trigger_calls(db_url, todo_id, "ended_at = now(), outcome = 'completed', disposition = 'done'") == 1
+    assert await _trigger_calls(db_url, todo_id, "summary = 'noted'") == 1

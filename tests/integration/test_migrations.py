@@ -19,7 +19,7 @@ async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
     assert applied == ["0001_base", "0002_attempt_history", "0003_pruned_outcome_counts", "0004_hook_outbox",
                        "0005_attempt_checks_as_domains", "0006_attempt_rules_as_trigger",
                        "0007_attempt_public_functions", "0008_todo_rules_as_triggers",
-                       "0009_todo_ids_compare_bytewise"]
+                       "0009_todo_ids_compare_bytewise", "0010_attempt_rules_skip_heartbeats"]
     rows = await sql_rows(empty_db_url, "SELECT version, name FROM schema_migrations ORDER BY version")
     assert [(r["version"], r["name"]) for r in rows] == [(1, "base"), (2, "attempt_history"),
                                                          (3, "pruned_outcome_counts"), (4, "hook_outbox"),
@@ -27,7 +27,8 @@ async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
                                                          (6, "attempt_rules_as_trigger"),
                                                          (7, "attempt_public_functions"),
                                                          (8, "todo_rules_as_triggers"),
-                                                         (9, "todo_ids_compare_bytewise")]
+                                                         (9, "todo_ids_compare_bytewise"),
+                                                         (10, "attempt_rules_skip_heartbeats")]
     assert await migrate(empty_db_url) == []  # idempotent
 
 
@@ -116,7 +117,7 @@ async def test_todo_ids_compare_bytewise_and_the_history_survives_0009(empty_db_
     finally:
         await pool.close()
 
-    assert await migrate(empty_db_url) == ["0009_todo_ids_compare_bytewise"]
+    assert (await migrate(empty_db_url))[0] == "0009_todo_ids_compare_bytewise"
     collations = await sql_rows(empty_db_url, """
         SELECT c.relname AS tbl, a.attname AS col, l.collname AS coll
           FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_collation l ON l.oid = a.attcollation
