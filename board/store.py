@@ -630,7 +630,8 @@ def _close_sql(kind: str, scope: str, owner: bool, fence: bool) -> str:
         outcome=spec["outcome"] + "::attempt_outcome",
         disposition=spec["disposition"] if "CASE" in spec["disposition"] else spec["disposition"] + "::attempt_disposition",
         todo_set=spec["todo_set"].replace("{NOW}", NOW),
-        todo_cols=_todo_cols(row, CLOSE_KNOWN if lean else ()), closed_cols=", ".join(f"c.{k} AS closed_{k}" for k in _closed_cols(kind)),
+        todo_cols=_todo_cols(row, CLOSE_KNOWN if lean else ()),
+        closed_cols=", ".join(f"c.{k} AS closed_{k}" for k in _closed_cols(kind)),
         notify=_NOTIFY.format(r=row, kind=f"'{kind}'"),
         outbox="" if lean else _outbox("u", "c"),
     ).replace("{NOW}", NOW)
