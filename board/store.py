@@ -223,11 +223,13 @@ def hash_token(token: str) -> bytes:
 NOW = "coalesce(%(now)s::timestamptz, now())"
 
 # An open attempt is found by its primary key (todo_id, seq = the todo's attempts_total) and
-# tested with "outcome IS NULL", which the attempts_consistent rule makes the same as
-# "ended_at IS NULL". Phrased on ended_at, the test would let the planner walk the whole
-# partial index behind attempts_one_open_per_todo (every open attempt, and every dead entry
-# of the ones closed since the last vacuum) instead of one primary-key probe; the plan test
-# in tests/integration/test_plans.py holds every statement to keyed lookups.
+# tested with "outcome IS NULL", which is the same as "ended_at IS NULL" because every
+# statement here sets ended_at, outcome and disposition together (the attempts' rules, held
+# by this module since migration 0011, tests/integration/test_attempt_invariants.py). Phrased
+# on ended_at, the test would let the planner walk the whole partial index behind
+# attempts_one_open_per_todo (every open attempt, and every dead entry of the ones closed
+# since the last vacuum) instead of one primary-key probe; the plan test in
+# tests/integration/test_plans.py holds every statement to keyed lookups.
 _AGENT_SCOPE = "t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)"
 _HUMAN_SCOPE = "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)"
 

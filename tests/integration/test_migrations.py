@@ -19,7 +19,8 @@ async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
     assert applied == ["0001_base", "0002_attempt_history", "0003_pruned_outcome_counts", "0004_hook_outbox",
                        "0005_attempt_checks_as_domains", "0006_attempt_rules_as_trigger",
                        "0007_attempt_public_functions", "0008_todo_rules_as_triggers",
-                       "0009_todo_ids_compare_bytewise", "0010_attempt_rules_skip_heartbeats"]
+                       "0009_todo_ids_compare_bytewise", "0010_attempt_rules_skip_heartbeats",
+                       "0011_attempt_rules_held_by_the_store"]
     rows = await sql_rows(empty_db_url, "SELECT version, name FROM schema_migrations ORDER BY version")
     assert [(r["version"], r["name"]) for r in rows] == [(1, "base"), (2, "attempt_history"),
                                                          (3, "pruned_outcome_counts"), (4, "hook_outbox"),
@@ -28,7 +29,8 @@ async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
                                                          (7, "attempt_public_functions"),
                                                          (8, "todo_rules_as_triggers"),
                                                          (9, "todo_ids_compare_bytewise"),
-                                                         (10, "attempt_rules_skip_heartbeats")]
+                                                         (10, "attempt_rules_skip_heartbeats"),
+                                                         (11, "attempt_rules_held_by_the_store")]
     assert await migrate(empty_db_url) == []  # idempotent
 
 

@@ -16,6 +16,7 @@ from board import store as st
 from board.config import Settings
 from board.db import open_pool
 from board.errors import Conflict, SwitchboardError
+from tests.conftest import RULE_BREAKERS
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 HOLDING = ("claimed", "input_required", "auth_required")
@@ -216,6 +217,12 @@ def run_model_test(db_url: str) -> None:
                 assert [a["seq"] for a in reversed(got["attempts"])] == list(range(1, t.total + 1))
                 assert (outcomes[-1:] == [None]) == (t.state in HOLDING)
                 assert all(a["died"] == (a["outcome"] in ("lease_expired", "reaped")) for a in got["attempts"])
+            # the attempts' cross-column rules, which the store holds (migration 0011)
+            assert self.run(self._rule_breakers()) == []
+
+        async def _rule_breakers(self):
+            async with self.pool.connection() as conn:
+                return await (await conn.execute(RULE_BREAKERS)).fetchall()
 
     StoreMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=30, deadline=None,
                                               suppress_health_check=list(HealthCheck))
