@@ -25,6 +25,12 @@ dead rows piled up.
     python bench/claim_contention.py                        # 1, 8, 32 workers, 10 slices of 3 s
     python bench/claim_contention.py --slices 20 --workers 8 32
     python bench/claim_contention.py --same-schema --workers 8
+    python bench/claim_contention.py --workers 8 --variant rule-trigger=@bench/variants/attempt_rule_trigger.sql
+
+--variant NAME=SQL runs the shipped store once more on today's schema changed by SQL (an
+index, a constraint, a trigger), in the same rotating slices, and prints its throughput
+against attempts with a confidence interval: a schema change measured side by side, where
+separate runs would differ by more than the change.
 
 Uses DATABASE_URL when set (it needs CREATE DATABASE), else an embedded Postgres under
 ./.switchboard/bench, restarted with shared_buffers 1GB (--shared-buffers) so that every
@@ -191,9 +197,10 @@ def _url(admin: str, db: str) -> str:
 
 
 async def prepare_template(admin: str, name: str, history: int, pending: int, *,
-                           pre_change: bool = False) -> tuple[str, str]:
+                           pre_change: bool = False, extra_sql: str | None = None) -> tuple[str, str]:
     """A database with finished history and pending todos, at today's schema or (pre_change)
-    at the schema before SPEC-0034. Returns its URL and an endpoint token for the queue."""
+    at the schema before SPEC-0034; extra_sql runs after the migrations, before any row is
+    written. Returns its URL and an endpoint token for the queue."""
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
@@ -207,6 +214,8 @@ async def prepare_template(admin: str, name: str, history: int, pending: int, *,
     agent = await store.endpoint_authenticate(token)
     await pool.close()
     with psycopg.connect(url, autocommit=True) as conn:
+        if extra_sql:
+            conn.execute(extra_sql)
         conn.execute(PRE_CHANGE_HISTORY_SQL if pre_change else HISTORY_SQL, {"ep": agent.endpoint_id, "history": history})
         conn.execute(PENDING_SQL, {"ep": agent.endpoint_id, "pending": pending})
         conn.execute("VACUUM ANALYZE")
@@ -252,7 +261,8 @@ class Case:
     async def open(self) -> None:
         self.name, url = clone(self.admin, self.template)
         self.pool = await open_pool(url, min_size=self.workers + 1, max_size=self.workers + 2)
-        self.store = (st.Store if self.variant == "attempts" else BaselineStore)(self.pool, Settings())
+        pre_change_statements = self.variant in ("baseline", "no-attempts")
+        self.store = (BaselineStore if pre_change_statements else st.Store)(self.pool, Settings())
         self.agent = await self.store.endpoint_authenticate(self.token)
 
     async def close(self) -> None:
@@ -323,6 +333,24 @@ VARIANTS = {
 }
 
 
+def parse_variants(specs: list[str]) -> dict[str, str]:
+    """--variant NAME=SQL (or NAME=@path, the SQL read from a file) -> {NAME: SQL}."""
+    out: dict[str, str] = {}
+    for spec in specs:
+        name, sep, text = spec.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ValueError(f"--variant takes NAME=SQL, not {spec[:40]!r}")
+        if name in VARIANTS or name in out:
+            raise ValueError(f"--variant {name!r}: the name is taken")
+        if text.startswith("@"):
+            text = Path(text[1:]).read_text()
+        if not text.strip():
+            raise ValueError(f"--variant {name!r} has no SQL")
+        out[name] = text
+    return out
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 8, 32])
@@ -334,12 +362,22 @@ async def main() -> None:
     ap.add_argument("--shared-buffers", default="1GB",
                     help="shared_buffers of the bench's own embedded server ('default' for initdb's 128MB); "
                          "ignored with DATABASE_URL")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=SQL",
+                    help="also run the shipped store on today's schema changed by SQL (run after the "
+                         "migrations; @path reads it from a file), compared with attempts in the same slices; "
+                         "repeatable. Example: --variant no-fk='ALTER TABLE attempts DROP CONSTRAINT "
+                         "attempts_todo_id_fkey'")
     ap.add_argument("--same-schema", action="store_true",
                     help="also run the pre-change statements on today's schema (the attempt writes' own cost)")
     args = ap.parse_args()
     if args.pending is None:
         args.pending = max(150_000, int(args.slices * args.seconds * 1_500))
     variants = ["baseline", "attempts"] + (["no-attempts"] if args.same_schema else [])
+    try:
+        schema_variants = parse_variants(args.variant)
+    except ValueError as err:
+        ap.error(str(err))
+    variants += list(schema_variants)
 
     embedded = None
     admin = os.environ.get("DATABASE_URL")
@@ -366,11 +404,14 @@ async def main() -> None:
         templates = {"pre-change": await prepare_template(admin, "bench_pre_change", args.history, args.pending,
                                                           pre_change=True),
                      "today": await prepare_template(admin, "bench_template", args.history, args.pending)}
+        for i, (name, extra_sql) in enumerate(schema_variants.items()):
+            templates[name] = await prepare_template(admin, f"bench_variant_{i}", args.history, args.pending,
+                                                     extra_sql=extra_sql)
         await show_plans(*templates["today"])
         for workers in args.workers:
             cases = {}
             for v in variants:
-                url, token = templates["pre-change" if v == "baseline" else "today"]
+                url, token = templates["pre-change" if v == "baseline" else v if v in schema_variants else "today"]
                 cases[v] = Case(admin, psycopg.conninfo.conninfo_to_dict(url)["dbname"], token, v, workers)
             for case in cases.values():
                 await case.open()
@@ -389,6 +430,8 @@ async def main() -> None:
             rows.append((workers, cases, sorted(ratios)))
         drop(admin, "bench_pre_change")
         drop(admin, "bench_template")
+        for i in range(len(schema_variants)):
+            drop(admin, f"bench_variant_{i}")
     finally:
         if embedded:
             embedded.stop()
@@ -398,7 +441,8 @@ async def main() -> None:
           f"variant, {args.history:,} finished todos of history, PostgreSQL {server_version.split()[0]}, "
           f"shared_buffers {shared_buffers}")
     for v in variants:
-        print(f"  {v:>11}: {VARIANTS[v]}")
+        if v in VARIANTS:
+            print(f"  {v:>11}: {VARIANTS[v]}")
     extra = f" | {'no-attempts/s':>13} {'attempts/no-attempts':>20}" if args.same_schema else ""
     print(f"{'workers':>7} | {'baseline/s':>10} {'p50 ms':>7} {'p99 ms':>7} | {'attempts/s':>10} {'p50 ms':>7} "
           f"{'p99 ms':>7} | {'ratio':>5} | {'slice ratios p10-p90':>20} | {'95% CI':>11} | {'floor':>6} | "
@@ -422,6 +466,17 @@ async def main() -> None:
     print("(more slices narrow the interval). The interval covers the noise within this run only: on a shared")
     print("machine separate runs differ by more, so a verdict needs repeating before it is relied on.")
     print("holds = the attempts variant's last slice / its first (dead rows piling up would show below 1).")
+    for name, extra_sql in schema_variants.items():
+        print()
+        statements = " ".join(ln for ln in extra_sql.splitlines() if not ln.lstrip().startswith("--"))
+        print(f"variant {name}: the shipped store on today's schema after: {' '.join(statements.split())[:160]} ...")
+        for workers, cases, _ in rows:
+            a, v = cases["attempts"], cases[name]
+            pairs = [(cv / ev) / (ca / ea) for (cv, ev), (ca, ea) in zip(v.slices, a.slices)]
+            mean, lo, hi = ratio_interval(pairs)
+            print(f"  {workers:>3} workers: {v.rate:6.0f}/s, {name}/attempts {v.rate / a.rate:.3f} "
+                  f"(95% CI of the slice pairs {lo:.3f}-{hi:.3f}), {name}/baseline "
+                  f"{v.rate / cases['baseline'].rate:.2f}")
 
 
 if __name__ == "__main__":

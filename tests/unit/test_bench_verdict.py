@@ -1,13 +1,16 @@
-"""The REQ-18 bench's verdict: the floor counts as met only when the whole confidence
-interval of the attempts/baseline ratio clears it, never on a lucky mean."""
+"""The REQ-18 bench's verdict: the floor counts as met only when the whole confidence interval
+of the attempts/baseline ratio clears it, never on a lucky mean. And its schema variants
+(--variant NAME=SQL), refused when they name nothing to run."""
 
 import math
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from claim_contention import floor_verdict, ratio_interval  # noqa: E402
+from claim_contention import floor_verdict, parse_variants, ratio_interval  # noqa: E402
 
 
 def test_steady_ratio_above_the_floor_is_met():
@@ -40,3 +43,18 @@ def test_more_slices_narrow_the_interval():
 def test_a_single_slice_shows_nothing():
     _, lo, hi = ratio_interval([0.97])
     assert floor_verdict(lo, hi) == "open"
+
+
+def test_a_schema_variant_is_named_sql_or_a_file(tmp_path):
+    sql_file = tmp_path / "v.sql"
+    sql_file.write_text("DROP INDEX todos_updated_brin;")
+    assert parse_variants(["no-fk=ALTER TABLE attempts DROP CONSTRAINT attempts_todo_id_fkey",
+                           f"no-brin=@{sql_file}"]) == {
+        "no-fk": "ALTER TABLE attempts DROP CONSTRAINT attempts_todo_id_fkey",
+        "no-brin": "DROP INDEX todos_updated_brin;"}
+
+
+def test_a_schema_variant_without_sql_or_with_a_taken_name_is_refused():
+    for bad in (["no-sql"], ["x="], ["=SELECT 1"], ["attempts=SELECT 1"], ["a=SELECT 1", "a=SELECT 2"]):
+        with pytest.raises(ValueError):
+            parse_variants(bad)
