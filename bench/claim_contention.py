@@ -378,6 +378,8 @@ async def main() -> None:
     except ValueError as err:
         ap.error(str(err))
     variants += list(schema_variants)
+    # Every variant holds its pool open through a worker count's slices (workers + 2 each).
+    connections = (max(args.workers) + 2) * len(variants) + 10
 
     embedded = None
     admin = os.environ.get("DATABASE_URL")
@@ -392,11 +394,18 @@ async def main() -> None:
                 conn.execute("ALTER SYSTEM RESET shared_buffers")
             else:
                 conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(args.shared_buffers)))
+            conn.execute(sql.SQL("ALTER SYSTEM SET max_connections = {}").format(sql.Literal(max(100, connections))))
         embedded.stop()
         admin = embedded.start()
     with psycopg.connect(admin, autocommit=True) as conn:
         shared_buffers = conn.execute("SHOW shared_buffers").fetchone()[0]
         server_version = conn.execute("SHOW server_version").fetchone()[0]
+        max_connections = int(conn.execute("SHOW max_connections").fetchone()[0])
+    if max_connections < connections:
+        if embedded:
+            embedded.stop()
+        raise SystemExit(f"{len(variants)} variants at {max(args.workers)} workers need {connections} connections; "
+                         f"the server allows {max_connections}: raise max_connections, or run fewer at once")
     rows = []
     try:
         print(f"preparing {args.history:,} finished todos of history and {args.pending:,} pending, on the "
