@@ -313,11 +313,13 @@ class SimAgent:
         if self.demo.stop.is_set() and not self.leaving:
             raise Stopping()
         result = await self.client.call_tool(tool, {k: v for k, v in args.items() if v is not None})
-        body = result.structured_content or {}
-        if result.is_error:
-            err = body.get("error") or {}
+        if result.is_error:  # the error body is the JSON text; errors carry no structured content
+            try:
+                err = json.loads(result.content[0].text).get("error") or {}
+            except (IndexError, AttributeError, ValueError):
+                err = {}
             raise ToolError(tool, err.get("code", "error"), err.get("message", ""))
-        return body
+        return result.structured_content or {}
 
     def _fence(self, held: Held | None = None) -> dict:
         held = held or self.held

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what the tests need (a virtualenv with the test extras, Debian's chromium for the
-# browser tests) and run every test. The tests start their own embedded Postgres unless
+# browser tests, the pinned npm MCP clients) and run every test. The tests start their own embedded Postgres unless
 # DATABASE_URL is set. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,5 +15,17 @@ if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
   else
     sudo apt-get update -qq >/dev/null && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
   fi
+fi
+# The third-party MCP clients the compatibility tests drive (the TypeScript SDK, the MCP
+# Inspector), from the npm registry at the versions tests/clients/package-lock.json pins.
+if ! command -v npm >/dev/null 2>&1; then
+  echo "scripts/test.sh: node and npm are needed for the MCP client compatibility tests" >&2
+  exit 1
+fi
+if ! cmp -s tests/clients/package-lock.json tests/clients/node_modules/.installed-package-lock.json; then
+  # npm ci refuses this lock (a Windows-only optional dependency of the Inspector is absent
+  # from it); npm install with --no-save installs exactly the locked versions.
+  npm install --prefix tests/clients --no-save --no-audit --no-fund --loglevel=error >/dev/null
+  cp tests/clients/package-lock.json tests/clients/node_modules/.installed-package-lock.json
 fi
 exec .venv/bin/python -m pytest "$@"

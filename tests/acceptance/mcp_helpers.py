@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from dataclasses import dataclass, field
 from typing import AsyncIterator
@@ -110,16 +111,18 @@ async def call(client: Client, tool: str, args: dict | None = None) -> dict:
 
 
 async def call_error(client: Client, tool: str, args: dict | None = None) -> dict:
-    """Call a tool that must fail; returns the error object of its structured content."""
+    """Call a tool that must fail; returns the error object of its JSON text body. An error
+    carries no structured content (it would not match the tool's output schema)."""
     result = await client.call_tool(tool, args or {})
     assert result.is_error, f"{tool} unexpectedly succeeded: {result.structured_content}"
-    assert result.content[0].text == _compact(result.structured_content)
-    return result.structured_content["error"]
+    return error_body(result)["error"]
 
 
-def _compact(value) -> str:
-    import json
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def error_body(result) -> dict:
+    """The body of an error result: its single text content, parsed; no structured content."""
+    assert result.structured_content is None, result.structured_content
+    assert [c.type for c in result.content] == ["text"], result.content
+    return json.loads(result.content[0].text)
 
 
 async def wait_until(predicate, timeout: float = 5.0, interval: float = 0.02) -> None:
