@@ -3,7 +3,8 @@ one queue per subscriber (SSE streams, the MCP doorbell).
 
 A notification is a hint carrying ids only; subscribers re-read through the store. When the
 LISTEN connection drops, it reconnects with backoff and every subscriber receives a
-`resync` event, so it refreshes fully and misses nothing.
+`resync` event, so it refreshes fully and misses nothing. Control events (an endpoint
+revoked) go to control listeners instead, such as the cache of authenticated endpoints.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import contextlib
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
 from board.db import listening
 from board.store import NOTIFY_CHANNEL
@@ -22,6 +23,8 @@ from board.tasks import cancel_and_wait
 log = logging.getLogger("switchboard.live")
 
 RESYNC = {"kind": "resync"}
+# Kinds about endpoints rather than todos: they go to the control listeners only.
+CONTROL_KINDS = frozenset({"endpoint_revoked"})
 # Published when the server begins to shut down: every long-lived stream ends on it, so a
 # graceful shutdown never waits out open SSE or MCP listen streams.
 SHUTDOWN = {"kind": "shutdown"}
@@ -60,6 +63,9 @@ class Fanout:
         self.url = url
         self.channel = channel
         self._subs: set[Subscription] = set()
+        # Called synchronously, in the LISTEN task, with every control event and with RESYNC
+        # after a reconnect (what was missed meanwhile is unknown).
+        self._control: list[Callable[[dict], None]] = []
         self._task: asyncio.Task | None = None
         self.connected = asyncio.Event()
         self.reconnects = 0
@@ -75,6 +81,16 @@ class Fanout:
 
     def unsubscribe(self, sub: Subscription) -> None:
         self._subs.discard(sub)
+
+    def on_control(self, listener: Callable[[dict], None]) -> None:
+        self._control.append(listener)
+
+    def _tell_control(self, event: dict) -> None:
+        for listener in self._control:
+            try:
+                listener(event)
+            except Exception:
+                log.exception("a control listener failed on a %s event", event.get("kind"))
 
     @contextlib.asynccontextmanager
     async def subscription(self) -> AsyncIterator[Subscription]:
@@ -114,6 +130,7 @@ class Fanout:
     async def stop(self) -> None:
         await cancel_and_wait([self._task])
         self._task = None
+        self.connected.clear()
 
     async def _run(self) -> None:
         delay = 0.2
@@ -124,6 +141,7 @@ class Fanout:
                     self.connected.set()
                     if not first:
                         self.reconnects += 1
+                        self._tell_control(RESYNC)
                         self.publish(RESYNC)
                     first = False
                     delay = 0.2
@@ -132,7 +150,10 @@ class Fanout:
                             event = json.loads(payload)
                         except ValueError:
                             continue
-                        self.publish(event)
+                        if event.get("kind") in CONTROL_KINDS:
+                            self._tell_control(event)
+                        else:
+                            self.publish(event)
             except asyncio.CancelledError:
                 raise
             except Exception as err:  # the database went away: back off, reconnect, resync

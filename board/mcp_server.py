@@ -7,7 +7,8 @@ SDK (v2, low-level Server), serving both protocol generations the SDK speaks:
 Every request passes an ASGI wrapper before the SDK sees it:
 1. DNS-rebinding protection: Host must be one of settings.allowed_hosts and Origin, when
    present, one of settings.allowed_origins (default: http(s):// of the allowed hosts).
-2. Bearer authentication: the token is looked up by its SHA-256 through the store. A
+2. Bearer authentication: the token is looked up by its SHA-256 through the store, once per
+   process (board/endpoint_cache.py keeps it until the endpoint is revoked anywhere). A
    missing, unknown or revoked token gets 401 with WWW-Authenticate and nothing else.
    The endpoint rides in the ASGI scope for the handlers, and as the scope's user, so the
    SDK binds each session to the endpoint that opened it.
@@ -52,6 +53,7 @@ from starlette.requests import Request
 
 from board import mcp_tools
 from board.config import Settings
+from board.endpoint_cache import EndpointCache
 from board.errors import RateLimited, SwitchboardError
 from board.mcp_doorbell import TODO_URI_PREFIX, TODOS_URI, Doorbell
 from board.store import Agent, Store
@@ -139,6 +141,7 @@ class McpSurface:
         self.manager: StreamableHTTPSessionManager | None = None
         self.doorbell: Doorbell | None = None
         self.store: Store | None = None
+        self.endpoints: EndpointCache | None = None
         self.metrics = None
         self.limiter = RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst)
         self.session_idle_seconds = DEFAULT_SESSION_IDLE_TIMEOUT
@@ -161,8 +164,8 @@ class McpSurface:
         return mcp_endpoint
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        manager, store, doorbell = self.manager, self.store, self.doorbell
-        if scope["type"] != "http" or manager is None or store is None or doorbell is None:
+        manager, endpoints, doorbell = self.manager, self.endpoints, self.doorbell
+        if scope["type"] != "http" or manager is None or endpoints is None or doorbell is None:
             await _send_bytes(send, 503, b'{"error":"unavailable"}', [])
             return
         # DNS rebinding first: a forged Host never costs a token lookup. (The SDK checks again.)
@@ -172,7 +175,7 @@ class McpSurface:
             return
         headers = Headers(scope=scope)
         token = _bearer(headers)
-        agent = await store.endpoint_authenticate(token) if token else None
+        agent = await endpoints.authenticate(token) if token else None
         if agent is None:
             challenge = b'Bearer realm="switchboard"' + (b', error="invalid_token"' if token else b"")
             await _send_bytes(send, 401, _UNAUTHORIZED_BODY, [(b"www-authenticate", challenge)])
@@ -229,6 +232,7 @@ class McpSurface:
     @contextlib.asynccontextmanager
     async def running(self, store: Store, fanout, metrics=None) -> AsyncIterator[None]:
         self.store, self.metrics = store, metrics
+        self.endpoints = EndpointCache(store, fanout)
         self.doorbell = Doorbell(self.settings, store, fanout, session_idle_seconds=self.session_idle_seconds)
         server = self.build_server()
         # run() works once per manager, so each app start builds a fresh one.
@@ -243,7 +247,7 @@ class McpSurface:
                 finally:
                     await self.doorbell.stop()
         finally:
-            self.manager = None
+            self.manager = self.endpoints = None
 
     def build_server(self) -> Server:
         server = Server(

@@ -909,6 +909,9 @@ upd AS (
 ),
 {outbox}
 SELECT (SELECT count(*) FROM ep) AS revoked,
+       -- every process drops the endpoint from its cache of authenticated tokens
+       (SELECT pg_notify('""" + NOTIFY_CHANNEL + """', json_build_object('kind', 'endpoint_revoked', 'endpoint', ep.id)::text)
+          FROM ep) AS revoked_notice,
        coalesce((SELECT json_agg(json_build_object(
           'todo', {todo_json}, 'closed', row_to_json(c), 'n', {notify}))
          FROM upd JOIN closed c ON c.todo_id = upd.id), '[]'::json) AS todos

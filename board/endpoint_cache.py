@@ -1,0 +1,66 @@
+"""Authenticated endpoints, cached in the process so that an MCP call costs no token lookup.
+
+An entry maps a bearer token's SHA-256 (never the token) to its endpoint. It is dropped
+when the endpoint is revoked, through the process's LISTEN fan-out: the revocation's
+transaction notifies `endpoint_revoked`, which every server process receives at commit, so
+a revoked token stops working on the next request in every process. Three rules keep a
+missed notification from leaving a revoked token usable:
+
+- while the LISTEN connection is down, the cache is bypassed (every call looks up);
+- after it reconnects, the cache is emptied (a revocation may have passed meanwhile);
+- a lookup that a revocation overtook (the generation moved) is not stored.
+
+Entries also expire after `ttl` seconds, which bounds how stale `last_used_at` can be.
+"""
+
+from __future__ import annotations
+
+import time
+
+from board.live import Fanout
+from board.store import Agent, Store, hash_token
+
+
+class EndpointCache:
+    def __init__(self, store: Store, fanout: Fanout, *, ttl: float = 60.0, max_entries: int = 10_000):
+        self.store = store
+        self.fanout = fanout
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self._entries: dict[bytes, tuple[Agent, float]] = {}
+        self._generation = 0
+        fanout.on_control(self.on_control)
+
+    async def authenticate(self, token: str) -> Agent | None:
+        """The live endpoint behind a bearer token, or None (unknown or revoked)."""
+        if not token:
+            return None
+        key = hash_token(token)
+        now = time.monotonic()
+        live = self.fanout.connected.is_set()
+        hit = self._entries.get(key)
+        if hit is not None and live and hit[1] > now:
+            return hit[0]
+        generation = self._generation
+        agent = await self.store.endpoint_authenticate(token)
+        if agent is None:
+            self._entries.pop(key, None)
+        elif live and generation == self._generation and self.fanout.connected.is_set():
+            if len(self._entries) >= self.max_entries:
+                self._entries.pop(next(iter(self._entries)))  # the oldest insertion
+            self._entries[key] = (agent, now + self.ttl)
+        return agent
+
+    def on_control(self, event: dict) -> None:
+        kind = event.get("kind")
+        if kind == "endpoint_revoked":
+            self._generation += 1
+            endpoint = event.get("endpoint")
+            for key in [k for k, (agent, _) in self._entries.items() if agent.endpoint_id == endpoint]:
+                del self._entries[key]
+        elif kind == "resync":
+            self._generation += 1
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -1,0 +1,82 @@
+"""Two `switchboard serve` processes on one database, each caching authenticated endpoints:
+a revocation through one process's Board ends the token's access through the other on the
+very next call."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+import time
+
+import httpx
+
+from tests.acceptance.mcp_helpers import vend
+from tests.acceptance.test_board_auth import csrf_of, make_human, sign_in
+from tests.conftest import free_port
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+              "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                   "io.modelcontextprotocol/clientCapabilities": {}}}}
+
+
+def _headers(token: str) -> dict:
+    return {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}
+
+
+@contextlib.contextmanager
+def _serve(db_url: str, log_path):
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_") and k != "DATABASE_URL"}
+    env.update(DATABASE_URL=db_url, SWITCHBOARD_SECRET_KEY="two-process-secret-0123456789")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "board", "serve", "--port", str(port)], env=env, cwd=ROOT,
+                                stdout=log, stderr=subprocess.STDOUT)
+    try:
+        yield f"http://127.0.0.1:{port}", proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def _ready(base: str, proc, log_path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    async with httpx.AsyncClient(base_url=base, timeout=5) as client:
+        while True:
+            if proc.poll() is not None:
+                raise AssertionError(f"the server exited: {open(log_path).read()[-2000:]}")
+            with contextlib.suppress(httpx.HTTPError):
+                if (await client.get("/login")).status_code == 200:
+                    return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the server was not ready within {timeout} s")
+            await asyncio.sleep(0.05)
+
+
+async def test_a_revocation_through_one_process_ends_access_through_the_other_on_the_next_call(
+        db_url, store, tmp_path):
+    human = await make_human(store, "twoproc")
+    ep = await vend(store, user_id=human.user_id)
+    with _serve(db_url, tmp_path / "a.log") as (a, proc_a), _serve(db_url, tmp_path / "b.log") as (b, proc_b):
+        await _ready(a, proc_a, tmp_path / "a.log")
+        await _ready(b, proc_b, tmp_path / "b.log")
+        async with httpx.AsyncClient(timeout=10) as mcp, httpx.AsyncClient(base_url=a, timeout=10) as board:
+            for base in (a, b, b):  # the token is now in both processes' caches
+                r = await mcp.post(base + "/mcp", json=TOOLS_LIST, headers=_headers(ep.token))
+                assert r.status_code == 200, r.text[:300]
+            await sign_in(board, "twoproc")
+            page = await board.get(f"/endpoints/{ep.endpoint_id}/revoke")
+            revoked = await board.post(f"/endpoints/{ep.endpoint_id}/revoke", data={"csrf_token": csrf_of(page.text)})
+            assert revoked.status_code in (200, 303), revoked.text
+            r = await mcp.post(b + "/mcp", json=TOOLS_LIST, headers=_headers(ep.token))
+            assert r.status_code == 401, r.text[:300]
+            r = await mcp.post(a + "/mcp", json=TOOLS_LIST, headers=_headers(ep.token))
+            assert r.status_code == 401, r.text[:300]
