@@ -1,22 +1,29 @@
-"""The MCP surface's overhead: claim_next + complete through the MCP SDK's own client over
-Streamable HTTP, against the same work done in-process through the store, in one run.
+"""The MCP surface's cost per call: claim_next + complete over Streamable HTTP against the same
+work done in-process through the store, and (with --against REV) against another revision's
+server on the same Postgres, in one run with interleaved slices.
 
-For each concurrency (1, 8 and 32 by default) it runs, each on its own fresh queue with the
-same backlog of pending todos:
+Cases, each on its own endpoint and queue with a backlog of pending todos:
 
-  store    - N coroutines in this process calling Store.todo_claim_next and todo_complete
-             (one pool, sized as the server's: 2 to 20 connections)
-  modern   - N mcp.Client instances (2026-07-28, sessionless) calling the claim_next and
-             complete tools on a real server
-  legacy   - N mcp.Client(mode="legacy") sessions (2025-11-25) doing the same
+  store         N coroutines in this process calling Store.todo_claim_next and todo_complete
+                (one pool, sized as the server's)
+  SERVER/GEN/CLIENT
+                N clients calling the claim_next and complete tools on a real server:
+                SERVER  this tree ("this") or the revision named by --against;
+                GEN     modern (2026-07-28, sessionless) or legacy (2025-11-25, a session);
+                CLIENT  sdk (mcp.Client, what a Python agent runs) or raw (a minimal
+                        keep-alive HTTP/1.1 JSON-RPC client, so the server rather than the
+                        load generator is what is measured on a small machine)
 
-The server is the real app (board.app.create_app under uvicorn) in a child process, so the
-clients and the server do not share an event loop; the per-endpoint rate limiter is off
-for the run. Prints calls per second, p50 and p99 latency of a single call, and the ratio
-of each MCP row's throughput to the store's at the same concurrency.
+Every server is the real app (board.app.create_app) under uvicorn in a child process, with
+the loop and HTTP parser its revision's board.app.serve uses, and the rate limiter off.
+The run is cut into slices; each slice runs every case once, in an order that rotates, so a
+slow spell of a shared machine lands on every case alike. For each case it prints calls per
+second, p50 and p99 of a single call, the ratio to the in-process store, and the server's
+CPU time per call; with --against, this tree's calls/s over the other revision's per
+(generation, client), with a 95% interval over the slices.
 
-    python bench/mcp_roundtrip.py                      # 3 s a case, 1/8/32 clients, both generations
-    python bench/mcp_roundtrip.py --seconds 10 --clients 8 32 --generations modern
+    python bench/mcp_roundtrip.py                               # 1 and 8 clients, this tree
+    python bench/mcp_roundtrip.py --against HEAD~3 --clients 8  # side by side with a revision
 
 Uses DATABASE_URL when set (it needs CREATE DATABASE), else an embedded Postgres under
 ./.switchboard/bench. Timings are for reading, not asserting.
@@ -27,13 +34,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
+import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
 import sys
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
@@ -42,6 +53,7 @@ from psycopg import sql
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.claim_contention import ratio_interval  # noqa: E402
 from board import store as st  # noqa: E402
 from board.config import Settings  # noqa: E402
 from board.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
@@ -49,6 +61,24 @@ from board.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
 PENDING_SQL = """
 INSERT INTO todos (endpoint_id, queue, title, created_at)
 SELECT %(ep)s, %(queue)s, 'job ' || g, now() + g * interval '1 us' FROM generate_series(1, %(n)s) g
+"""
+
+# The server, as a child process: `python -c SERVE ROOT URL PORT`. It imports board from
+# ROOT (a git worktree for --against), and runs uvicorn the way that revision's `serve` does
+# (board.app.UVICORN_LOOP and UVICORN_HTTP; a revision without them ran asyncio and h11).
+SERVE = """
+import logging, sys
+sys.path.insert(0, sys.argv[1])
+import uvicorn
+from board import app
+from board.config import Settings
+for name in ("switchboard", "mcp", "litestar", "uvicorn"):
+    logging.getLogger(name).setLevel(logging.WARNING)
+settings = Settings(database_url=sys.argv[2], secret_key="bench-secret-key-0123456789",
+                    rate_limit_per_second=0, doorbell_heartbeat_seconds=0)
+uvicorn.run(app.create_app(settings), host="127.0.0.1", port=int(sys.argv[3]), log_level="warning",
+            loop=getattr(app, "UVICORN_LOOP", "asyncio"), http=getattr(app, "UVICORN_HTTP", "h11"),
+            timeout_graceful_shutdown=2)
 """
 
 
@@ -64,40 +94,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-# -- the server, in a child process ------------------------------------------------------
-
-def serve(url: str, port: int) -> None:
-    import logging
-
-    import uvicorn
-
-    # No per-call log lines in the measurement (Litestar configures the root logger at INFO).
-    for name in ("switchboard", "mcp", "litestar", "uvicorn"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-
-    from board.app import create_app
-
-    settings = Settings(database_url=url, secret_key="bench-secret-key-0123456789", rate_limit_per_second=0,
-                        doorbell_heartbeat_seconds=0)
-    uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning",
-                timeout_graceful_shutdown=2)
-
-
 @contextlib.contextmanager
-def server_process(url: str):
+def server_process(root: Path, url: str):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", url, str(port)], cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(root), url, str(port)], cwd=root)
     try:
         deadline = time.monotonic() + 60
         while True:
             if proc.poll() is not None:
-                raise RuntimeError("the server process exited during startup")
+                raise RuntimeError(f"the server from {root} exited during startup")
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
                 break
             if time.monotonic() > deadline:
                 raise RuntimeError("the server did not start in 60 s")
             time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp", proc.pid
+        yield port, proc.pid
     finally:
         proc.terminate()
         try:
@@ -106,17 +117,21 @@ def server_process(url: str):
             proc.kill()
 
 
-# -- the cases ---------------------------------------------------------------------------
-
-async def new_queue(store: st.Store, url: str, user_id: int, backlog: int) -> tuple[str, str]:
-    """A fresh endpoint on a fresh queue, with `backlog` pending todos."""
-    queue = "b" + uuid.uuid4().hex[:10]
-    row, token = await store.endpoint_vend(user_id, name=queue, agent_id="bench", queues=[queue],
-                                           scope=list(st.VERBS))
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        await conn.execute(PENDING_SQL, {"ep": row["id"], "queue": queue, "n": backlog})
-        await conn.execute("ANALYZE todos")
-    return queue, token
+@contextlib.contextmanager
+def worktree(rev: str):
+    """A detached git worktree of `rev`, removed afterwards."""
+    sha = subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    path = ROOT / ".switchboard" / "bench-worktrees" / sha
+    if path.exists():
+        subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=ROOT, capture_output=True)
+        shutil.rmtree(path, ignore_errors=True)
+    subprocess.run(["git", "worktree", "add", "--detach", str(path), sha], cwd=ROOT, check=True,
+                   capture_output=True)
+    try:
+        yield sha, path
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=ROOT, capture_output=True)
 
 
 def cpu_seconds(pid: int | None = None) -> float:
@@ -130,92 +145,182 @@ def cpu_seconds(pid: int | None = None) -> float:
         return float("nan")
 
 
-def summarize(latencies: list[float], calls: int, elapsed: float) -> dict:
-    latencies.sort()
-    return {
-        "calls": calls,
-        "rate": calls / elapsed if elapsed else 0.0,
-        "p50": statistics.median(latencies) * 1000 if latencies else 0.0,
-        "p99": latencies[max(0, int(len(latencies) * 0.99) - 1)] * 1000 if latencies else 0.0,
-    }
+# -- clients -----------------------------------------------------------------------------
+
+class RawClient:
+    """One keep-alive HTTP/1.1 connection speaking JSON-RPC to /mcp, nothing more: it builds
+    request bytes by hand and reads Content-Length bodies (the server answers JSON)."""
+
+    def __init__(self, port: int, token: str, generation: str):
+        self.port, self.token, self.generation = port, token, generation
+        self.session: str | None = None
+        self.ids = itertools.count(1)
+
+    async def __aenter__(self):
+        self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        if self.generation == "legacy":
+            _, headers = await self._post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"}}}, {})
+            self.session = headers["mcp-session-id"]
+            await self._post({"jsonrpc": "2.0", "method": "notifications/initialized"}, {})
+        return self
+
+    async def __aexit__(self, *exc):
+        self.writer.close()
+        with contextlib.suppress(Exception):
+            await self.writer.wait_closed()
+
+    async def _post(self, message: dict, extra: dict) -> tuple[dict | None, dict]:
+        body = json.dumps(message, separators=(",", ":")).encode()
+        headers = {"Host": f"127.0.0.1:{self.port}", "Authorization": f"Bearer {self.token}",
+                   "Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+                   "Content-Length": str(len(body)), **extra}
+        if self.session:
+            headers["Mcp-Session-Id"] = self.session
+            headers["MCP-Protocol-Version"] = "2025-11-25"
+        head = "POST /mcp HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+        self.writer.write(head.encode() + body)
+        status_line = await self.reader.readline()
+        status = int(status_line.split()[1])
+        got: dict[str, str] = {}
+        while (line := await self.reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode().partition(":")
+            got[name.strip().lower()] = value.strip()
+        data = await self.reader.readexactly(int(got.get("content-length", "0")))
+        if status >= 300:
+            raise RuntimeError(f"HTTP {status}: {data[:200]!r}")
+        return (json.loads(data) if data else None), got
+
+    async def call_tool(self, name: str, arguments: dict) -> dict:
+        params: dict = {"name": name, "arguments": arguments}
+        extra = {}
+        if self.generation == "modern":
+            params["_meta"] = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                               "io.modelcontextprotocol/clientCapabilities": {}}
+            extra = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name}
+        reply, _ = await self._post({"jsonrpc": "2.0", "id": next(self.ids), "method": "tools/call",
+                                     "params": params}, extra)
+        result = reply["result"]
+        if result.get("isError"):
+            raise RuntimeError(f"{name} failed: {result['content'][0]['text']}")
+        return result["structuredContent"]
 
 
-async def run_store(url: str, token: str, clients: int, seconds: float) -> dict:
-    pool = await open_pool(url)  # the server's pool size
-    store = st.Store(pool, Settings())
-    agent = await store.endpoint_authenticate(token)
-    latencies: list[float] = []
-    stop_at = time.perf_counter() + seconds
+class SdkClient:
+    """mcp.Client over Streamable HTTP, as a Python agent runs it."""
 
-    async def worker() -> int:
+    def __init__(self, port: int, token: str, generation: str):
+        self.port, self.token, self.generation = port, token, generation
+
+    async def __aenter__(self):
+        import httpx2
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+
+        self.stack = contextlib.AsyncExitStack()
+        http = await self.stack.enter_async_context(httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {self.token}"}, timeout=httpx2.Timeout(60.0)))
+        kwargs = {"mode": "legacy"} if self.generation == "legacy" else {}
+        self.client = await self.stack.enter_async_context(
+            Client(streamable_http_client(f"http://127.0.0.1:{self.port}/mcp", http_client=http), **kwargs))
+        await self.client.list_tools()  # what a real agent does first
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.stack.aclose()
+
+    async def call_tool(self, name: str, arguments: dict) -> dict:
+        result = await self.client.call_tool(name, arguments)
+        if result.is_error:
+            raise RuntimeError(f"{name} failed: {result.content[0].text}")
+        return result.structured_content
+
+
+class StoreClient:
+    """The same two calls in this process, through the store: what the MCP surface adds to."""
+
+    def __init__(self, store: st.Store, agent: st.Agent):
+        self.store, self.agent = store, agent
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        return None
+
+    async def call_tool(self, name: str, arguments: dict) -> dict:
+        if name == "claim_next":
+            return await self.store.todo_claim_next(self.agent)
+        return await self.store.todo_complete(self.agent, arguments["id"], result=arguments["result"])
+
+
+# -- cases -------------------------------------------------------------------------------
+
+@dataclass
+class Case:
+    name: str
+    server: str | None  # "this", a revision, or None for the store
+    generation: str | None
+    client: str | None
+    token: str = ""
+    calls: int = 0
+    elapsed: float = 0.0
+    server_cpu: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    slice_rates: list[float] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return self.calls / self.elapsed if self.elapsed else 0.0
+
+
+async def run_slice(case: Case, clients: int, seconds: float, open_client) -> None:
+    latencies = case.latencies
+
+    async def worker(client) -> int:
         n = 0
+        stop_at = time.perf_counter() + seconds
         while time.perf_counter() < stop_at:
             t0 = time.perf_counter()
-            res = await store.todo_claim_next(agent)
+            claim = await client.call_tool("claim_next", {})
             t1 = time.perf_counter()
-            if res["todo"] is None:
-                break
-            await store.todo_complete(agent, res["todo"]["id"], result={"ok": True})
+            if claim["todo"] is None:
+                raise RuntimeError(f"{case.name}: the backlog ran out; raise --backlog")
+            await client.call_tool("complete", {"id": claim["todo"]["id"], "result": {"ok": True}})
             t2 = time.perf_counter()
             latencies.extend((t1 - t0, t2 - t1))
             n += 2
         return n
 
-    started = time.perf_counter()
-    calls = sum(await asyncio.gather(*(worker() for _ in range(clients))))
-    elapsed = time.perf_counter() - started
-    await pool.close()
-    return summarize(latencies, calls, elapsed)
-
-
-async def run_mcp(endpoint: str, token: str, clients: int, seconds: float, generation: str) -> dict:
-    import httpx2
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-
-    latencies: list[float] = []
     async with contextlib.AsyncExitStack() as stack:
-        sessions = []
-        for _ in range(clients):
-            http = await stack.enter_async_context(httpx2.AsyncClient(
-                headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(60.0)))
-            kwargs = {"mode": "legacy"} if generation == "legacy" else {}
-            client = await stack.enter_async_context(
-                Client(streamable_http_client(endpoint, http_client=http), **kwargs))
-            await client.list_tools()  # what a real agent does first; also warms the output schemas
-            sessions.append(client)
-        stop_at = time.perf_counter() + seconds
-
-        async def worker(client) -> int:
-            n = 0
-            while time.perf_counter() < stop_at:
-                t0 = time.perf_counter()
-                res = await client.call_tool("claim_next", {})
-                t1 = time.perf_counter()
-                todo = res.structured_content["todo"]
-                if res.is_error or todo is None:
-                    break
-                done = await client.call_tool("complete", {"id": todo["id"], "result": {"ok": True}})
-                t2 = time.perf_counter()
-                if done.is_error:
-                    raise RuntimeError(f"complete failed: {done.structured_content}")
-                latencies.extend((t1 - t0, t2 - t1))
-                n += 2
-            return n
-
+        opened = [await stack.enter_async_context(open_client()) for _ in range(clients)]
         started = time.perf_counter()
-        calls = sum(await asyncio.gather(*(worker(c) for c in sessions)))
+        calls = sum(await asyncio.gather(*(worker(c) for c in opened)))
         elapsed = time.perf_counter() - started
-    return summarize(latencies, calls, elapsed)
+    case.calls += calls
+    case.elapsed += elapsed
+    case.slice_rates.append(calls / elapsed)
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * q))] * 1000
 
 
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
-    ap.add_argument("--seconds", type=float, default=3.0, help="length of each case")
+    ap.add_argument("--clients", type=int, nargs="+", default=[1, 8])
+    ap.add_argument("--slices", type=int, default=6, help="rounds of every case, in rotating order")
+    ap.add_argument("--seconds", type=float, default=1.5, help="length of one case in one slice")
     ap.add_argument("--generations", nargs="+", choices=["modern", "legacy"], default=["modern", "legacy"])
-    ap.add_argument("--backlog", type=int, default=20_000, help="pending todos each case starts with")
+    ap.add_argument("--client", nargs="+", choices=["sdk", "raw"], default=["raw", "sdk"], dest="kinds")
+    ap.add_argument("--against", metavar="REV", help="also run REV's server (a git worktree) side by side")
+    ap.add_argument("--backlog", type=int, help="pending todos per case (default: enough for 1,500 cycles/s)")
     args = ap.parse_args()
+    backlog = args.backlog or int(1500 * args.slices * args.seconds) + 1000
 
     embedded = None
     admin = os.environ.get("DATABASE_URL")
@@ -225,30 +330,56 @@ async def main() -> None:
     name = f"bench_mcp_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        version = conn.execute("SHOW server_version").fetchone()[0]
     url = _url(admin, name)
-    rows = []
+    results: list[tuple[int, list[Case]]] = []
     try:
         await migrate(url)
-        pool = await open_pool(url, min_size=1, max_size=2)
+        pool = await open_pool(url, min_size=1, max_size=4)
         store = st.Store(pool, Settings())
         user = await store.user_insert("bench", "not-a-real-hash")
-        with server_process(url) as (endpoint, server_pid):
+        run_pool = await open_pool(url)  # the store case's pool, sized as the server's
+        run_store = st.Store(run_pool, Settings())
+
+        async def new_token() -> str:
+            queue = "b" + uuid.uuid4().hex[:10]
+            row, token = await store.endpoint_vend(user["id"], name=queue, agent_id="bench", queues=[queue],
+                                                   scope=list(st.VERBS))
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+                await conn.execute(PENDING_SQL, {"ep": row["id"], "queue": queue, "n": backlog})
+                await conn.execute("ANALYZE todos")
+            return token
+
+        async with contextlib.AsyncExitStack() as stack:
+            servers: dict[str, tuple[int, int]] = {"this": stack.enter_context(server_process(ROOT, url))}
+            if args.against:
+                sha, path = stack.enter_context(worktree(args.against))
+                servers[sha] = stack.enter_context(server_process(path, url))
             for clients in args.clients:
-                result = {}
-                for variant in ["store", *args.generations]:
-                    _, token = await new_queue(store, url, user["id"], args.backlog)
-                    here, there = cpu_seconds(), cpu_seconds(server_pid)
-                    if variant == "store":
-                        r = await run_store(url, token, clients, args.seconds)
-                    else:
-                        r = await run_mcp(endpoint, token, clients, args.seconds, variant)
-                    calls = max(r["calls"], 1)
-                    r["client_cpu"] = (cpu_seconds() - here) * 1000 / calls
-                    r["server_cpu"] = 0.0 if variant == "store" else (cpu_seconds(server_pid) - there) * 1000 / calls
-                    result[variant] = r
-                    print(f"  {variant:6} {clients:3} clients: {r['rate']:8.0f} calls/s  p50 {r['p50']:6.2f} ms  "
-                          f"p99 {r['p99']:6.2f} ms", flush=True)
-                rows.append((clients, result))
+                cases = [Case("store", None, None, None)]
+                for kind, generation, server in itertools.product(args.kinds, args.generations, servers):
+                    cases.append(Case(f"{server}/{generation}/{kind}", server, generation, kind))
+                for case in cases:
+                    case.token = await new_token()
+                for i in range(args.slices):
+                    order = cases[i % len(cases):] + cases[:i % len(cases)]
+                    for case in order:
+                        if case.server is None:
+                            agent = await run_store.endpoint_authenticate(case.token)
+                            opener = lambda: StoreClient(run_store, agent)  # noqa: E731
+                            await run_slice(case, clients, args.seconds, opener)
+                            continue
+                        port, pid = servers[case.server]
+                        factory = RawClient if case.client == "raw" else SdkClient
+                        opener = lambda f=factory, p=port, c=case: f(p, c.token, c.generation)  # noqa: E731
+                        before = cpu_seconds(pid)
+                        calls_before = case.calls
+                        await run_slice(case, clients, args.seconds, opener)
+                        case.server_cpu += cpu_seconds(pid) - before
+                        assert case.calls > calls_before
+                    print(f"  {clients} clients: slice {i + 1}/{args.slices} done", flush=True)
+                results.append((clients, cases))
+        await run_pool.close()
         await pool.close()
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
@@ -257,24 +388,34 @@ async def main() -> None:
             embedded.stop()
 
     print()
-    print(f"claim_next + complete, {args.seconds:g} s a case, {args.backlog:,} pending todos per case, "
-          f"{os.cpu_count()} CPUs; MCP rows: SDK client -> HTTP -> server process -> Postgres")
-    print(f"{'clients':>7} {'path':>7} | {'calls/s':>8} {'p50 ms':>7} {'p99 ms':>7} | {'vs store':>8} | "
-          f"{'client CPU':>10} {'server CPU':>10}")
-    print("-" * 82)
-    for clients, result in rows:
-        base = result["store"]["rate"]
-        for variant, r in result.items():
-            ratio = r["rate"] / base if base else 0.0
-            server = f"{r['server_cpu']:>7.2f} ms" if variant != "store" else f"{'-':>10}"
-            print(f"{clients:>7} {variant:>7} | {r['rate']:>8.0f} {r['p50']:>7.2f} {r['p99']:>7.2f} | {ratio:>8.2f} | "
-                  f"{r['client_cpu']:>7.2f} ms {server}")
-    print("vs store = the path's calls/s divided by in-process store calls/s at the same concurrency;")
-    print("CPU columns = CPU time per call of this (client) process and of the server process")
+    print(f"claim_next + complete; {args.slices} slices of {args.seconds:g} s per case, interleaved; "
+          f"{backlog:,} pending todos per case; {os.cpu_count()} CPUs; PostgreSQL {version}")
+    print(f"{'clients':>7} {'case':<28} | {'calls/s':>8} {'p50 ms':>7} {'p99 ms':>7} | {'vs store':>8} | "
+          f"{'server CPU/call':>15}")
+    print("-" * 92)
+    for clients, cases in results:
+        base = cases[0].rate
+        for case in cases:
+            cpu = f"{case.server_cpu * 1000 / max(case.calls, 1):>12.2f} ms" if case.server else f"{'-':>15}"
+            print(f"{clients:>7} {case.name:<28} | {case.rate:>8.0f} {pct(case.latencies, 0.5):>7.2f} "
+                  f"{pct(case.latencies, 0.99):>7.2f} | {case.rate / base:>8.2f} | {cpu}")
+    if args.against:
+        print()
+        print("this tree's calls/s over the other revision's, per slice pair (geometric mean, 95% interval):")
+        for clients, cases in results:
+            by_name = {c.name: c for c in cases}
+            for case in cases:
+                if case.server != "this":
+                    continue
+                other = next(c for c in cases if c.server not in (None, "this") and
+                             (c.generation, c.client) == (case.generation, case.client))
+                mean, lo, hi = ratio_interval([a / b for a, b in zip(case.slice_rates, other.slice_rates)])
+                label = f"{case.generation}/{case.client}"
+                print(f"{clients:>7} clients {label:<14} {mean:5.2f}x ({lo:.2f}-{hi:.2f})  "
+                      f"{by_name[case.name].rate:>6.0f} vs {other.rate:>6.0f} calls/s")
+    print("vs store = calls/s over in-process store calls/s at the same concurrency; server CPU/call = "
+          "the server process's CPU time per call")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--serve":
-        serve(sys.argv[2], int(sys.argv[3]))
-    else:
-        asyncio.run(main())
+    asyncio.run(main())

