@@ -10,7 +10,7 @@ import json
 import uvicorn
 
 from board.hooks import verify
-from tests.conftest import free_port, make_agent, run_server
+from tests.conftest import free_port, make_agent, run_server, sql_rows
 
 SECRET = "receiver-secret"
 
@@ -46,7 +46,11 @@ class Receiver:
     async def running(self):
         server = uvicorn.Server(uvicorn.Config(self, host="127.0.0.1", port=self.port, log_level="warning"))
         task = asyncio.create_task(server.serve())
+        deadline = asyncio.get_running_loop().time() + 30
         while not server.started:
+            if task.done():
+                task.result()  # it failed to start: say why
+            assert asyncio.get_running_loop().time() < deadline, "the receiver did not start within 30 s"
             await asyncio.sleep(0.01)
         try:
             yield self
@@ -58,11 +62,16 @@ class Receiver:
         return [json.loads(b) for _, b in self.received]
 
 
-async def wait_for(predicate, timeout=15.0):
+async def wait_for(predicate, timeout=30.0):
     deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
+    while not await predicate():
+        assert asyncio.get_running_loop().time() < deadline, f"not met within {timeout} s"
         await asyncio.sleep(0.05)
+
+
+async def tried(db_url: str, todo_id: str) -> bool:
+    rows = await sql_rows(db_url, "SELECT tries, delivered_at FROM hook_events WHERE todo_id = %s", (todo_id,))
+    return bool(rows) and rows[0]["tries"] >= 1 and rows[0]["delivered_at"] is None
 
 
 async def test_events_committed_before_a_restart_are_delivered_after_it(server_settings):
@@ -73,11 +82,15 @@ async def test_events_committed_before_a_restart_are_delivered_after_it(server_s
     async with run_server(settings) as srv:
         agent = await make_agent(srv.store)
         first = await srv.store.todo_add(agent, queue="q", title="before the restart")
-        await asyncio.sleep(0.3)  # delivery tries and fails: nobody is listening
+        # delivery tries and fails: nobody is listening
+        await wait_for(lambda: tried(settings.database_url, first["id"]))
     async with receiver.running(), run_server(settings) as srv:
         second = await srv.store.todo_add(agent, queue="q", title="after the restart")
-        await wait_for(lambda: {e["todo"]["id"] for e in receiver.events() if e["event"] == "todo.ready"}
-                       >= {first["id"], second["id"]})
+        async def both_delivered():
+            return {e["todo"]["id"] for e in receiver.events() if e["event"] == "todo.ready"} >= {
+                first["id"], second["id"]}
+
+        await wait_for(both_delivered)
     for headers, body in receiver.received:
         assert verify(SECRET, headers["x-switchboard-signature"], body)
     delivered = [e for e in receiver.events() if e["todo"]["id"] == first["id"]]

@@ -74,25 +74,32 @@ async def test_another_endpoints_session_is_never_rung(live_server):
     store = live_server.store
     mine = await vend(store)
     theirs = await vend(store, user_id=mine.user_id, agent_id="other")  # same human, same queue name
-    async with legacy_session(live_server, theirs.token, theirs.endpoint_id) as (_, their_inbox):
+    async with legacy_session(live_server, theirs.token, theirs.endpoint_id) as (their_client, their_inbox):
         async with listening(live_server, theirs.token) as (_, their_rings, _sub):
             async with legacy_session(live_server, mine.token, mine.endpoint_id) as (client, my_inbox):
                 todo = await call(client, "add_todo", {"queue": "q", "title": "mine only"})
                 await my_inbox.wait_for(uri(todo["id"]))
-                await asyncio.sleep(0.3)
-    assert their_inbox.uris == [] and their_rings == []
+            # Rings reach a doorway in order: once their own later todo has rung both of their
+            # doorways, a ring for mine would have arrived before it.
+            marker = await call(their_client, "add_todo", {"queue": "q", "title": "theirs"})
+            await their_inbox.wait_for(uri(marker["id"]))
+            await wait_until(lambda: uri(marker["id"]) in their_rings)
+    assert their_inbox.uris == [uri(marker["id"])] and their_rings == [uri(marker["id"])]
 
 
 async def test_a_session_whose_scope_may_not_drain_is_not_rung(live_server):
     store = live_server.store
+    bell = doorbell(live_server)
     user = (await store.user_insert("qowner", "x"))["id"]
     producer = await vend(store, user_id=user, agent_id="producer", scope=("add_todo", "list_todos"))
     async with legacy_session(live_server, producer.token, producer.endpoint_id) as (client, inbox):
-        todo = await call(client, "add_todo", {"queue": "q", "title": "for someone who drains"})
         async with listening(live_server, producer.token) as (_, rings, _sub):
-            await asyncio.sleep(0.3)
-            assert rings == []
-        assert inbox.uris == [] and todo["state"] == "pending"
+            await wait_until(lambda: bell.live_doorways(producer.endpoint_id) == 2)  # both can be rung now
+            seen = bell.considered
+            todo = await call(client, "add_todo", {"queue": "q", "title": "for someone who drains"})
+            await wait_until(lambda: bell.considered > seen)  # the doorbell has decided on the add
+            assert todo["id"] not in bell.gate, "the doorbell rang a session that may not drain"
+            assert rings == [] and inbox.uris == [] and todo["state"] == "pending"
 
 
 async def test_a_release_inside_the_gate_does_not_ring_twice(live_server):

@@ -51,23 +51,26 @@ async def test_a_reap_counts_once_in_each_family(live_server):
     assert value(after, "switchboard_todos", queue="builds", state="pending") == 1
 
 
-async def test_a_takeover_moves_lease_expired_by_exactly_one(live_server):
-    store = live_server.store
-    agent = await make_agent(store, queues=("builds",))
-    todo = await store.todo_add(agent, queue="builds", title="t")
-    from datetime import datetime, timedelta, timezone
-    past = datetime.now(timezone.utc) - timedelta(minutes=5)
-    await store.todo_claim(agent, todo["id"], lease_seconds=60, now=past)  # lapsed four minutes ago
-    before = await scrape(live_server.url)
-    res = await store.todo_claim_next(agent)
-    if res["todo"] is None:  # the server's reaper got there first; it counts the same way
+async def test_a_takeover_moves_lease_expired_by_exactly_one(server_settings):
+    # The reaper is off: only the takeover can close the lapsed attempt.
+    async with run_server(server_settings.with_(reaper_interval_seconds=0)) as server:
+        store = server.store
+        agent = await make_agent(store, queues=("builds",))
+        todo = await store.todo_add(agent, queue="builds", title="t")
+        from datetime import datetime, timedelta, timezone
+        past = datetime.now(timezone.utc) - timedelta(minutes=5)
+        await store.todo_claim(agent, todo["id"], lease_seconds=60, now=past)  # lapsed four minutes ago
+        before = await scrape(server.url)
         res = await store.todo_claim_next(agent)
-    after = await scrape(live_server.url)
+        assert res["todo"]["id"] == todo["id"] and res["attempt_seq"] == 2
+        after = await scrape(server.url)
+        [first] = [a for a in (await store.todo_get(agent, todo["id"]))["attempts"] if a["seq"] == 1]
+    assert first["outcome"] == "lease_expired"
     assert value(after, "switchboard_lease_expired_total", queue="builds") - value(
         before, "switchboard_lease_expired_total", queue="builds") == 1
-    closed = sum(value(after, "switchboard_todo_attempts_closed_total", queue="builds", outcome=o) - value(
-        before, "switchboard_todo_attempts_closed_total", queue="builds", outcome=o) for o in ("lease_expired", "reaped"))
-    assert closed == 1
+    for outcome, moved in (("lease_expired", 1), ("reaped", 0)):
+        assert value(after, "switchboard_todo_attempts_closed_total", queue="builds", outcome=outcome) - value(
+            before, "switchboard_todo_attempts_closed_total", queue="builds", outcome=outcome) == moved, outcome
 
 
 async def test_metrics_never_carry_ids_summaries_or_claimants(live_server):

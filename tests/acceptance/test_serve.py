@@ -44,12 +44,15 @@ async def test_serve_logs_without_credentials_and_stops_cleanly_on_sigterm_with_
     try:
         base = f"http://127.0.0.1:{port}"
         async with httpx.AsyncClient(base_url=base, timeout=10) as client:
-            for _ in range(300):
+            deadline = time.monotonic() + 60
+            while True:
+                assert proc.poll() is None, f"serve exited during startup:\n{proc.stdout.read()}"
                 try:
                     if (await client.get("/login")).status_code == 200:
                         break
                 except httpx.HTTPError:
                     pass
+                assert time.monotonic() < deadline, "serve was not ready within 60 s"
                 await asyncio.sleep(0.05)
             await make_human(store, "operator")
             await sign_in(client, "operator")
@@ -58,14 +61,13 @@ async def test_serve_logs_without_credentials_and_stops_cleanly_on_sigterm_with_
                 lines = stream.aiter_lines()
                 while not (await anext(lines)).startswith("event: snapshot"):
                     pass  # the stream is live: its snapshot arrived
-                started = time.monotonic()
                 proc.send_signal(signal.SIGTERM)
                 out, _ = await asyncio.to_thread(proc.communicate, timeout=30)
         # uvicorn re-raises the signal it caught once it has shut down, so the exit status
-        # is SIGTERM's own; what matters is the orderly shutdown, and that it was prompt.
+        # is SIGTERM's own; what matters is the orderly shutdown: the open stream ended by
+        # itself, so uvicorn never had to cut it off at its graceful-shutdown timeout.
         assert proc.returncode in (0, -signal.SIGTERM), out
         assert "Application shutdown complete" in out and "graceful shutdown exceeded" not in out
-        assert time.monotonic() - started < 4
         assert f"listening on http://127.0.0.1:{port}" in out
         assert "database: " in out and "hunter2" not in out
     finally:

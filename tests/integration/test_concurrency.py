@@ -114,3 +114,45 @@ async def test_many_workers_never_hold_a_todo_twice(store, db_url):
                                       " (SELECT count(*) FROM attempts a WHERE a.todo_id = t.id AND outcome = 'completed') AS c"
                                       " FROM todos t")
     assert all(r["attempts_total"] == r["n"] and r["c"] == 1 for r in per_todo)
+
+
+async def test_two_takeovers_by_id_of_one_lapsed_lease_have_one_winner_and_one_close(store, db_url):
+    user = await make_user(store)
+    a = await make_agent(store, user=user, agent_id="taker", session_id="s-a")
+    b = a.on_session("s-b")
+    later = T0 + timedelta(minutes=5)
+    for i in range(ROUNDS):
+        todo = await store.todo_add(a, queue="q", title=f"lapsed {i}")
+        await store.todo_claim(a, todo["id"], lease_seconds=1, now=T0)
+        results = await asyncio.gather(_outcome(store.todo_claim(a, todo["id"], now=later)),
+                                       _outcome(store.todo_claim(b, todo["id"], now=later)))
+        wins = [r for r in results if isinstance(r, dict)]
+        assert len(wins) == 1, results
+        assert wins[0]["attempt_seq"] == 2
+        rows = await sql_rows(db_url, "SELECT seq, outcome FROM attempts WHERE todo_id = %s ORDER BY seq",
+                              (todo["id"],))
+        assert [(r["seq"], r["outcome"]) for r in rows] == [(1, "lease_expired"), (2, None)]
+        await store.todo_cancel(a, todo["id"])
+
+
+async def test_a_takeover_by_id_and_the_reaper_close_the_lapsed_attempt_exactly_once(store, agent, db_url):
+    later = T0 + timedelta(minutes=5)
+    rng = random.Random(11)
+    winners = {"reaped": 0, "lease_expired": 0}
+    for i in range(ROUNDS):
+        todo = await store.todo_add(agent, queue="q", title=f"lapsed {i}")
+        await store.todo_claim(agent, todo["id"], lease_seconds=1, now=T0)
+        reaped, taken = await asyncio.gather(delayed(store.sweep_reap(now=later), rng.uniform(0, 0.003)),
+                                             _outcome(store.todo_claim(agent, todo["id"], now=later)))
+        rows = await sql_rows(db_url, "SELECT seq, outcome FROM attempts WHERE todo_id = %s ORDER BY seq",
+                              (todo["id"],))
+        first = rows[0]["outcome"]
+        assert first in ("reaped", "lease_expired") and (first == "reaped") == (reaped == 1)
+        winners[first] += 1
+        # The claim by id wins either way: a takeover of the lapsed lease, or (after the
+        # reaper) a claim of the pending todo; one close, then attempt 2 open.
+        assert isinstance(taken, dict) and taken["attempt_seq"] == 2, taken
+        assert [(r["seq"], r["outcome"]) for r in rows] == [(1, first), (2, None)]
+        await store.todo_cancel(agent, todo["id"])
+    print("race winners:", winners)
+    assert winners["reaped"] > 0 and winners["lease_expired"] > 0, winners

@@ -81,3 +81,20 @@ async def test_the_right_token_from_the_same_endpoint_under_another_agent_id_is_
     with pytest.raises(Conflict):
         await call(store, impostor, verb, todo_id, right)
     assert await snapshot(db_url, todo_id) == before
+
+
+@pytest.mark.parametrize("verb", VERBS)
+async def test_an_unfenced_attempt_refuses_another_agent_id_of_the_same_endpoint(store, db_url, verb):
+    """Without a fence the statement's own owner check is all that stands between the
+    holder and another agent sharing its endpoint."""
+    agent = await make_agent(store, agent_id="claimer")
+    todo = await store.todo_add(agent, queue="q", title="unfenced")
+    await store.todo_claim(agent, todo["id"])
+    if verb == "resume":
+        await store.todo_interrupt(agent, todo["id"])
+    impostor = replace(agent, agent_id="someone-else")
+    before = await snapshot(db_url, todo["id"])
+    with pytest.raises(Conflict):
+        await call(store, impostor, verb, todo["id"], None)
+    assert await snapshot(db_url, todo["id"]) == before
+    assert (await call(store, agent, verb, todo["id"], None))["state"] == AFTER[verb][0]

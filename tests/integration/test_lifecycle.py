@@ -398,13 +398,15 @@ async def test_a_token_on_an_unfenced_attempt_is_conflict(store, agent):
         await store.todo_release(agent, todo["id"], lease_token="made-up")
 
 
-async def test_the_owner_check_applies_even_with_the_right_token(store):
+async def test_another_endpoint_of_the_same_human_with_the_right_token_gets_not_found(store):
+    # Scope comes before the fence: another endpoint cannot even see the todo. (The owner
+    # check within one endpoint is test_fence.py's, under another agent id.)
     user = await make_user(store)
     a1 = await make_agent(store, user=user, agent_id="one")
     a2 = await make_agent(store, user=user, agent_id="two")
     todo = await add(store, a1)
     res = await store.todo_claim(a1, todo["id"], require_fence=True)
-    with pytest.raises(NotFound):  # another endpoint cannot even see it
+    with pytest.raises(NotFound):
         await store.todo_complete(a2, todo["id"], lease_token=res["lease_token"])
 
 

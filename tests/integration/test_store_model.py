@@ -1,14 +1,21 @@
 """A stateful property test: random sequences of transitions against real Postgres, checked
-after every step against a plain Python model of the state machine and attempt history."""
+after every step against a plain Python model of the state machine and attempt history.
+
+Every holder verb, the interrupts included, is tried with the right token, none, a wrong one
+and a stale attempt's. The run is derandomized (the same examples every time, as CI needs);
+set SWITCHBOARD_MODEL_RANDOM=1 (and SWITCHBOARD_MODEL_EXAMPLES=N) to search new ones. The
+hard cases found so far run first, as fixed sequences of the same rules."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 import hypothesis.strategies as stg
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
@@ -33,17 +40,30 @@ class ModelTodo:
     lease: datetime | None = None
     next_retry: datetime | None = None
     token: str | None = None
+    old_tokens: list = field(default_factory=list)  # tokens of this todo's closed attempts
     outcomes: list = field(default_factory=list)  # None while the attempt is open
 
     def close(self, outcome):
         assert self.outcomes and self.outcomes[-1] is None
         self.outcomes[-1] = outcome
+        if self.token:
+            self.old_tokens.append(self.token)
         self.token = None
 
+    def presented(self, which: str) -> str | None:
+        """The lease_token a call presents: the open attempt's, none, a made-up one, or a
+        closed attempt's of this same todo (a made-up one when there is none yet)."""
+        if which == "right":
+            return self.token
+        if which == "stale" and self.old_tokens:
+            return self.old_tokens[-1]
+        return None if which == "none" else "wrong-token"
 
-def run_model_test(db_url: str) -> None:
-    loop = asyncio.new_event_loop()
 
+TOKENS = stg.sampled_from(["right", "none", "wrong", "stale"])
+
+
+def machine(db_url: str, loop) -> type[RuleBasedStateMachine]:
     class StoreMachine(RuleBasedStateMachine):
         def __init__(self):
             super().__init__()
@@ -119,10 +139,10 @@ def run_model_test(db_url: str) -> None:
             self.apply_claim(t, res, fenced)
 
         @rule(i=stg.integers(0, 2), verb=stg.sampled_from(["heartbeat", "complete", "fail", "release"]),
-              token=stg.sampled_from(["right", "none", "wrong"]))
+              token=TOKENS)
         def hold(self, i, verb, token):
             t = self.todos[i]
-            lease_token = {"right": t.token, "none": None, "wrong": "wrong-token"}[token]
+            lease_token = t.presented(token)
             call = getattr(self.store, f"todo_{verb}")
             try:
                 out = self.run(call(self.agent, t.id, lease_token=lease_token, now=self.now))
@@ -157,18 +177,20 @@ def run_model_test(db_url: str) -> None:
                 t.close("canceled")
             t.state, t.next_retry = "canceled", None
 
-        @rule(i=stg.integers(0, 2), resume=stg.booleans())
-        def interrupt_or_resume(self, i, resume):
+        @rule(i=stg.integers(0, 2), resume=stg.booleans(), token=TOKENS)
+        def interrupt_or_resume(self, i, resume, token):
             t = self.todos[i]
+            lease_token = t.presented(token)
             try:
                 if resume:
-                    self.run(self.store.todo_resume(self.agent, t.id, lease_token=t.token, lease_seconds=LEASE,
+                    self.run(self.store.todo_resume(self.agent, t.id, lease_token=lease_token, lease_seconds=LEASE,
                                                     now=self.now))
                 else:
-                    self.run(self.store.todo_interrupt(self.agent, t.id, lease_token=t.token, now=self.now))
+                    self.run(self.store.todo_interrupt(self.agent, t.id, lease_token=lease_token, now=self.now))
             except Conflict:
-                assert t.state != ("input_required" if resume else "claimed")
+                assert t.state != ("input_required" if resume else "claimed") or lease_token != t.token
                 return
+            assert lease_token == t.token
             if resume:
                 assert t.state == "input_required"
                 t.state, t.lease = "claimed", self.now + timedelta(seconds=LEASE)
@@ -224,12 +246,75 @@ def run_model_test(db_url: str) -> None:
             async with self.pool.connection() as conn:
                 return await (await conn.execute(RULE_BREAKERS)).fetchall()
 
-    StoreMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=30, deadline=None,
-                                              suppress_health_check=list(HealthCheck))
+    return StoreMachine
+
+
+def run_model_test(db_url: str) -> None:
+    loop = asyncio.new_event_loop()
+    StoreMachine = machine(db_url, loop)
+    searching = os.environ.get("SWITCHBOARD_MODEL_RANDOM") == "1"
+    StoreMachine.TestCase.settings = settings(
+        max_examples=int(os.environ.get("SWITCHBOARD_MODEL_EXAMPLES", "25")), stateful_step_count=30,
+        deadline=None, derandomize=not searching, database=None if not searching else settings.default.database,
+        suppress_health_check=list(HealthCheck))
     try:
         StoreMachine.TestCase().runTest()
     finally:
         loop.close()
+
+
+def run_steps(db_url: str, steps) -> None:
+    """One fixed sequence of the machine's rules, the invariant checked after each step."""
+    loop = asyncio.new_event_loop()
+    m = machine(db_url, loop)()
+    try:
+        m.database_matches_model()
+        for name, kwargs in steps:
+            getattr(m, name)(**kwargs)
+            m.database_matches_model()
+    finally:
+        m.teardown()
+        loop.close()
+
+
+# The hard cases, each once a survivor or a near miss: the fence on the interrupts and on
+# heartbeat with no token, a stale token after a takeover, and the cap around a manual retry.
+HARD_CASES = {
+    "a fenced attempt refuses every verb without its token, interrupts included": [
+        ("claim", {"i": 0, "fenced": True}),
+        ("hold", {"i": 0, "verb": "heartbeat", "token": "none"}),
+        ("interrupt_or_resume", {"i": 0, "resume": False, "token": "none"}),
+        ("interrupt_or_resume", {"i": 0, "resume": False, "token": "wrong"}),
+        ("interrupt_or_resume", {"i": 0, "resume": False, "token": "right"}),
+        ("interrupt_or_resume", {"i": 0, "resume": True, "token": "none"}),
+        ("interrupt_or_resume", {"i": 0, "resume": True, "token": "right"}),
+        ("hold", {"i": 0, "verb": "complete", "token": "none"}),
+        ("hold", {"i": 0, "verb": "complete", "token": "right"}),
+    ],
+    "a stale token after a takeover moves nothing": [
+        ("claim", {"i": 1, "fenced": True}),
+        ("advance", {"dt": 31}),
+        ("claim", {"i": 1, "fenced": True}),
+        ("hold", {"i": 1, "verb": "heartbeat", "token": "stale"}),
+        ("interrupt_or_resume", {"i": 1, "resume": False, "token": "stale"}),
+        ("hold", {"i": 1, "verb": "release", "token": "stale"}),
+        ("hold", {"i": 1, "verb": "fail", "token": "right"}),
+    ],
+    "a dead letter retried by hand keeps its history and the cap starts over": [
+        ("claim", {"i": 2, "fenced": False}), ("hold", {"i": 2, "verb": "fail", "token": "none"}),
+        ("advance", {"dt": 60}), ("retry_sweep", {}),
+        ("claim", {"i": 2, "fenced": True}), ("advance", {"dt": 31}), ("reap", {}),
+        ("claim", {"i": 2, "fenced": True}), ("hold", {"i": 2, "verb": "fail", "token": "right"}),
+        ("manual_retry", {"i": 2}), ("claim", {"i": 2, "fenced": False}),
+        ("hold", {"i": 2, "verb": "complete", "token": "stale"}),
+        ("hold", {"i": 2, "verb": "complete", "token": "none"}),
+    ],
+}
+
+
+@pytest.mark.parametrize("case", HARD_CASES)
+def test_a_known_hard_sequence_matches_the_model(db_url, case):
+    run_steps(db_url, HARD_CASES[case])
 
 
 def test_random_transition_sequences_match_the_model(db_url):
