@@ -62,8 +62,8 @@ from board import store as st  # noqa: E402
 from board.config import Settings  # noqa: E402
 from board.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
 
-# The baseline is the system before SPEC-0034: its schema (migration 0001, with the nine CHECK
-# constraints that 0008 turned into triggers, and no attempts table) and its claim and complete,
+# The baseline is the system before SPEC-0034: its schema (migration 0001, with the CHECK
+# constraints that 0002 turns into triggers, and no attempts table) and its claim and complete,
 # frozen here exactly as SPEC-0003 had them (compare-and-set, SKIP LOCKED, pg_notify), returning
 # the todo as it was then (no attempts_total, attempts_pruned or pruned_outcomes).
 PRE_CHANGE_SCHEMA = 1

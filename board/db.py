@@ -26,6 +26,7 @@ from psycopg_pool import AsyncConnectionPool
 log = logging.getLogger("switchboard.db")
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+SCHEMA_FILE_NAME = "schema.sql"
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _MIGRATE_LOCK = 0x5B0A_0034  # pg_advisory_lock key: one migrator at a time
 
@@ -48,6 +49,8 @@ class Migration:
 def load_migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
     found = []
     for path in sorted(directory.glob("*.sql")):
+        if path.name == SCHEMA_FILE_NAME:  # what the migrations build, for review; not a migration
+            continue
         m = _MIGRATION_NAME.match(path.name)
         if not m:
             raise MigrationError(f"migration file name {path.name!r} is not NNNN_snake_case.sql")
@@ -75,8 +78,11 @@ async def migrate(url: str, *, target: int | None = None, directory: Path = MIGR
             known = {m.version: m for m in migrations}
             for version, (name, checksum) in recorded.items():
                 m = known.get(version)
-                if m is None:
-                    raise MigrationError(f"database has migration {version:04d}_{name}, which this build does not know")
+                if m is None or m.name != name:
+                    raise MigrationError(
+                        f"this database was set up by an older development build of Switchboard (it has migration "
+                        f"{version:04d}_{name}, which this build does not know): delete it, or its data directory "
+                        f"(SWITCHBOARD_DATA_DIR, default ./.switchboard), and start again")
                 if m.checksum != checksum:
                     raise MigrationError(
                         f"migration {version:04d}_{name}.sql was edited after it was applied; "

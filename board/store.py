@@ -225,7 +225,7 @@ NOW = "coalesce(%(now)s::timestamptz, now())"
 # An open attempt is found by its primary key (todo_id, seq = the todo's attempts_total) and
 # tested with "outcome IS NULL", which is the same as "ended_at IS NULL" because every
 # statement here sets ended_at, outcome and disposition together (the attempts' rules, held
-# by this module since migration 0011, tests/integration/test_attempt_invariants.py). Phrased
+# by this module, tests/integration/test_attempt_invariants.py). Phrased
 # on ended_at, the test would let the planner walk the whole partial index behind
 # attempts_one_open_per_todo (every open attempt, and every dead entry of the ones closed
 # since the last vacuum) instead of one primary-key probe; the plan test in
@@ -254,7 +254,7 @@ def _todo_cols(r: str, known: Iterable[str] = ()) -> str:
 # What a claim and the lean closes (complete, cancel) fix on the todo, so their statements
 # need not return it: every column sent costs the server an output conversion and the
 # client a parse (a timestamp costs most). The store fills these in from the transition.
-# The rules of todos_consistent (0008) make them so: a claimed todo has a holder and no
+# The rules of the todos_consistent trigger make them so: a claimed todo has a holder and no
 # retry time; a done or canceled one has neither holder, lease nor retry time.
 CLAIM_KNOWN = ("state", "owner", "next_retry_at", "dead_letter")
 CLOSE_KNOWN = ("id", "state", "owner", "lease_expires_at", "next_retry_at", "dead_letter")
@@ -477,8 +477,8 @@ RETURNING {todo_cols},
        {notify}
 """
 # The todos update is the statement itself, not a CTE: its RETURNING is the response, with
-# no whole-row copy through a CTE (about a twentieth of a claim's server CPU). The prior
-# attempts come from the SQL function attempt_prior (migration 0007), called only for a todo
+# no whole-row copy through a CTE. The prior
+# attempts come from the SQL function attempt_prior, called only for a todo
 # claimed before: as a sub-select, the executor set the query up on every claim, used or not.
 
 _PENDING_BY_ID = """cand AS (

@@ -133,7 +133,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "'died', {c}.outcome IN ('lease_expired', 'reaped'), 'summary'",
            "'died', {c}.outcome IN ('lease_expired'), 'summary'",
            ("tests/integration/test_hooks.py",), "a reaped dead letter's hook payload says it did not die"),
-    Mutant("died-in-attempt-reads", "died", "migrations/0007_attempt_public_functions.sql",
+    Mutant("died-in-attempt-reads", "died", "migrations/0002_attempt_history.sql",
            "'died', coalesce(a.outcome IN ('lease_expired', 'reaped'), false),",
            "'died', coalesce(a.outcome IN ('lease_expired'), false),",
            (LIFECYCLE,), "get_todo and prior_attempts say a reaped attempt did not die"),

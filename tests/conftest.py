@@ -129,8 +129,8 @@ async def agent(store):
 
 # The cross-column rules (REQ-1, REQ-4): ended_at, outcome and disposition are null together
 # or set together; claimer_endpoint_id is set exactly for an endpoint's claim; a died attempt
-# (lease_expired, reaped) reports no summary and no artifact. The store holds them (migration
-# 0011); this query finds the rows that break one, and the tests expect none.
+# (lease_expired, reaped) reports no summary and no artifact. The store holds them; this
+# query finds the rows that break one, and the tests expect none.
 RULE_BREAKERS = """
 SELECT todo_id, seq, outcome::text AS outcome FROM attempts
  WHERE NOT ((ended_at IS NULL) = (outcome IS NULL) AND (outcome IS NULL) = (disposition IS NULL)

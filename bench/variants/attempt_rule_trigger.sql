@@ -1,6 +1,6 @@
--- The attempts' rule trigger as it was before migration 0011 (function of 0006, trigger of
--- 0010), frozen for comparison: run the shipped store with it restored, side by side with
--- the store as shipped, to see what 0011 bought (REQ-18):
+-- The attempts' cross-column rules as a row trigger, the form the store's own checks
+-- replaced, frozen for comparison: run the shipped store with it restored, side by side
+-- with the store as shipped, to see what holding the rules in the store buys (REQ-18):
 --
 --   python bench/claim_contention.py --workers 8 --slices 20 \
 --       --variant rule-trigger=@bench/variants/attempt_rule_trigger.sql

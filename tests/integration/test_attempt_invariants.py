@@ -1,7 +1,7 @@
 """The attempt record's invariants (REQ-1, REQ-4, REQ-5, REQ-11). The per-column bounds are the
 database's: it refuses a row that breaks one, whoever writes it (raw SQL here, so the store's
-own validation is not what is tested). The three cross-column rules are the store's since
-migration 0011 (a PL/pgSQL trigger cost REQ-18 too much): every transition that writes an
+own validation is not what is tested). The three cross-column rules are the store's (a
+PL/pgSQL trigger cost REQ-18 too much): every transition that writes an
 attempt is driven through the store and every row it leaves is held to them."""
 
 from __future__ import annotations

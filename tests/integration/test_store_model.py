@@ -239,7 +239,7 @@ def machine(db_url: str, loop) -> type[RuleBasedStateMachine]:
                 assert [a["seq"] for a in reversed(got["attempts"])] == list(range(1, t.total + 1))
                 assert (outcomes[-1:] == [None]) == (t.state in HOLDING)
                 assert all(a["died"] == (a["outcome"] in ("lease_expired", "reaped")) for a in got["attempts"])
-            # the attempts' cross-column rules, which the store holds (migration 0011)
+            # the attempts' cross-column rules, which the store holds
             assert self.run(self._rule_breakers()) == []
 
         async def _rule_breakers(self):

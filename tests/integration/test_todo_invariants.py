@@ -1,8 +1,9 @@
 """The todos table refuses rows that break SPEC-0003's lifecycle rules, whoever writes them.
-Since 0008 the rules are two row triggers instead of nine CHECK constraints (REQ-18: a CHECK is
-planned again on every statement). These tests hold the triggers to what the CHECKs did: the
-same rows accepted and refused, with the same SQLSTATE and constraint names, on INSERT and
-UPDATE. Raw SQL, so the store's own validation is not what is being tested."""
+The rules are two row triggers (0002) instead of the CHECK constraints the table had before
+SPEC-0034 (REQ-18: a CHECK is planned again on every statement). These tests hold the
+triggers to what the CHECKs did: the same rows accepted and refused, with the same SQLSTATE
+and constraint names, on INSERT and UPDATE. Raw SQL, so the store's own validation is not
+what is being tested."""
 
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ from board.db import migrate
 from tests.conftest import create_database, drop_database, sql_rows
 
 STATES = ("pending", "claimed", "input_required", "auth_required", "done", "failed", "canceled")
+
+# The system before SPEC-0034 (0001, CHECK constraints) with SPEC-0034's two counters added
+# as CHECKs too: the rules as constraints, for the triggers to be compared with.
+AS_CHECKS = """
+ALTER TABLE todos
+  ADD COLUMN attempts_total  integer NOT NULL DEFAULT 0 CONSTRAINT todos_attempts_total_check CHECK (attempts_total >= 0),
+  ADD COLUMN attempts_pruned integer NOT NULL DEFAULT 0 CONSTRAINT todos_attempts_pruned_check CHECK (attempts_pruned >= 0)
+"""
 
 # One column set away from a valid pending todo, and the rule (constraint name) that refuses it.
 BROKEN_FIELDS = {
@@ -121,13 +130,16 @@ async def test_the_store_reports_a_refused_field_as_invalid_naming_it(db_url, to
 
 async def test_the_triggers_accept_and_refuse_the_rows_the_checks_did(pg_admin_url):
     """Every combination of state, owner, lease and retry time, inserted and set by UPDATE,
-    against a database migrated to 0007 (the CHECK constraints) and one migrated to the end."""
+    against a database with the CHECK constraints (0001 and AS_CHECKS) and one migrated to the end."""
     names, outcomes = [], []
     try:
-        for target in (7, None):
+        for target in (1, None):
             name, url = create_database(pg_admin_url, template=None)
             names.append(name)
             await migrate(url, target=target)
+            if target == 1:
+                async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+                    await conn.execute(AS_CHECKS)
             await _seed_endpoint(url)
             pending = await _insert(url)
             seen = []

@@ -1,0 +1,239 @@
+-- The schema the migrations build, as pg_dump --schema-only prints it (without comments and
+-- SET lines), so a review sees every change to it. Not applied by anything: the migrations
+-- are. tests/integration/test_migrations.py fails when the two differ; after a deliberate
+-- change, write this file anew with `python -m tests.integration.test_migrations`.
+
+CREATE DOMAIN public.attempt_artifact AS text
+	CONSTRAINT attempt_artifact_check CHECK ((octet_length(VALUE) <= 512));
+CREATE DOMAIN public.attempt_claimant AS text
+	CONSTRAINT attempt_claimant_check CHECK ((octet_length(VALUE) <= 128));
+CREATE TYPE public.attempt_claimer_kind AS ENUM (
+    'endpoint',
+    'owner'
+);
+CREATE TYPE public.attempt_disposition AS ENUM (
+    'done',
+    'retry_scheduled',
+    'dead_lettered',
+    'requeued',
+    'canceled'
+);
+CREATE DOMAIN public.attempt_number AS integer
+	CONSTRAINT attempt_number_check CHECK ((VALUE >= 1));
+CREATE TYPE public.attempt_outcome AS ENUM (
+    'completed',
+    'failed',
+    'released',
+    'lease_expired',
+    'reaped',
+    'canceled',
+    'revoked'
+);
+CREATE DOMAIN public.attempt_summary AS text
+	CONSTRAINT attempt_summary_check CHECK ((octet_length(VALUE) <= 2048));
+CREATE DOMAIN public.lease_token_sha256 AS bytea
+	CONSTRAINT lease_token_sha256_check CHECK ((length(VALUE) = 32));
+CREATE TYPE public.todo_state AS ENUM (
+    'pending',
+    'claimed',
+    'input_required',
+    'auth_required',
+    'done',
+    'failed',
+    'canceled'
+);
+CREATE FUNCTION public.attempt_prior(todo_id text, n integer) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $_$
+  SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json)
+    FROM (SELECT a.seq, attempt_public(a) AS j FROM attempts a
+           WHERE a.todo_id = $1 AND a.ended_at IS NOT NULL ORDER BY a.seq DESC LIMIT $2) x
+$_$;
+CREATE TABLE public.attempts (
+    todo_id text NOT NULL COLLATE pg_catalog."C",
+    seq public.attempt_number NOT NULL,
+    attempt public.attempt_number NOT NULL,
+    claimer_kind public.attempt_claimer_kind NOT NULL,
+    claimer_endpoint_id uuid,
+    claimer_session text,
+    owner text NOT NULL,
+    claimant public.attempt_claimant,
+    claimed_at timestamp with time zone NOT NULL,
+    last_heartbeat_at timestamp with time zone,
+    lease_expires_at timestamp with time zone NOT NULL,
+    ended_at timestamp with time zone,
+    outcome public.attempt_outcome,
+    disposition public.attempt_disposition,
+    summary public.attempt_summary,
+    summary_truncated boolean DEFAULT false NOT NULL,
+    artifact public.attempt_artifact,
+    lease_token_hash public.lease_token_sha256
+);
+CREATE FUNCTION public.attempt_public(a public.attempts) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  SELECT json_build_object('seq', a.seq, 'attempt', a.attempt,
+    'claimer_kind', a.claimer_kind, 'claimant', a.claimant, 'claimed_at', a.claimed_at,
+    'last_heartbeat_at', a.last_heartbeat_at, 'lease_expires_at', a.lease_expires_at,
+    'ended_at', a.ended_at, 'outcome', a.outcome, 'disposition', a.disposition,
+    'died', coalesce(a.outcome IN ('lease_expired', 'reaped'), false),
+    'summary', a.summary, 'summary_truncated', a.summary_truncated, 'artifact', a.artifact)
+$$;
+CREATE FUNCTION public.todos_consistent() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  rule text;
+  why text;
+BEGIN
+  -- The common rows first, each state's test apart: PL/pgSQL prepares each condition it
+  -- evaluates once per transaction, so the shorter the conditions taken, the cheaper the row.
+  IF NEW.attempt >= 0 AND NEW.attempts_total >= 0 AND NEW.attempts_pruned >= 0 THEN
+    IF NEW.state = 'claimed' THEN
+      IF NEW.owner IS NOT NULL AND NEW.lease_expires_at IS NOT NULL AND NEW.next_retry_at IS NULL THEN
+        RETURN NEW;
+      END IF;
+    ELSIF NEW.owner IS NULL THEN
+      IF NEW.state <> 'input_required' AND NEW.state <> 'auth_required'
+         AND (NEW.next_retry_at IS NULL OR NEW.state = 'failed') THEN
+        RETURN NEW;
+      END IF;
+    ELSIF (NEW.state = 'input_required' OR NEW.state = 'auth_required') AND NEW.next_retry_at IS NULL THEN
+      RETURN NEW;
+    END IF;
+  END IF;
+  IF NEW.attempt IS NULL OR NEW.attempts_total IS NULL OR NEW.attempts_pruned IS NULL OR NEW.state IS NULL THEN
+    RETURN NEW;  -- the NOT NULL constraint refuses the row
+  END IF;
+  IF NEW.attempt < 0 THEN
+    rule := 'todos_attempt_check'; why := 'attempt must not be negative';
+  ELSIF NEW.attempts_total < 0 THEN
+    rule := 'todos_attempts_total_check'; why := 'attempts_total must not be negative';
+  ELSIF NEW.attempts_pruned < 0 THEN
+    rule := 'todos_attempts_pruned_check'; why := 'attempts_pruned must not be negative';
+  ELSIF (NEW.state IN ('claimed', 'input_required', 'auth_required')) <> (NEW.owner IS NOT NULL) THEN
+    rule := 'todos_holder_matches_state';
+    why := 'owner must be set exactly when the state is claimed, input_required or auth_required';
+  ELSIF NEW.state = 'claimed' AND NEW.lease_expires_at IS NULL THEN
+    rule := 'todos_claim_has_lease'; why := 'a claimed todo must have lease_expires_at';
+  ELSE
+    rule := 'todos_retry_only_when_failed'; why := 'next_retry_at may be set only on a failed todo';
+  END IF;
+  RAISE EXCEPTION 'new row for relation "todos" violates check constraint "%"', rule
+    USING ERRCODE = 'check_violation', CONSTRAINT = rule, TABLE = 'todos', DETAIL = why;
+END
+$$;
+CREATE FUNCTION public.todos_fields_valid() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $_$
+BEGIN
+  IF NEW.queue !~ '^[A-Za-z0-9_.:-]{1,64}$' THEN
+    RAISE EXCEPTION 'new row for relation "todos" violates check constraint "todos_queue_check"'
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'todos_queue_check', TABLE = 'todos',
+            DETAIL = 'queue must be 1-64 of letters, digits, _ . : -';
+  ELSIF length(NEW.title) NOT BETWEEN 1 AND 500 THEN
+    RAISE EXCEPTION 'new row for relation "todos" violates check constraint "todos_title_check"'
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'todos_title_check', TABLE = 'todos',
+            DETAIL = 'title must be 1 to 500 characters';
+  ELSIF NEW.max_attempts NOT BETWEEN 1 AND 1000 THEN
+    RAISE EXCEPTION 'new row for relation "todos" violates check constraint "todos_max_attempts_check"'
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'todos_max_attempts_check', TABLE = 'todos',
+            DETAIL = 'max_attempts must be from 1 to 1000';
+  END IF;
+  RETURN NEW;
+END
+$_$;
+CREATE TABLE public.endpoints (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    user_id bigint NOT NULL,
+    name text NOT NULL,
+    agent_id text NOT NULL,
+    token_hash bytea NOT NULL,
+    scope text[] NOT NULL,
+    queues text[] NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_used_at timestamp with time zone,
+    revoked_at timestamp with time zone,
+    CONSTRAINT endpoints_agent_id_check CHECK ((agent_id ~ '^[A-Za-z0-9_.:/-]{1,128}$'::text)),
+    CONSTRAINT endpoints_queues_check CHECK ((cardinality(queues) > 0))
+);
+CREATE TABLE public.hook_events (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    event text NOT NULL,
+    url text NOT NULL,
+    todo_id text NOT NULL COLLATE pg_catalog."C",
+    payload jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    tries integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone DEFAULT now() NOT NULL,
+    delivered_at timestamp with time zone,
+    last_error text,
+    CONSTRAINT hook_events_event_check CHECK ((event = ANY (ARRAY['todo.ready'::text, 'todo.dead_lettered'::text])))
+);
+CREATE TABLE public.todos (
+    id text DEFAULT (gen_random_uuid())::text NOT NULL COLLATE pg_catalog."C",
+    endpoint_id uuid NOT NULL,
+    queue text NOT NULL,
+    title text NOT NULL,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    routing jsonb DEFAULT '{}'::jsonb NOT NULL,
+    state public.todo_state DEFAULT 'pending'::public.todo_state NOT NULL,
+    owner text,
+    lease_expires_at timestamp with time zone,
+    attempt integer DEFAULT 0 NOT NULL,
+    max_attempts integer DEFAULT 5 NOT NULL,
+    result jsonb,
+    next_retry_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    attempts_total integer DEFAULT 0 NOT NULL,
+    attempts_pruned integer DEFAULT 0 NOT NULL,
+    pruned_outcomes jsonb DEFAULT '{}'::jsonb NOT NULL
+);
+CREATE TABLE public.users (
+    id bigint NOT NULL,
+    username text NOT NULL,
+    password_hash text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT users_username_check CHECK ((username ~ '^[A-Za-z0-9_.@-]{1,64}$'::text))
+);
+ALTER TABLE public.users ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.users_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+ALTER TABLE ONLY public.attempts
+    ADD CONSTRAINT attempts_one_open_per_todo EXCLUDE USING btree (todo_id WITH =) WHERE ((ended_at IS NULL)) DEFERRABLE INITIALLY DEFERRED;
+ALTER TABLE ONLY public.attempts
+    ADD CONSTRAINT attempts_pkey PRIMARY KEY (todo_id, seq);
+ALTER TABLE ONLY public.endpoints
+    ADD CONSTRAINT endpoints_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY public.endpoints
+    ADD CONSTRAINT endpoints_token_hash_key UNIQUE (token_hash);
+ALTER TABLE ONLY public.hook_events
+    ADD CONSTRAINT hook_events_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY public.todos
+    ADD CONSTRAINT todos_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY public.users
+    ADD CONSTRAINT users_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY public.users
+    ADD CONSTRAINT users_username_key UNIQUE (username);
+CREATE INDEX endpoints_user_idx ON public.endpoints USING btree (user_id);
+CREATE INDEX hook_events_delivered_brin ON public.hook_events USING brin (delivered_at);
+CREATE INDEX hook_events_due_idx ON public.hook_events USING btree (next_attempt_at) WHERE (delivered_at IS NULL);
+CREATE INDEX todos_claimed_idx ON public.todos USING btree (endpoint_id) WHERE (state = 'claimed'::public.todo_state);
+CREATE INDEX todos_endpoint_created_idx ON public.todos USING btree (endpoint_id, created_at DESC, id);
+CREATE INDEX todos_pending_idx ON public.todos USING btree (endpoint_id, created_at, id) WHERE (state = 'pending'::public.todo_state);
+CREATE INDEX todos_retry_idx ON public.todos USING btree (next_retry_at) WHERE ((state = 'failed'::public.todo_state) AND (next_retry_at IS NOT NULL));
+CREATE INDEX todos_updated_brin ON public.todos USING brin (updated_at);
+CREATE TRIGGER todos_consistent BEFORE INSERT OR UPDATE OF state, owner, lease_expires_at, next_retry_at, attempt, attempts_total, attempts_pruned ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_consistent();
+CREATE TRIGGER todos_fields_valid BEFORE INSERT OR UPDATE OF queue, title, max_attempts ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_fields_valid();
+ALTER TABLE ONLY public.attempts
+    ADD CONSTRAINT attempts_todo_id_fkey FOREIGN KEY (todo_id) REFERENCES public.todos(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.endpoints
+    ADD CONSTRAINT endpoints_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.todos
+    ADD CONSTRAINT todos_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.endpoints(id) ON DELETE CASCADE;
