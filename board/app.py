@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 from typing import AsyncIterator
 
 from litestar import Litestar
@@ -28,8 +27,6 @@ from board.store import Store
 from board.sweeps import Sweeps
 
 log = logging.getLogger("switchboard.app")
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass

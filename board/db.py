@@ -23,9 +23,11 @@ import psycopg.sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from board.resources import resource_dir
+
 log = logging.getLogger("switchboard.db")
 
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+MIGRATIONS_DIR = resource_dir("migrations")
 SCHEMA_FILE_NAME = "schema.sql"
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _MIGRATE_LOCK = 0x5B0A_0034  # pg_advisory_lock key: one migrator at a time
@@ -55,6 +57,8 @@ def load_migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
         if not m:
             raise MigrationError(f"migration file name {path.name!r} is not NNNN_snake_case.sql")
         found.append(Migration(int(m.group(1)), m.group(2), path.read_text()))
+    if not found:  # an installation without its migrations must not look "up to date"
+        raise MigrationError(f"no migrations found in {directory}")
     versions = [m.version for m in found]
     if versions != list(range(1, len(found) + 1)):
         raise MigrationError(f"migrations must be numbered 1..n without gaps, found {versions}")

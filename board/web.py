@@ -8,7 +8,6 @@ pages. Sessions, CSRF and the sign-in throttle are in web_auth.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from litestar.exceptions import HTTPException
 from litestar.plugins.jinja import JinjaTemplateEngine
@@ -18,9 +17,9 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from board import web_live, web_pages
 from board.errors import SwitchboardError
+from board.resources import resource_dir
 from board.web_view import ENV
 
-ROOT = Path(__file__).resolve().parent.parent
 
 SECURITY_HEADERS = [
     (b"content-security-policy",
@@ -58,7 +57,7 @@ def template_config() -> TemplateConfig:
 
 
 def route_handlers() -> list:
-    static = create_static_files_router(path="/static", directories=[ROOT / "static"], name="static")
+    static = create_static_files_router(path="/static", directories=[resource_dir("static")], name="static")
     return [*web_pages.handlers(), *web_live.handlers(), static]
 
 

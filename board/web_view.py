@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from board.resources import resource_dir
 from board.store import DIED_OUTCOMES, VERBS, is_https_url
 
-ROOT = Path(__file__).resolve().parent.parent
 
 STATES = ("pending", "claimed", "input_required", "auth_required", "done", "failed", "canceled")
 HOLDER_STATES = ("claimed", "input_required", "auth_required")
@@ -152,7 +151,7 @@ def attempt_view(attempt: dict) -> dict:
 
 def _env() -> Environment:
     env = Environment(
-        loader=FileSystemLoader(str(ROOT / "templates")),
+        loader=FileSystemLoader(str(resource_dir("templates"))),
         autoescape=True,  # everywhere, whatever the file name
         undefined=StrictUndefined,
         trim_blocks=True,

@@ -114,6 +114,18 @@ async def test_every_page_passes_axe_and_the_vend_wizard_shows_the_token_once(pa
     assert page.dialogs == []
 
 
+async def save_picture(page: Page, name: str) -> None:
+    """A screenshot as a test artifact. The committed copy in docs/ (the README's pictures)
+    is refreshed on request only, so a test run leaves the working tree clean:
+    SWITCHBOARD_UPDATE_SCREENSHOTS=1 (or a missing file) rewrites it."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    await page.screenshot(path=str(ARTIFACTS / name))
+    docs_copy = ROOT / "docs" / name
+    if os.environ.get("SWITCHBOARD_UPDATE_SCREENSHOTS") == "1" or not docs_copy.exists():
+        docs_copy.parent.mkdir(exist_ok=True)
+        shutil.copyfile(ARTIFACTS / name, docs_copy)
+
+
 async def test_the_drawer_shows_every_outcome_accessibly_with_inert_markup(page: Page, live_server):
     store = live_server.store
     ada = await make_human(store, "ada")
@@ -161,13 +173,18 @@ async def test_the_drawer_shows_every_outcome_accessibly_with_inert_markup(page:
     ARTIFACTS.mkdir(exist_ok=True)
     await page.set_viewport_size({"width": 1280, "height": 1500})
     await dialog.get_by_role("heading", name="Fix the flaky build").focus()
-    await page.screenshot(path=str(ARTIFACTS / "board-drawer.png"))
-    # The committed copy in docs/ is refreshed on request only, so a test run leaves the
-    # working tree clean: SWITCHBOARD_UPDATE_SCREENSHOTS=1 (or a missing file) rewrites it.
-    docs_copy = ROOT / "docs" / "board-drawer.png"
-    if os.environ.get("SWITCHBOARD_UPDATE_SCREENSHOTS") == "1" or not docs_copy.exists():
-        docs_copy.parent.mkdir(exist_ok=True)
-        shutil.copyfile(ARTIFACTS / "board-drawer.png", docs_copy)
+    await save_picture(page, "board-drawer.png")
+    # A few more todos, so the list picture shows the states a Board holds.
+    await store.todo_add(other, queue="builds", title="Update the release notes")
+    held = await store.todo_add(other, queue="builds", title="Migrate the search index")
+    await store.todo_claim(other, held["id"], claimant="fixer/run-12", lease_seconds=600)
+    dead = await store.todo_add(other, queue="builds", title="Deploy to staging", max_attempts=1)
+    await store.todo_claim(other, dead["id"])
+    await store.todo_fail(other, dead["id"], summary="staging is down")
+    await page.goto("/")
+    await expect(page.get_by_role("link", name="Fix the flaky build")).to_be_visible()
+    await page.set_viewport_size({"width": 1280, "height": 700})
+    await save_picture(page, "board-list.png")
 
     await page.goto(f"/todos/{canceled['id']}")
     dialog = page.get_by_role("dialog", name="Abandoned")
