@@ -13,6 +13,7 @@ from typing import AsyncIterator
 
 from board.auth import hash_password
 from board.config import Settings, from_env
+from board.db import MigrationError
 from board.errors import SwitchboardError
 
 log = logging.getLogger("switchboard")
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         arg = f" ({e.argument})" if e.argument else ""
         print(f"switchboard: {e.message}{arg}", file=sys.stderr)
         return 2
-    except CliError as e:
+    except (CliError, MigrationError) as e:
         print(f"switchboard: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

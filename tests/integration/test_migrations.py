@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import psycopg
@@ -67,6 +69,18 @@ async def test_a_database_from_an_older_development_build_gets_a_one_line_error(
         await migrate(empty_db_url)
     message = str(refused.value)
     assert "\n" not in message and "older development build" in message and "delete" in message
+
+
+async def test_switchboard_migrate_on_an_older_build_s_database_prints_one_line_and_exits_2(empty_db_url):
+    await migrate(empty_db_url)
+    async with await psycopg.AsyncConnection.connect(empty_db_url, autocommit=True) as conn:
+        await conn.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (3, 'old', 'x')")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
+    ran = subprocess.run([sys.executable, "-m", "board", "migrate"], env={**env, "DATABASE_URL": empty_db_url},
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 2, ran.stderr
+    [line] = [line for line in ran.stderr.splitlines() if line.startswith("switchboard:")]
+    assert "older development build" in line and "Traceback" not in ran.stderr
 
 
 def test_every_migration_has_a_header_saying_why():
