@@ -639,11 +639,19 @@ def _close_sql(kind: str, scope: str, owner: bool, fence: bool) -> str:
     ).replace("{NOW}", NOW)
 
 
-# Agent statements: owner check always; "unfenced" adds the fence guard (no token given).
+# A holder statement comes in two variants. UNFENCED: the caller gave no lease token, so the
+# statement itself requires an attempt claimed without a fence. TOKEN_CHECKED: the store
+# has just compared the caller's token with the open attempt's, in the same transaction,
+# with the todo locked (Store._fenced), so the statement adds no fence guard.
+UNFENCED = "unfenced"
+TOKEN_CHECKED = "token_checked"
+_FENCE_GUARD = {UNFENCED: "AND a.lease_token_hash IS NULL", TOKEN_CHECKED: ""}
+
+# Agent statements: the owner check always, the fence guard when UNFENCED.
 SQL_CLOSE_AGENT = {
-    (kind, fenced_ok): _close_sql(kind, _AGENT_SCOPE, owner=True, fence=not fenced_ok)
+    (kind, mode): _close_sql(kind, _AGENT_SCOPE, owner=True, fence=mode == UNFENCED)
     for kind in ("complete", "fail", "release")
-    for fenced_ok in (False, True)
+    for mode in (UNFENCED, TOKEN_CHECKED)
 }
 SQL_CANCEL_HELD_AGENT = _close_sql("cancel", _AGENT_SCOPE, owner=False, fence=False)
 # Human statements (the Board): the owning human is exempt from the fence (REQ-6) and may
@@ -678,11 +686,11 @@ upd AS (
 SELECT {todo_cols}, {notify} FROM upd
 """
 SQL_HEARTBEAT = {
-    fenced_ok: _sql(
-        _HEARTBEAT, scope=_AGENT_SCOPE, fence="" if fenced_ok else "AND a.lease_token_hash IS NULL",
+    mode: _sql(
+        _HEARTBEAT, scope=_AGENT_SCOPE, fence=_FENCE_GUARD[mode],
         todo_cols=_TODO_COLS.format(r="upd"), notify=_NOTIFY.format(r="upd", kind="'heartbeat'"),
     )
-    for fenced_ok in (False, True)
+    for mode in (UNFENCED, TOKEN_CHECKED)
 }
 
 # -- interrupt: claimed -> input_required | auth_required; resume: back to claimed with a
@@ -706,16 +714,17 @@ upd AS (
 )
 SELECT {todo_cols}, {notify} FROM upd
 """
+# Keyed by (verb, fence mode); resume sets a fresh lease, interrupt keeps the lease as it is.
 SQL_INTERRUPT = {
-    (lease, fenced_ok): _sql(
+    (verb, mode): _sql(
         _INTERRUPT, scope=_AGENT_SCOPE,
-        lease="{NOW} + %(lease_seconds)s * interval '1 second'" if lease else "NULL::timestamptz",
-        fence="" if fenced_ok else "AND a.lease_token_hash IS NULL",
+        lease="{NOW} + %(lease_seconds)s * interval '1 second'" if verb == "resume" else "NULL::timestamptz",
+        fence=_FENCE_GUARD[mode],
         todo_cols=_TODO_COLS.format(r="upd"),
-        notify=_NOTIFY.format(r="upd", kind="'resumed'" if lease else "'interrupted'"),
+        notify=_NOTIFY.format(r="upd", kind="'resumed'" if verb == "resume" else "'interrupted'"),
     ).replace("{NOW}", NOW)
-    for lease in (False, True)
-    for fenced_ok in (False, True)
+    for verb in ("interrupt", "resume")
+    for mode in (UNFENCED, TOKEN_CHECKED)
 }
 
 # -- cancel with no lease: pending, or failed waiting for a retry -> canceled. No attempt.
@@ -1249,7 +1258,7 @@ class Store:
         token's hash with the open attempt's in constant time, then run the transition in the
         same transaction. Without one: the statement itself requires an unfenced attempt."""
         if lease_token is None:
-            return await self._fetch(sql_by_fence[key(False)], params, op=op, todo_id=todo_id, one=True)
+            return await self._fetch(sql_by_fence[key(UNFENCED)], params, op=op, todo_id=todo_id, one=True)
         if not isinstance(lease_token, str):
             raise Invalid("lease_token must be a string", argument="lease_token", op=op, todo_id=todo_id)
         presented = hash_token(lease_token)
@@ -1264,7 +1273,7 @@ class Store:
                     stored = found["lease_token_hash"]
                     if stored is None or not hmac.compare_digest(bytes(stored), presented):
                         raise Conflict("the lease does not match this attempt", op=op, todo_id=todo_id)
-                    cur = await conn.execute(sql_by_fence[key(True)], params)
+                    cur = await conn.execute(sql_by_fence[key(TOKEN_CHECKED)], params)
                     return await cur.fetchone()
         except psycopg.Error as err:
             translated = _translate(err, op, todo_id)
@@ -1303,9 +1312,10 @@ class Store:
             caller.require(kind)
             params["from_states"] = ["claimed"]
             if lease_token is None:  # the statement itself requires an unfenced attempt
-                row = await self._fetch(SQL_CLOSE_AGENT[(kind, False)], params, op=kind, todo_id=todo_id, one=True)
+                row = await self._fetch(SQL_CLOSE_AGENT[(kind, UNFENCED)], params, op=kind, todo_id=todo_id,
+                                        one=True)
             else:
-                row = await self._fenced(caller, SQL_CLOSE_AGENT, lambda ok: (kind, ok), params, lease_token,
+                row = await self._fenced(caller, SQL_CLOSE_AGENT, lambda mode: (kind, mode), params, lease_token,
                                          op=kind, todo_id=todo_id, from_states=["claimed"])
         else:
             params["from_states"] = ["claimed"] if kind == "complete" else list(HOLDER_STATES)
@@ -1358,7 +1368,7 @@ class Store:
         todo_id = _todo_id(todo_id)
         params = self._params(caller, id=todo_id, lease_seconds=self._lease(lease_seconds), now=now,
                               from_states=["claimed"])
-        row = await self._fenced(caller, SQL_HEARTBEAT, lambda ok: ok, params, lease_token,
+        row = await self._fenced(caller, SQL_HEARTBEAT, lambda mode: mode, params, lease_token,
                                  op="heartbeat", todo_id=todo_id, from_states=["claimed"])
         if row is None:
             raise await self._classify(caller, todo_id, "heartbeat", params)
@@ -1374,7 +1384,7 @@ class Store:
         if state not in INTERRUPT_STATES:
             raise Invalid("state must be input_required or auth_required", argument="state", op="interrupt")
         params = self._params(caller, id=todo_id, from_states=["claimed"], to_state=state, now=now)
-        row = await self._fenced(caller, SQL_INTERRUPT, lambda ok: (False, ok), params, lease_token,
+        row = await self._fenced(caller, SQL_INTERRUPT, lambda mode: ("interrupt", mode), params, lease_token,
                                  op="interrupt", todo_id=todo_id, from_states=["claimed"])
         if row is None:
             raise await self._classify(caller, todo_id, "interrupt", params)
@@ -1389,7 +1399,7 @@ class Store:
         todo_id = _todo_id(todo_id)
         params = self._params(caller, id=todo_id, from_states=list(INTERRUPT_STATES), to_state="claimed",
                               lease_seconds=self._lease(lease_seconds), now=now)
-        row = await self._fenced(caller, SQL_INTERRUPT, lambda ok: (True, ok), params, lease_token,
+        row = await self._fenced(caller, SQL_INTERRUPT, lambda mode: ("resume", mode), params, lease_token,
                                  op="resume", todo_id=todo_id, from_states=INTERRUPT_STATES)
         if row is None:
             raise await self._classify(caller, todo_id, "resume", params)

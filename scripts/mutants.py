@@ -54,14 +54,14 @@ MUTANTS: tuple[Mutant, ...] = (
            'fence="AND a.lease_token_hash IS NULL" if fence else "",', 'fence="",',
            (FENCE, LIFECYCLE), "complete, fail and release without a token close a fenced attempt"),
     Mutant("fence-heartbeat-without-token", "fence", "board/store.py",
-           '_HEARTBEAT, scope=_AGENT_SCOPE, fence="" if fenced_ok else "AND a.lease_token_hash IS NULL",',
+           "_HEARTBEAT, scope=_AGENT_SCOPE, fence=_FENCE_GUARD[mode],",
            '_HEARTBEAT, scope=_AGENT_SCOPE, fence="",',
            (FENCE,), "heartbeat without a token extends a fenced lease"),
     Mutant("fence-interrupt-without-token", "fence", "board/store.py",
-           '        lease="{NOW} + %(lease_seconds)s * interval \'1 second\'" if lease else "NULL::timestamptz",\n'
-           '        fence="" if fenced_ok else "AND a.lease_token_hash IS NULL",',
-           '        lease="{NOW} + %(lease_seconds)s * interval \'1 second\'" if lease else "NULL::timestamptz",\n'
-           '        fence="",',
+           "        fence=_FENCE_GUARD[mode],\n        todo_cols=_TODO_COLS.format(r=\"upd\"),\n"
+           "        notify=_NOTIFY.format(r=\"upd\", kind=\"'resumed'\"",
+           "        fence=\"\",\n        todo_cols=_TODO_COLS.format(r=\"upd\"),\n"
+           "        notify=_NOTIFY.format(r=\"upd\", kind=\"'resumed'\"",
            (FENCE,), "interrupt and resume without a token move a fenced attempt"),
     Mutant("fence-any-token-matches", "fence", "board/store.py",
            "if stored is None or not hmac.compare_digest(bytes(stored), presented):", "if stored is None:",

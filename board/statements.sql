@@ -1,0 +1,1332 @@
+-- Every statement board/store.py sends to Postgres, rendered from the store's composition
+-- (psycopg turns each %(name)s into a $n parameter). Generated: do not edit; a test fails
+-- when this file and the store differ. Regenerate with `python -m tests.unit.test_statements`.
+
+-- name: SQL_ADD
+-- add: -> pending
+WITH upd AS (
+  INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, created_at, updated_at)
+  VALUES (%(endpoint_id)s, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now()))
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN '{}'::jsonb ELSE '{}'::jsonb END
+    FROM upd u 
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'added')::text) FROM upd;
+
+-- name: SQL_ATTEMPT_SUMMARY
+-- The exact attempt summary of one todo, read after a terminal transition committed (the
+-- in-process hooks). System-wide: hooks run without a caller scope and read out nothing.
+SELECT jsonb_build_object(
+  'total', t.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = t.id AND a.outcome IS NOT NULL  GROUP BY 1
+        
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(t.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT a.outcome::text AS outcome) o
+       WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted', greatest(t.attempts_total - least(t.attempts_total - t.attempts_pruned, 10), 0)) AS summary FROM todos t WHERE t.id = %(id)s;
+
+-- name: SQL_CANCEL_HELD_AGENT
+WITH closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'canceled'::attempt_outcome, disposition = 'canceled'::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+   WHERE a.todo_id = %(id)s
+     AND a.seq = (SELECT t.attempts_total FROM todos t
+                   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) 
+                   FOR UPDATE OF t)
+     AND a.outcome IS NULL 
+  RETURNING a.attempt
+)
+UPDATE todos t SET state = 'canceled', owner = NULL, lease_expires_at = NULL, updated_at = coalesce(%(now)s::timestamptz, now())
+  FROM closed c
+ WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) 
+RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt, pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'cancel')::text);
+
+-- name: SQL_CANCEL_UNHELD['agent']
+-- cancel with no lease: pending, or failed waiting for a retry -> canceled. No attempt.
+UPDATE todos t SET state = 'canceled', next_retry_at = NULL, updated_at = coalesce(%(now)s::timestamptz, now())
+ WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+   AND (t.state = 'pending' OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
+RETURNING t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'cancel')::text);
+
+-- name: SQL_CANCEL_UNHELD['human']
+-- cancel with no lease: pending, or failed waiting for a retry -> canceled. No attempt.
+UPDATE todos t SET state = 'canceled', next_retry_at = NULL, updated_at = coalesce(%(now)s::timestamptz, now())
+ WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+   AND (t.state = 'pending' OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
+RETURNING t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'cancel')::text);
+
+-- name: SQL_CLAIM_BY_AGENT
+WITH cand AS (
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
+    FROM todos t
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.id = %(id)s
+     AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
+                                  AND t.attempt < t.max_attempts))
+   FOR UPDATE OF t
+),
+lapsed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'lease_expired', disposition = 'requeued'
+    FROM cand
+   WHERE cand.prev_state = 'claimed' AND a.todo_id = cand.id AND a.seq = cand.prev_total
+     AND a.outcome IS NULL
+  RETURNING a.seq, a.attempt, a.claimant, a.claimer_kind, a.claimed_at, a.last_heartbeat_at,
+            a.lease_expires_at, a.ended_at, a.outcome, a.disposition, a.summary,
+            a.summary_truncated, a.artifact, attempt_public(a) AS public
+),
+pruned AS (
+  DELETE FROM attempts a USING cand
+   WHERE cand.prev_total >= %(history_max)s
+     AND a.todo_id = cand.id AND a.seq <= cand.prev_total + 1 - %(history_max)s
+     AND a.ended_at IS NOT NULL
+  RETURNING a.seq, a.outcome
+),
+upd AS (
+  UPDATE todos t
+     SET state = 'claimed', owner = %(owner)s,
+         lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second',
+         attempt = t.attempt + 1, attempts_total = t.attempts_total + 1,
+         attempts_pruned = t.attempts_pruned + (SELECT count(*) FROM pruned),
+         pruned_outcomes = CASE WHEN cand.prev_total < %(history_max)s THEN t.pruned_outcomes
+           ELSE t.pruned_outcomes || coalesce((
+             SELECT jsonb_object_agg(p.outcome, p.n + coalesce((t.pruned_outcomes ->> p.outcome)::int, 0))
+               FROM (SELECT outcome::text AS outcome, count(*) AS n FROM pruned GROUP BY 1) p), '{}') END,
+         updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM cand
+   WHERE t.id = cand.id
+     AND (cand.prev_state = 'pending' OR EXISTS (SELECT 1 FROM lapsed))
+  RETURNING t.*
+),
+ins AS (
+  INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
+                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
+  SELECT upd.id, upd.attempts_total, upd.attempt, 'endpoint'::attempt_claimer_kind, %(endpoint_id)s::uuid, %(claimer_session)s::text, %(owner)s, %(claimant)s::text, coalesce(%(now)s::timestamptz, now()),
+         upd.lease_expires_at, %(token_hash)s::bytea
+    FROM upd 
+  RETURNING todo_id, seq
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       (SELECT to_jsonb(l) - 'public' FROM lapsed l) AS lapsed,
+       CASE WHEN upd.attempts_total > 1 THEN  -- a first claim has no prior attempts (null: none)
+       (SELECT coalesce(json_agg(x.p ORDER BY x.seq DESC), '[]'::json) FROM (
+          SELECT y.seq, y.p FROM (
+            SELECT l.seq, l.public AS p FROM lapsed l
+            UNION ALL
+            (SELECT a.seq, attempt_public(a) FROM attempts a
+              WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
+                AND a.seq NOT IN (SELECT seq FROM pruned)
+              ORDER BY a.seq DESC LIMIT 5)
+          ) y ORDER BY y.seq DESC LIMIT 5) x) END AS prior_attempts,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'claimed')::text)
+  FROM upd, ins;
+
+-- name: SQL_CLAIM_BY_AGENT_FAST
+WITH cand AS (
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
+    FROM todos t
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.id = %(id)s AND t.state = 'pending'
+   FOR UPDATE OF t
+),
+ins AS (
+  INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
+                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
+  SELECT cand.id, cand.prev_total + 1, cand.prev_attempt + 1, 'endpoint'::attempt_claimer_kind, %(endpoint_id)s::uuid, %(claimer_session)s::text, %(owner)s, %(claimant)s::text, coalesce(%(now)s::timestamptz, now()),
+         coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second', %(token_hash)s::bytea
+    FROM cand WHERE cand.prev_state = 'pending' AND cand.prev_total < %(history_max)s
+  RETURNING todo_id, seq
+)
+UPDATE todos t
+   SET state = 'claimed', owner = %(owner)s, lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second',
+       attempt = t.attempt + 1, attempts_total = t.attempts_total + 1, updated_at = coalesce(%(now)s::timestamptz, now())
+  FROM ins
+ WHERE t.id = ins.todo_id
+RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.lease_expires_at, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
+       CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, 5) END AS prior_attempts,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'claimed')::text);
+
+-- name: SQL_CLAIM_BY_HUMAN
+WITH cand AS (
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
+    FROM todos t
+   WHERE t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s) AND t.id = %(id)s
+     AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
+                                  AND t.attempt < t.max_attempts))
+   FOR UPDATE OF t
+),
+lapsed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'lease_expired', disposition = 'requeued'
+    FROM cand
+   WHERE cand.prev_state = 'claimed' AND a.todo_id = cand.id AND a.seq = cand.prev_total
+     AND a.outcome IS NULL
+  RETURNING a.seq, a.attempt, a.claimant, a.claimer_kind, a.claimed_at, a.last_heartbeat_at,
+            a.lease_expires_at, a.ended_at, a.outcome, a.disposition, a.summary,
+            a.summary_truncated, a.artifact, attempt_public(a) AS public
+),
+pruned AS (
+  DELETE FROM attempts a USING cand
+   WHERE cand.prev_total >= %(history_max)s
+     AND a.todo_id = cand.id AND a.seq <= cand.prev_total + 1 - %(history_max)s
+     AND a.ended_at IS NOT NULL
+  RETURNING a.seq, a.outcome
+),
+upd AS (
+  UPDATE todos t
+     SET state = 'claimed', owner = %(owner)s,
+         lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second',
+         attempt = t.attempt + 1, attempts_total = t.attempts_total + 1,
+         attempts_pruned = t.attempts_pruned + (SELECT count(*) FROM pruned),
+         pruned_outcomes = CASE WHEN cand.prev_total < %(history_max)s THEN t.pruned_outcomes
+           ELSE t.pruned_outcomes || coalesce((
+             SELECT jsonb_object_agg(p.outcome, p.n + coalesce((t.pruned_outcomes ->> p.outcome)::int, 0))
+               FROM (SELECT outcome::text AS outcome, count(*) AS n FROM pruned GROUP BY 1) p), '{}') END,
+         updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM cand
+   WHERE t.id = cand.id
+     AND (cand.prev_state = 'pending' OR EXISTS (SELECT 1 FROM lapsed))
+  RETURNING t.*
+),
+ins AS (
+  INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
+                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
+  SELECT upd.id, upd.attempts_total, upd.attempt, 'owner'::attempt_claimer_kind, NULL::uuid, %(claimer_session)s::text, %(owner)s, %(claimant)s::text, coalesce(%(now)s::timestamptz, now()),
+         upd.lease_expires_at, %(token_hash)s::bytea
+    FROM upd 
+  RETURNING todo_id, seq
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       (SELECT to_jsonb(l) - 'public' FROM lapsed l) AS lapsed,
+       CASE WHEN upd.attempts_total > 1 THEN  -- a first claim has no prior attempts (null: none)
+       (SELECT coalesce(json_agg(x.p ORDER BY x.seq DESC), '[]'::json) FROM (
+          SELECT y.seq, y.p FROM (
+            SELECT l.seq, l.public AS p FROM lapsed l
+            UNION ALL
+            (SELECT a.seq, attempt_public(a) FROM attempts a
+              WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
+                AND a.seq NOT IN (SELECT seq FROM pruned)
+              ORDER BY a.seq DESC LIMIT 5)
+          ) y ORDER BY y.seq DESC LIMIT 5) x) END AS prior_attempts,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'claimed')::text)
+  FROM upd, ins;
+
+-- name: SQL_CLAIM_BY_HUMAN_FAST
+WITH cand AS (
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
+    FROM todos t
+   WHERE t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s) AND t.id = %(id)s AND t.state = 'pending'
+   FOR UPDATE OF t
+),
+ins AS (
+  INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
+                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
+  SELECT cand.id, cand.prev_total + 1, cand.prev_attempt + 1, 'owner'::attempt_claimer_kind, NULL::uuid, %(claimer_session)s::text, %(owner)s, %(claimant)s::text, coalesce(%(now)s::timestamptz, now()),
+         coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second', %(token_hash)s::bytea
+    FROM cand WHERE cand.prev_state = 'pending' AND cand.prev_total < %(history_max)s
+  RETURNING todo_id, seq
+)
+UPDATE todos t
+   SET state = 'claimed', owner = %(owner)s, lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second',
+       attempt = t.attempt + 1, attempts_total = t.attempts_total + 1, updated_at = coalesce(%(now)s::timestamptz, now())
+  FROM ins
+ WHERE t.id = ins.todo_id
+RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.lease_expires_at, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
+       CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, 5) END AS prior_attempts,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'claimed')::text);
+
+-- name: SQL_CLAIM_NEXT
+WITH lapsed_cand AS (
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
+    FROM todos t
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s) AND t.state = 'claimed' AND t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
+     AND t.attempt < t.max_attempts
+   ORDER BY t.lease_expires_at
+   LIMIT 1
+   FOR UPDATE OF t SKIP LOCKED
+),
+pending_cand AS (
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
+    FROM todos t
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s) AND t.state = 'pending'
+   ORDER BY t.created_at, t.id
+   LIMIT 1
+   FOR UPDATE OF t SKIP LOCKED
+),
+cand AS (
+  SELECT * FROM pending_cand
+  UNION ALL
+  SELECT * FROM lapsed_cand WHERE NOT EXISTS (SELECT 1 FROM pending_cand)
+),
+lapsed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'lease_expired', disposition = 'requeued'
+    FROM cand
+   WHERE cand.prev_state = 'claimed' AND a.todo_id = cand.id AND a.seq = cand.prev_total
+     AND a.outcome IS NULL
+  RETURNING a.seq, a.attempt, a.claimant, a.claimer_kind, a.claimed_at, a.last_heartbeat_at,
+            a.lease_expires_at, a.ended_at, a.outcome, a.disposition, a.summary,
+            a.summary_truncated, a.artifact, attempt_public(a) AS public
+),
+pruned AS (
+  DELETE FROM attempts a USING cand
+   WHERE cand.prev_total >= %(history_max)s
+     AND a.todo_id = cand.id AND a.seq <= cand.prev_total + 1 - %(history_max)s
+     AND a.ended_at IS NOT NULL
+  RETURNING a.seq, a.outcome
+),
+upd AS (
+  UPDATE todos t
+     SET state = 'claimed', owner = %(owner)s,
+         lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second',
+         attempt = t.attempt + 1, attempts_total = t.attempts_total + 1,
+         attempts_pruned = t.attempts_pruned + (SELECT count(*) FROM pruned),
+         pruned_outcomes = CASE WHEN cand.prev_total < %(history_max)s THEN t.pruned_outcomes
+           ELSE t.pruned_outcomes || coalesce((
+             SELECT jsonb_object_agg(p.outcome, p.n + coalesce((t.pruned_outcomes ->> p.outcome)::int, 0))
+               FROM (SELECT outcome::text AS outcome, count(*) AS n FROM pruned GROUP BY 1) p), '{}') END,
+         updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM cand
+   WHERE t.id = cand.id
+     AND (cand.prev_state = 'pending' OR EXISTS (SELECT 1 FROM lapsed))
+  RETURNING t.*
+),
+ins AS (
+  INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
+                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
+  SELECT upd.id, upd.attempts_total, upd.attempt, 'endpoint'::attempt_claimer_kind, %(endpoint_id)s::uuid, %(claimer_session)s::text, %(owner)s, %(claimant)s::text, coalesce(%(now)s::timestamptz, now()),
+         upd.lease_expires_at, %(token_hash)s::bytea
+    FROM upd 
+  RETURNING todo_id, seq
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       (SELECT to_jsonb(l) - 'public' FROM lapsed l) AS lapsed,
+       CASE WHEN upd.attempts_total > 1 THEN  -- a first claim has no prior attempts (null: none)
+       (SELECT coalesce(json_agg(x.p ORDER BY x.seq DESC), '[]'::json) FROM (
+          SELECT y.seq, y.p FROM (
+            SELECT l.seq, l.public AS p FROM lapsed l
+            UNION ALL
+            (SELECT a.seq, attempt_public(a) FROM attempts a
+              WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
+                AND a.seq NOT IN (SELECT seq FROM pruned)
+              ORDER BY a.seq DESC LIMIT 5)
+          ) y ORDER BY y.seq DESC LIMIT 5) x) END AS prior_attempts,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'claimed')::text)
+  FROM upd, ins;
+
+-- name: SQL_CLAIM_NEXT_FAST
+WITH cand AS (
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
+    FROM todos t
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s) AND t.state = 'pending'
+   ORDER BY t.created_at, t.id
+   LIMIT 1
+   FOR UPDATE OF t SKIP LOCKED
+),
+ins AS (
+  INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
+                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
+  SELECT cand.id, cand.prev_total + 1, cand.prev_attempt + 1, 'endpoint'::attempt_claimer_kind, %(endpoint_id)s::uuid, %(claimer_session)s::text, %(owner)s, %(claimant)s::text, coalesce(%(now)s::timestamptz, now()),
+         coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second', %(token_hash)s::bytea
+    FROM cand WHERE cand.prev_state = 'pending' AND cand.prev_total < %(history_max)s
+  RETURNING todo_id, seq
+)
+UPDATE todos t
+   SET state = 'claimed', owner = %(owner)s, lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second',
+       attempt = t.attempt + 1, attempts_total = t.attempts_total + 1, updated_at = coalesce(%(now)s::timestamptz, now())
+  FROM ins
+ WHERE t.id = ins.todo_id
+RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.lease_expires_at, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
+       CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, 5) END AS prior_attempts,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'claimed')::text);
+
+-- name: SQL_CLASSIFY['agent']
+-- Classify a miss: the todo as the caller may see it, or nothing (REQ-19).
+SELECT t.state::text AS state, t.owner, t.lease_expires_at <= coalesce(%(now)s::timestamptz, now()) AS lapsed, t.next_retry_at FROM todos t WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s);
+
+-- name: SQL_CLASSIFY['human']
+-- Classify a miss: the todo as the caller may see it, or nothing (REQ-19).
+SELECT t.state::text AS state, t.owner, t.lease_expires_at <= coalesce(%(now)s::timestamptz, now()) AS lapsed, t.next_retry_at FROM todos t WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
+
+-- name: SQL_CLOSE_AGENT[('complete', 'unfenced')]
+-- Agent statements: the owner check always, the fence guard when UNFENCED.
+WITH closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'completed'::attempt_outcome, disposition = 'done'::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+   WHERE a.todo_id = %(id)s
+     AND a.seq = (SELECT t.attempts_total FROM todos t
+                   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+                   FOR UPDATE OF t)
+     AND a.outcome IS NULL AND a.lease_token_hash IS NULL
+  RETURNING a.attempt
+)
+UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result = %(result)s, updated_at = coalesce(%(now)s::timestamptz, now())
+  FROM closed c
+ WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt, pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'complete')::text);
+
+-- name: SQL_CLOSE_AGENT[('complete', 'token_checked')]
+-- Agent statements: the owner check always, the fence guard when UNFENCED.
+WITH closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'completed'::attempt_outcome, disposition = 'done'::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+   WHERE a.todo_id = %(id)s
+     AND a.seq = (SELECT t.attempts_total FROM todos t
+                   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+                   FOR UPDATE OF t)
+     AND a.outcome IS NULL 
+  RETURNING a.attempt
+)
+UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result = %(result)s, updated_at = coalesce(%(now)s::timestamptz, now())
+  FROM closed c
+ WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt, pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'complete')::text);
+
+-- name: SQL_CLOSE_AGENT[('fail', 'unfenced')]
+-- Agent statements: the owner check always, the fence guard when UNFENCED.
+WITH locked AS (
+  SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'failed'::attempt_outcome, disposition = (CASE WHEN l.attempt < l.max_attempts THEN 'retry_scheduled' ELSE 'dead_lettered' END)::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+    FROM locked l
+   WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL AND a.lease_token_hash IS NULL
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.artifact
+),
+upd AS (
+  UPDATE todos t SET state = 'failed', owner = NULL, lease_expires_at = NULL, result = %(result)s, next_retry_at = CASE WHEN t.attempt < t.max_attempts THEN coalesce(%(now)s::timestamptz, now()) + least(%(retry_max)s::float8, %(retry_base)s::float8 * power(2, least(t.attempt - 1, 30))) * (0.5 + random() * 0.5) * interval '1 second' END, updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed c
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
+      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
+        'died', c.outcome IN ('lease_expired', 'reaped'), 'summary', c.summary, 'artifact', c.artifact),
+      'attempts', jsonb_build_object(
+  'total', u.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
+        UNION ALL SELECT c.outcome::text, 1
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
+       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted', greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+    FROM upd u JOIN closed c ON c.todo_id = u.id
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition, c.summary AS closed_summary, c.artifact AS closed_artifact, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'fail')::text)
+  FROM upd JOIN closed c ON true;
+
+-- name: SQL_CLOSE_AGENT[('fail', 'token_checked')]
+-- Agent statements: the owner check always, the fence guard when UNFENCED.
+WITH locked AS (
+  SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'failed'::attempt_outcome, disposition = (CASE WHEN l.attempt < l.max_attempts THEN 'retry_scheduled' ELSE 'dead_lettered' END)::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+    FROM locked l
+   WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL 
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.artifact
+),
+upd AS (
+  UPDATE todos t SET state = 'failed', owner = NULL, lease_expires_at = NULL, result = %(result)s, next_retry_at = CASE WHEN t.attempt < t.max_attempts THEN coalesce(%(now)s::timestamptz, now()) + least(%(retry_max)s::float8, %(retry_base)s::float8 * power(2, least(t.attempt - 1, 30))) * (0.5 + random() * 0.5) * interval '1 second' END, updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed c
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
+      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
+        'died', c.outcome IN ('lease_expired', 'reaped'), 'summary', c.summary, 'artifact', c.artifact),
+      'attempts', jsonb_build_object(
+  'total', u.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
+        UNION ALL SELECT c.outcome::text, 1
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
+       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted', greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+    FROM upd u JOIN closed c ON c.todo_id = u.id
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition, c.summary AS closed_summary, c.artifact AS closed_artifact, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'fail')::text)
+  FROM upd JOIN closed c ON true;
+
+-- name: SQL_CLOSE_AGENT[('release', 'unfenced')]
+-- Agent statements: the owner check always, the fence guard when UNFENCED.
+WITH locked AS (
+  SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'released'::attempt_outcome, disposition = 'requeued'::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+    FROM locked l
+   WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL AND a.lease_token_hash IS NULL
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.artifact
+),
+upd AS (
+  UPDATE todos t SET state = 'pending', owner = NULL, lease_expires_at = NULL, updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed c
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
+      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
+        'died', c.outcome IN ('lease_expired', 'reaped'), 'summary', c.summary, 'artifact', c.artifact),
+      'attempts', jsonb_build_object(
+  'total', u.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
+        UNION ALL SELECT c.outcome::text, 1
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
+       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted', greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+    FROM upd u JOIN closed c ON c.todo_id = u.id
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition, c.summary AS closed_summary, c.artifact AS closed_artifact, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'release')::text)
+  FROM upd JOIN closed c ON true;
+
+-- name: SQL_CLOSE_AGENT[('release', 'token_checked')]
+-- Agent statements: the owner check always, the fence guard when UNFENCED.
+WITH locked AS (
+  SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'released'::attempt_outcome, disposition = 'requeued'::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+    FROM locked l
+   WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL 
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.artifact
+),
+upd AS (
+  UPDATE todos t SET state = 'pending', owner = NULL, lease_expires_at = NULL, updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed c
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
+      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
+        'died', c.outcome IN ('lease_expired', 'reaped'), 'summary', c.summary, 'artifact', c.artifact),
+      'attempts', jsonb_build_object(
+  'total', u.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
+        UNION ALL SELECT c.outcome::text, 1
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
+       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted', greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+    FROM upd u JOIN closed c ON c.todo_id = u.id
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition, c.summary AS closed_summary, c.artifact AS closed_artifact, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'release')::text)
+  FROM upd JOIN closed c ON true;
+
+-- name: SQL_CLOSE_HUMAN['complete']
+-- Human statements (the Board): the owning human is exempt from the fence (REQ-6) and may
+-- release, fail or cancel any holder's attempt; complete only their own claim.
+WITH closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'completed'::attempt_outcome, disposition = 'done'::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+   WHERE a.todo_id = %(id)s
+     AND a.seq = (SELECT t.attempts_total FROM todos t
+                   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+                   FOR UPDATE OF t)
+     AND a.outcome IS NULL 
+  RETURNING a.attempt
+)
+UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result = %(result)s, updated_at = coalesce(%(now)s::timestamptz, now())
+  FROM closed c
+ WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt, pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'complete')::text);
+
+-- name: SQL_CLOSE_HUMAN['fail']
+-- Human statements (the Board): the owning human is exempt from the fence (REQ-6) and may
+-- release, fail or cancel any holder's attempt; complete only their own claim.
+WITH locked AS (
+  SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s) AND t.state = ANY(%(from_states)s::todo_state[]) 
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'failed'::attempt_outcome, disposition = (CASE WHEN l.attempt < l.max_attempts THEN 'retry_scheduled' ELSE 'dead_lettered' END)::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+    FROM locked l
+   WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL 
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.artifact
+),
+upd AS (
+  UPDATE todos t SET state = 'failed', owner = NULL, lease_expires_at = NULL, result = %(result)s, next_retry_at = CASE WHEN t.attempt < t.max_attempts THEN coalesce(%(now)s::timestamptz, now()) + least(%(retry_max)s::float8, %(retry_base)s::float8 * power(2, least(t.attempt - 1, 30))) * (0.5 + random() * 0.5) * interval '1 second' END, updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed c
+   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s) AND t.state = ANY(%(from_states)s::todo_state[]) 
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
+      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
+        'died', c.outcome IN ('lease_expired', 'reaped'), 'summary', c.summary, 'artifact', c.artifact),
+      'attempts', jsonb_build_object(
+  'total', u.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
+        UNION ALL SELECT c.outcome::text, 1
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
+       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted', greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+    FROM upd u JOIN closed c ON c.todo_id = u.id
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition, c.summary AS closed_summary, c.artifact AS closed_artifact, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'fail')::text)
+  FROM upd JOIN closed c ON true;
+
+-- name: SQL_CLOSE_HUMAN['release']
+-- Human statements (the Board): the owning human is exempt from the fence (REQ-6) and may
+-- release, fail or cancel any holder's attempt; complete only their own claim.
+WITH locked AS (
+  SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s) AND t.state = ANY(%(from_states)s::todo_state[]) 
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'released'::attempt_outcome, disposition = 'requeued'::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+    FROM locked l
+   WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL 
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.artifact
+),
+upd AS (
+  UPDATE todos t SET state = 'pending', owner = NULL, lease_expires_at = NULL, updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed c
+   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s) AND t.state = ANY(%(from_states)s::todo_state[]) 
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
+      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
+        'died', c.outcome IN ('lease_expired', 'reaped'), 'summary', c.summary, 'artifact', c.artifact),
+      'attempts', jsonb_build_object(
+  'total', u.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
+        UNION ALL SELECT c.outcome::text, 1
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
+       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted', greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+    FROM upd u JOIN closed c ON c.todo_id = u.id
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition, c.summary AS closed_summary, c.artifact AS closed_artifact, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'release')::text)
+  FROM upd JOIN closed c ON true;
+
+-- name: SQL_CLOSE_HUMAN['cancel']
+-- Human statements (the Board): the owning human is exempt from the fence (REQ-6) and may
+-- release, fail or cancel any holder's attempt; complete only their own claim.
+WITH closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'canceled'::attempt_outcome, disposition = 'canceled'::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+   WHERE a.todo_id = %(id)s
+     AND a.seq = (SELECT t.attempts_total FROM todos t
+                   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s) AND t.state = ANY(%(from_states)s::todo_state[]) 
+                   FOR UPDATE OF t)
+     AND a.outcome IS NULL 
+  RETURNING a.attempt
+)
+UPDATE todos t SET state = 'canceled', owner = NULL, lease_expires_at = NULL, updated_at = coalesce(%(now)s::timestamptz, now())
+  FROM closed c
+ WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s) AND t.state = ANY(%(from_states)s::todo_state[]) 
+RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt, pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'cancel')::text);
+
+-- name: SQL_ENDPOINTS_OF_USER
+SELECT id::text AS id, name, agent_id, scope, queues, created_at, last_used_at, revoked_at
+  FROM endpoints WHERE user_id = %(user_id)s ORDER BY created_at DESC;
+
+-- name: SQL_ENDPOINT_AUTH
+SELECT id::text AS id, user_id, agent_id, scope, queues,
+       (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') AS stale_use
+  FROM endpoints WHERE token_hash = %(token_hash)s AND revoked_at IS NULL;
+
+-- name: SQL_ENDPOINT_INSERT
+INSERT INTO endpoints (user_id, name, agent_id, token_hash, scope, queues)
+VALUES (%(user_id)s, %(name)s, %(agent_id)s, %(token_hash)s, %(scope)s, %(queues)s)
+RETURNING id::text, user_id, name, agent_id, scope, queues, created_at;
+
+-- name: SQL_ENDPOINT_OWNER
+SELECT user_id FROM endpoints WHERE id = %(id)s;
+
+-- name: SQL_ENDPOINT_TOUCH
+UPDATE endpoints SET last_used_at = now() WHERE id = %(id)s RETURNING id;
+
+-- name: SQL_FENCE_LOOKUP
+-- the fence lookup: the open attempt's lease_token_hash, with the todo row locked, so the
+-- constant-time comparison happens in Python before the transition statement runs.
+SELECT a.lease_token_hash
+  FROM todos t JOIN attempts a ON a.todo_id = t.id AND a.seq = t.attempts_total AND a.outcome IS NULL
+ WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+ FOR UPDATE OF t;
+
+-- name: SQL_GET['agent']
+-- reads, each filtered by the owner scope in the same statement (REQ-10)
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.pruned_outcomes,
+       (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
+          SELECT a.seq, attempt_public(a) AS j FROM attempts a
+           WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,
+       (SELECT coalesce(json_object_agg(o.outcome, o.n), '{}'::json) FROM (
+          SELECT a.outcome::text AS outcome, count(*) AS n FROM attempts a
+           WHERE a.todo_id = t.id AND a.outcome IS NOT NULL GROUP BY 1) o) AS live_outcomes
+  FROM todos t
+ WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s);
+
+-- name: SQL_GET['human']
+-- reads, each filtered by the owner scope in the same statement (REQ-10)
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.pruned_outcomes,
+       (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
+          SELECT a.seq, attempt_public(a) AS j FROM attempts a
+           WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,
+       (SELECT coalesce(json_object_agg(o.outcome, o.n), '{}'::json) FROM (
+          SELECT a.outcome::text AS outcome, count(*) AS n FROM attempts a
+           WHERE a.todo_id = t.id AND a.outcome IS NOT NULL GROUP BY 1) o) AS live_outcomes
+  FROM todos t
+ WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
+
+-- name: SQL_HEARTBEAT['unfenced']
+-- heartbeat: claimed -> claimed; extends the lease on the todo and sets the open
+-- attempt's last_heartbeat_at and lease_expires_at in the same statement (REQ-4).
+WITH cur AS (
+  SELECT t.id, t.attempts_total FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+hb AS (
+  UPDATE attempts a
+     SET last_heartbeat_at = coalesce(%(now)s::timestamptz, now()), lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second'
+    FROM cur
+   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.outcome IS NULL AND a.lease_token_hash IS NULL
+  RETURNING a.todo_id, a.lease_expires_at
+),
+upd AS (
+  UPDATE todos t SET lease_expires_at = hb.lease_expires_at, updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM hb WHERE t.id = hb.todo_id
+  RETURNING t.*
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'heartbeat')::text) FROM upd;
+
+-- name: SQL_HEARTBEAT['token_checked']
+-- heartbeat: claimed -> claimed; extends the lease on the todo and sets the open
+-- attempt's last_heartbeat_at and lease_expires_at in the same statement (REQ-4).
+WITH cur AS (
+  SELECT t.id, t.attempts_total FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+hb AS (
+  UPDATE attempts a
+     SET last_heartbeat_at = coalesce(%(now)s::timestamptz, now()), lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second'
+    FROM cur
+   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.outcome IS NULL 
+  RETURNING a.todo_id, a.lease_expires_at
+),
+upd AS (
+  UPDATE todos t SET lease_expires_at = hb.lease_expires_at, updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM hb WHERE t.id = hb.todo_id
+  RETURNING t.*
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'heartbeat')::text) FROM upd;
+
+-- name: SQL_HOOKS_LEASE
+-- durable hook delivery (the outbox rows written by the transitions above)
+-- lease due events: each delivery try pushes next_attempt_at out first, so a process that
+-- dies mid-delivery only delays the event; another process retries it after the lease.
+UPDATE hook_events h SET tries = h.tries + 1,
+       next_attempt_at = now() + %(lease_seconds)s * interval '1 second'
+  FROM (SELECT id FROM hook_events
+         WHERE delivered_at IS NULL AND next_attempt_at <= now()
+         ORDER BY next_attempt_at, created_at LIMIT %(limit)s
+         FOR UPDATE SKIP LOCKED) due
+ WHERE h.id = due.id
+RETURNING h.id::text AS id, h.event, h.url, h.payload, h.tries, h.created_at;
+
+-- name: SQL_HOOKS_PRUNE
+DELETE FROM hook_events WHERE delivered_at < now() - %(retention_seconds)s * interval '1 second' RETURNING id;
+
+-- name: SQL_HOOK_DELIVERED
+UPDATE hook_events SET delivered_at = now(), last_error = NULL WHERE id = %(id)s RETURNING id;
+
+-- name: SQL_HOOK_RETRY
+UPDATE hook_events SET next_attempt_at = now() + %(delay)s * interval '1 second', last_error = %(error)s
+ WHERE id = %(id)s RETURNING id;
+
+-- name: SQL_INTERRUPT[('interrupt', 'unfenced')]
+-- Keyed by (verb, fence mode); resume sets a fresh lease, interrupt keeps the lease as it is.
+WITH cur AS (
+  SELECT t.id, t.attempts_total FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+att AS (
+  UPDATE attempts a SET lease_expires_at = coalesce(NULL::timestamptz, a.lease_expires_at)
+    FROM cur
+   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.outcome IS NULL AND a.lease_token_hash IS NULL
+  RETURNING a.todo_id, a.lease_expires_at
+),
+upd AS (
+  UPDATE todos t SET state = %(to_state)s::todo_state, lease_expires_at = att.lease_expires_at, updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM att WHERE t.id = att.todo_id
+  RETURNING t.*
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'interrupted')::text) FROM upd;
+
+-- name: SQL_INTERRUPT[('interrupt', 'token_checked')]
+-- Keyed by (verb, fence mode); resume sets a fresh lease, interrupt keeps the lease as it is.
+WITH cur AS (
+  SELECT t.id, t.attempts_total FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+att AS (
+  UPDATE attempts a SET lease_expires_at = coalesce(NULL::timestamptz, a.lease_expires_at)
+    FROM cur
+   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.outcome IS NULL 
+  RETURNING a.todo_id, a.lease_expires_at
+),
+upd AS (
+  UPDATE todos t SET state = %(to_state)s::todo_state, lease_expires_at = att.lease_expires_at, updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM att WHERE t.id = att.todo_id
+  RETURNING t.*
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'interrupted')::text) FROM upd;
+
+-- name: SQL_INTERRUPT[('resume', 'unfenced')]
+-- Keyed by (verb, fence mode); resume sets a fresh lease, interrupt keeps the lease as it is.
+WITH cur AS (
+  SELECT t.id, t.attempts_total FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+att AS (
+  UPDATE attempts a SET lease_expires_at = coalesce(coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second', a.lease_expires_at)
+    FROM cur
+   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.outcome IS NULL AND a.lease_token_hash IS NULL
+  RETURNING a.todo_id, a.lease_expires_at
+),
+upd AS (
+  UPDATE todos t SET state = %(to_state)s::todo_state, lease_expires_at = att.lease_expires_at, updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM att WHERE t.id = att.todo_id
+  RETURNING t.*
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'resumed')::text) FROM upd;
+
+-- name: SQL_INTERRUPT[('resume', 'token_checked')]
+-- Keyed by (verb, fence mode); resume sets a fresh lease, interrupt keeps the lease as it is.
+WITH cur AS (
+  SELECT t.id, t.attempts_total FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+att AS (
+  UPDATE attempts a SET lease_expires_at = coalesce(coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second', a.lease_expires_at)
+    FROM cur
+   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.outcome IS NULL 
+  RETURNING a.todo_id, a.lease_expires_at
+),
+upd AS (
+  UPDATE todos t SET state = %(to_state)s::todo_state, lease_expires_at = att.lease_expires_at, updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM att WHERE t.id = att.todo_id
+  RETURNING t.*
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'resumed')::text) FROM upd;
+
+-- name: SQL_LIST['agent']
+-- A human's todos span their endpoints: the newest page of each endpoint (walking its
+-- (endpoint_id, created_at DESC, id) index), then the newest of those, so a page never
+-- sorts the whole history.
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at FROM todos t WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+   AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+   AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
+   AND (NOT %(dead_letter)s OR (t.state = 'failed' AND t.next_retry_at IS NULL))
+   AND (%(after_created)s::timestamptz IS NULL OR (t.created_at, t.id) < (%(after_created)s, %(after_id)s::text))
+ ORDER BY t.created_at DESC, t.id DESC
+ LIMIT %(limit)s;
+
+-- name: SQL_LIST['human']
+-- A human's todos span their endpoints: the newest page of each endpoint (walking its
+-- (endpoint_id, created_at DESC, id) index), then the newest of those, so a page never
+-- sorts the whole history.
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at
+  FROM endpoints e CROSS JOIN LATERAL (
+    SELECT t.* FROM todos t WHERE t.endpoint_id = e.id
+   AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+   AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
+   AND (NOT %(dead_letter)s OR (t.state = 'failed' AND t.next_retry_at IS NULL))
+   AND (%(after_created)s::timestamptz IS NULL OR (t.created_at, t.id) < (%(after_created)s, %(after_id)s::text))
+ ORDER BY t.created_at DESC, t.id DESC
+ LIMIT %(limit)s) t
+ WHERE e.user_id = %(user_id)s
+ ORDER BY t.created_at DESC, t.id DESC
+ LIMIT %(limit)s;
+
+-- name: SQL_QUEUE_STATES
+SELECT queue, state::text AS state, count(*) AS n FROM todos GROUP BY 1, 2;
+
+-- name: SQL_READY_TODOS
+-- The doorbell heartbeat: each listening endpoint's oldest pending todos (ids only), so one
+-- busy endpoint can never starve another's. Walks the pending index per endpoint.
+SELECT t.id, t.endpoint_id::text AS endpoint_id, t.queue
+  FROM unnest(%(endpoint_ids)s::uuid[]) AS e(id)
+  CROSS JOIN LATERAL (
+    SELECT t.id, t.endpoint_id, t.queue FROM todos t
+     WHERE t.endpoint_id = e.id AND t.state = 'pending'
+     ORDER BY t.created_at, t.id LIMIT %(limit)s) t;
+
+-- name: SQL_REAP
+-- reaper: claimed, lease lapsed -> pending (attempt < max) or failed dead letter; closes
+-- reaped/requeued or reaped/dead_lettered. SKIP LOCKED: safe with several processes.
+WITH cand AS (
+  SELECT t.id, t.attempts_total, t.attempt, t.max_attempts FROM todos t
+   WHERE t.state = 'claimed' AND t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
+   ORDER BY t.lease_expires_at
+   LIMIT %(batch)s
+   FOR UPDATE OF t SKIP LOCKED
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'reaped',
+         disposition = CASE WHEN cand.attempt < cand.max_attempts THEN 'requeued' ELSE 'dead_lettered' END::attempt_disposition
+    FROM cand
+   WHERE a.todo_id = cand.id AND a.seq = cand.attempts_total AND a.outcome IS NULL
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.summary_truncated, a.artifact, a.claimant
+),
+upd AS (
+  UPDATE todos t
+     SET state = CASE WHEN closed.disposition = 'requeued' THEN 'pending' ELSE 'failed' END::todo_state,
+         owner = NULL, lease_expires_at = NULL, next_retry_at = NULL, updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed WHERE t.id = closed.todo_id
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
+      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
+        'died', c.outcome IN ('lease_expired', 'reaped'), 'summary', c.summary, 'artifact', c.artifact),
+      'attempts', jsonb_build_object(
+  'total', u.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
+        UNION ALL SELECT c.outcome::text, 1
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
+       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted', greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+    FROM upd u JOIN closed c ON c.todo_id = u.id
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, row_to_json(closed) AS closed, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'reaped')::text)
+  FROM upd JOIN closed ON closed.todo_id = upd.id;
+
+-- name: SQL_RETENTION
+-- retention: terminal todos older than the bound are deleted; attempts cascade (REQ-11).
+-- Live todos (pending, held, failed with a retry window) are never touched.
+WITH old AS (
+  SELECT t.id FROM todos t
+   WHERE t.updated_at < coalesce(%(now)s::timestamptz, now()) - %(retention_seconds)s * interval '1 second'
+     AND (t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL))
+   LIMIT %(batch)s
+   FOR UPDATE OF t SKIP LOCKED
+)
+DELETE FROM todos t USING old WHERE t.id = old.id
+RETURNING t.id, t.endpoint_id, t.queue, pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'deleted')::text);
+
+-- name: SQL_RETRY['agent']
+-- manual retry: dead letter -> pending, attempt counter reset; history kept (REQ-12).
+WITH upd AS (
+  UPDATE todos t SET state = 'pending', attempt = 0, next_retry_at = NULL, updated_at = coalesce(%(now)s::timestamptz, now())
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = 'failed' AND t.next_retry_at IS NULL
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN '{}'::jsonb ELSE '{}'::jsonb END
+    FROM upd u 
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'retried')::text) FROM upd;
+
+-- name: SQL_RETRY['human']
+-- manual retry: dead letter -> pending, attempt counter reset; history kept (REQ-12).
+WITH upd AS (
+  UPDATE todos t SET state = 'pending', attempt = 0, next_retry_at = NULL, updated_at = coalesce(%(now)s::timestamptz, now())
+   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s) AND t.state = 'failed' AND t.next_retry_at IS NULL
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN '{}'::jsonb ELSE '{}'::jsonb END
+    FROM upd u 
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'retried')::text) FROM upd;
+
+-- name: SQL_RETRY_DUE
+-- retry scheduler: failed with next_retry_at <= now -> pending. Closes and opens nothing.
+WITH due AS (
+  SELECT t.id FROM todos t
+   WHERE t.state = 'failed' AND t.next_retry_at <= coalesce(%(now)s::timestamptz, now())
+   ORDER BY t.next_retry_at LIMIT %(batch)s
+   FOR UPDATE OF t SKIP LOCKED
+),
+upd AS (
+  UPDATE todos t SET state = 'pending', next_retry_at = NULL, updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM due WHERE t.id = due.id
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN '{}'::jsonb ELSE '{}'::jsonb END
+    FROM upd u 
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'requeued')::text) FROM upd;
+
+-- name: SQL_REVOKE
+-- endpoint revocation: the endpoint is revoked, and each of its held todos -> failed dead
+-- letter, closing the open attempt revoked/dead_lettered. System-wide within the endpoint.
+WITH ep AS (
+  UPDATE endpoints SET revoked_at = coalesce(%(now)s::timestamptz, now())
+   WHERE id = %(endpoint_id)s AND revoked_at IS NULL AND (%(user_id)s::bigint IS NULL OR user_id = %(user_id)s)
+  RETURNING id
+),
+cand AS (
+  SELECT t.id, t.attempts_total FROM todos t
+   WHERE t.endpoint_id = %(endpoint_id)s AND EXISTS (SELECT 1 FROM ep)
+     AND t.state IN ('claimed', 'input_required', 'auth_required')
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'revoked', disposition = 'dead_lettered'
+    FROM cand
+   WHERE a.todo_id = cand.id AND a.seq = cand.attempts_total AND a.outcome IS NULL
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.summary_truncated, a.artifact, a.claimant
+),
+upd AS (
+  UPDATE todos t SET state = 'failed', owner = NULL, lease_expires_at = NULL, next_retry_at = NULL,
+                     updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed WHERE t.id = closed.todo_id
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
+      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
+        'died', c.outcome IN ('lease_expired', 'reaped'), 'summary', c.summary, 'artifact', c.artifact),
+      'attempts', jsonb_build_object(
+  'total', u.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
+        UNION ALL SELECT c.outcome::text, 1
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
+       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted', greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+    FROM upd u JOIN closed c ON c.todo_id = u.id
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM ep) AS revoked,
+       -- every process drops the endpoint from its cache of authenticated tokens
+       (SELECT pg_notify('switchboard_v1', json_build_object('kind', 'endpoint_revoked', 'endpoint', ep.id)::text)
+          FROM ep) AS revoked_notice,
+       coalesce((SELECT json_agg(json_build_object(
+          'todo', row_to_json(upd), 'closed', row_to_json(c), 'n', pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'revoked')::text)))
+         FROM upd JOIN closed c ON c.todo_id = upd.id), '[]'::json) AS todos;
+
+-- name: SQL_USER_BY_ID
+SELECT id, username FROM users WHERE id = %(id)s;
+
+-- name: SQL_USER_BY_NAME
+SELECT id, username, password_hash FROM users WHERE username = %(username)s;
+
+-- name: SQL_USER_INSERT
+-- users and endpoints
+INSERT INTO users (username, password_hash) VALUES (%(username)s, %(password_hash)s) RETURNING id, username;
