@@ -32,7 +32,8 @@ from typing import Any, Callable
 import httpx
 
 from board.config import Settings
-from board.store import DIED_OUTCOMES, Store, Transition
+from board.store import Store, Transition
+from board.vocabulary import DIED_OUTCOMES
 from board.tasks import cancel_and_wait
 
 log = logging.getLogger("switchboard.hooks")

@@ -17,14 +17,13 @@ from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable
 
 from board.db import listening
-from board.store import NOTIFY_CHANNEL
+from board.vocabulary import CONTROL_KINDS, NOTIFY_CHANNEL
 from board.tasks import cancel_and_wait
 
 log = logging.getLogger("switchboard.live")
 
 RESYNC = {"kind": "resync"}
-# Kinds about endpoints rather than todos: they go to the control listeners only.
-CONTROL_KINDS = frozenset({"endpoint_revoked"})
+# Kinds about endpoints rather than todos go to the control listeners only.
 # Published when the server begins to shut down: every long-lived stream ends on it, so a
 # graceful shutdown never waits out open SSE or MCP listen streams.
 SHUTDOWN = {"kind": "shutdown"}

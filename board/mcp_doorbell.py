@@ -45,7 +45,7 @@ log = logging.getLogger("switchboard.mcp.doorbell")
 
 TODOS_URI = "switchboard://todos"
 TODO_URI_PREFIX = TODOS_URI + "/"
-READY_KINDS = frozenset({"added", "release", "requeued", "retried"})
+READY_KINDS = frozenset({"added", "released", "requeued", "retried"})
 OUTBOX_SIZE = 256
 SUBSCRIPTION_ID_META_KEY = "io.modelcontextprotocol/subscriptionId"
 

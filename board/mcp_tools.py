@@ -16,20 +16,14 @@ from typing import Any, Awaitable, Callable
 
 import mcp_types as types
 
+from board import vocabulary
 from board.errors import Invalid
-from board.store import (
-    ATTEMPTS_LIMIT_DEFAULT,
-    ATTEMPTS_LIMIT_MAX,
-    LIST_LIMIT_DEFAULT,
-    LIST_LIMIT_MAX,
-    PRIOR_ATTEMPTS,
-    Agent,
-    Store,
-)
+from board.store import Agent, Store
+from board.vocabulary import ATTEMPTS_LIMIT_DEFAULT, ATTEMPTS_LIMIT_MAX, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, PRIOR_ATTEMPTS
 
-STATES = ["pending", "claimed", "input_required", "auth_required", "done", "failed", "canceled"]
-OUTCOMES = ["completed", "failed", "released", "lease_expired", "reaped", "canceled", "revoked"]
-DISPOSITIONS = ["done", "retry_scheduled", "dead_lettered", "requeued", "canceled"]
+STATES = list(vocabulary.STATES)
+OUTCOMES = list(vocabulary.OUTCOMES)
+DISPOSITIONS = list(vocabulary.DISPOSITIONS)
 
 # -- schema fragments --------------------------------------------------------------------
 
@@ -237,7 +231,7 @@ SPECS: tuple[ToolSpec, ...] = (
         "Add a pending todo to one of this endpoint's queues (no attempt yet; rings the doorbell). Returns the new "
         "todo.",
         {
-            "queue": {"type": "string", "description": "A queue this endpoint is granted (1-64 of letters, digits, _ . : -)."},
+            "queue": {"type": "string", "description": f"A queue this endpoint is granted ({vocabulary.QUEUE_RULE})."},
             "title": {"type": "string", "minLength": 1, "maxLength": 500, "description": "A short title, 1 to 500 characters."},
             "payload": {"type": "object", "description": "Optional JSON object: the work's input for the worker."},
             "routing": {"type": "object", "description": "Optional JSON object: routing hints."},

@@ -16,10 +16,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from board.config import Settings
-from board.store import DIED_OUTCOMES, Transition
+from board.store import Transition
+from board.vocabulary import DIED_OUTCOMES
 
 OTHER_QUEUES = "_other"
-STATES = ("pending", "claimed", "input_required", "auth_required", "done", "failed", "canceled")
 
 
 class Metrics:

@@ -65,7 +65,7 @@ UPDATE todos t SET state = 'canceled', owner = NULL, lease_expires_at = NULL, up
  WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) 
 RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt, pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'cancel')::text);
+  'kind', 'canceled')::text);
 
 -- name: SQL_CANCEL_UNHELD['agent']
 -- cancel with no lease: pending, or failed waiting for a retry -> canceled. No attempt.
@@ -74,7 +74,7 @@ UPDATE todos t SET state = 'canceled', next_retry_at = NULL, updated_at = coales
    AND (t.state = 'pending' OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'cancel')::text);
+  'kind', 'canceled')::text);
 
 -- name: SQL_CANCEL_UNHELD['human']
 -- cancel with no lease: pending, or failed waiting for a retry -> canceled. No attempt.
@@ -83,7 +83,7 @@ UPDATE todos t SET state = 'canceled', next_retry_at = NULL, updated_at = coales
    AND (t.state = 'pending' OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'cancel')::text);
+  'kind', 'canceled')::text);
 
 -- name: SQL_CLAIM_BY_AGENT
 WITH cand AS (
@@ -406,7 +406,7 @@ UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result
  WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
 RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt, pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'complete')::text);
+  'kind', 'completed')::text);
 
 -- name: SQL_CLOSE_AGENT[('complete', 'token_checked')]
 -- Agent statements: the owner check always, the fence guard when UNFENCED.
@@ -426,7 +426,7 @@ UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result
  WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
 RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt, pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'complete')::text);
+  'kind', 'completed')::text);
 
 -- name: SQL_CLOSE_AGENT[('fail', 'unfenced')]
 -- Agent statements: the owner check always, the fence guard when UNFENCED.
@@ -485,7 +485,7 @@ outbox AS (
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition, c.summary AS closed_summary, c.artifact AS closed_artifact, pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'fail')::text)
+  'kind', 'failed')::text)
   FROM upd JOIN closed c ON true;
 
 -- name: SQL_CLOSE_AGENT[('fail', 'token_checked')]
@@ -545,7 +545,7 @@ outbox AS (
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition, c.summary AS closed_summary, c.artifact AS closed_artifact, pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'fail')::text)
+  'kind', 'failed')::text)
   FROM upd JOIN closed c ON true;
 
 -- name: SQL_CLOSE_AGENT[('release', 'unfenced')]
@@ -605,7 +605,7 @@ outbox AS (
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition, c.summary AS closed_summary, c.artifact AS closed_artifact, pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'release')::text)
+  'kind', 'released')::text)
   FROM upd JOIN closed c ON true;
 
 -- name: SQL_CLOSE_AGENT[('release', 'token_checked')]
@@ -665,7 +665,7 @@ outbox AS (
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition, c.summary AS closed_summary, c.artifact AS closed_artifact, pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'release')::text)
+  'kind', 'released')::text)
   FROM upd JOIN closed c ON true;
 
 -- name: SQL_CLOSE_HUMAN['complete']
@@ -687,7 +687,7 @@ UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result
  WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
 RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt, pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'complete')::text);
+  'kind', 'completed')::text);
 
 -- name: SQL_CLOSE_HUMAN['fail']
 -- Human statements (the Board): the owning human is exempt from the fence (REQ-6) and may
@@ -747,7 +747,7 @@ outbox AS (
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition, c.summary AS closed_summary, c.artifact AS closed_artifact, pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'fail')::text)
+  'kind', 'failed')::text)
   FROM upd JOIN closed c ON true;
 
 -- name: SQL_CLOSE_HUMAN['release']
@@ -808,7 +808,7 @@ outbox AS (
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition, c.summary AS closed_summary, c.artifact AS closed_artifact, pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'release')::text)
+  'kind', 'released')::text)
   FROM upd JOIN closed c ON true;
 
 -- name: SQL_CLOSE_HUMAN['cancel']
@@ -830,7 +830,7 @@ UPDATE todos t SET state = 'canceled', owner = NULL, lease_expires_at = NULL, up
  WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s) AND t.state = ANY(%(from_states)s::todo_state[]) 
 RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt, pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'cancel')::text);
+  'kind', 'canceled')::text);
 
 -- name: SQL_ENDPOINTS_OF_USER
 SELECT id::text AS id, name, agent_id, scope, queues, created_at, last_used_at, revoked_at
@@ -906,7 +906,7 @@ upd AS (
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'heartbeat')::text) FROM upd;
+  'kind', 'lease_extended')::text) FROM upd;
 
 -- name: SQL_HEARTBEAT['token_checked']
 -- heartbeat: claimed -> claimed; extends the lease on the todo and sets the open
@@ -930,7 +930,7 @@ upd AS (
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'heartbeat')::text) FROM upd;
+  'kind', 'lease_extended')::text) FROM upd;
 
 -- name: SQL_HOOKS_LEASE
 -- durable hook delivery (the outbox rows written by the transitions above)

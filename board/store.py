@@ -31,35 +31,35 @@ from psycopg_pool import AsyncConnectionPool
 
 from board.config import Settings
 from board.errors import Conflict, Forbidden, Invalid, NotFound, SwitchboardError
+from board.vocabulary import (  # noqa: F401 (the vocabulary is re-exported for the store's callers)
+    ARTIFACT_MAX_BYTES,
+    ATTEMPTS_LIMIT_DEFAULT,
+    ATTEMPTS_LIMIT_MAX,
+    CLAIMANT_MAX_BYTES,
+    CLOSED_BY,
+    DIED_OUTCOMES,
+    HOLDER_STATES,
+    INTERRUPT_STATES,
+    LIST_LIMIT_DEFAULT,
+    LIST_LIMIT_MAX,
+    NOTIFY_CHANNEL,
+    PRIOR_ATTEMPTS,
+    QUEUE_PATTERN,
+    QUEUE_RULE,
+    RESULT_MAX_BYTES,
+    SUMMARY_MAX_BYTES,
+    SWEEP_BATCH,
+    VERBS,
+)
 
 log = logging.getLogger("switchboard.store")
 
-NOTIFY_CHANNEL = "switchboard_v1"
-
-VERBS = (
-    "add_todo", "list_todos", "get_todo", "claim", "claim_next", "heartbeat",
-    "complete", "fail", "release", "cancel", "interrupt", "resume",
-)
-HOLDER_STATES = ("claimed", "input_required", "auth_required")
-INTERRUPT_STATES = ("input_required", "auth_required")
-DIED_OUTCOMES = ("lease_expired", "reaped")
 # The holder verbs and the states each one acts on (for classifying a miss).
 _HOLDER_OPS = {op: ("claimed",) for op in ("heartbeat", "complete", "fail", "release", "interrupt")} | {
     "resume": ("input_required", "auth_required")}
 
-SUMMARY_MAX_BYTES = 2048
-ARTIFACT_MAX_BYTES = 512
-CLAIMANT_MAX_BYTES = 128
-RESULT_MAX_BYTES = 65536
-PRIOR_ATTEMPTS = 5
-ATTEMPTS_LIMIT_DEFAULT = 20
-ATTEMPTS_LIMIT_MAX = 50
-LIST_LIMIT_DEFAULT = 50
-LIST_LIMIT_MAX = 200
-SWEEP_BATCH = 500
 
 _CAIRN_ARTIFACT = re.compile(r"mcp://cairn/[A-Za-z0-9_-]{1,64}")
-_QUEUE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _AGENT_ID = re.compile(r"[A-Za-z0-9_.:/-]{1,128}")
 _USERNAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
 
@@ -118,7 +118,7 @@ class Transition:
     """One committed transition, handed to observers after commit (metrics, hooks, the
     doorbell). Carries the closing attempt when one closed. Never logged."""
 
-    kind: str
+    kind: str  # one of vocabulary.TRANSITION_KINDS
     todo_id: str
     endpoint_id: str
     queue: str
@@ -634,7 +634,7 @@ def _close_sql(kind: str, scope: str, owner: bool, fence: bool) -> str:
         todo_set=spec["todo_set"].replace("{NOW}", NOW),
         todo_cols=_todo_cols(row, CLOSE_KNOWN if lean else ()),
         closed_cols=", ".join(f"c.{k} AS closed_{k}" for k in _closed_cols(kind)),
-        notify=_NOTIFY.format(r=row, kind=f"'{kind}'"),
+        notify=_NOTIFY.format(r=row, kind=f"'{CLOSED_BY[kind]}'"),
         outbox="" if lean else _outbox("u", "c"),
     ).replace("{NOW}", NOW)
 
@@ -688,7 +688,7 @@ SELECT {todo_cols}, {notify} FROM upd
 SQL_HEARTBEAT = {
     mode: _sql(
         _HEARTBEAT, scope=_AGENT_SCOPE, fence=_FENCE_GUARD[mode],
-        todo_cols=_TODO_COLS.format(r="upd"), notify=_NOTIFY.format(r="upd", kind="'heartbeat'"),
+        todo_cols=_TODO_COLS.format(r="upd"), notify=_NOTIFY.format(r="upd", kind="'lease_extended'"),
     )
     for mode in (UNFENCED, TOKEN_CHECKED)
 }
@@ -736,7 +736,7 @@ RETURNING {todo_cols}, {notify}
 """
 SQL_CANCEL_UNHELD = {
     name: _sql(_CANCEL_UNHELD, scope=scope, todo_cols=_TODO_COLS.format(r="t"),
-               notify=_NOTIFY.format(r="t", kind="'cancel'"))
+               notify=_NOTIFY.format(r="t", kind="'canceled'"))
     for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
 }
 
@@ -988,7 +988,7 @@ SQL_ATTEMPT_SUMMARY = "SELECT " + _summary("t", None) + " AS summary FROM todos 
 
 # -- constraint names -> domain errors, in one place --------------------------------------
 _CONSTRAINT_ERRORS: dict[str, Callable[[], SwitchboardError]] = {
-    "todos_queue_check": lambda: Invalid("queue must be 1-64 of letters, digits, _ . : -", argument="queue"),
+    "todos_queue_check": lambda: Invalid(f"queue must be {QUEUE_RULE}", argument="queue"),
     "todos_title_check": lambda: Invalid("title must be 1 to 500 characters", argument="title"),
     "todos_max_attempts_check": lambda: Invalid("max_attempts must be from 1 to 1000", argument="max_attempts"),
     "users_username_key": lambda: Conflict("that username is taken", argument="username"),
@@ -1112,8 +1112,8 @@ class Store:
                        routing: Any = None, max_attempts: Any = None, now: datetime | None = None) -> dict:
         """-> pending, in a queue the endpoint is granted."""
         caller.require("add_todo")
-        if not isinstance(queue, str) or not _QUEUE.fullmatch(queue):
-            raise Invalid("queue must be 1-64 of letters, digits, _ . : -", argument="queue", op="add_todo")
+        if not isinstance(queue, str) or not QUEUE_PATTERN.fullmatch(queue):
+            raise Invalid(f"queue must be {QUEUE_RULE}", argument="queue", op="add_todo")
         if queue not in caller.queues:
             raise Forbidden(f"this endpoint is not granted queue {queue}", argument="queue", op="add_todo")
         if not isinstance(title, str) or not 1 <= len(title) <= 500:
@@ -1336,7 +1336,7 @@ class Store:
             closed = {"seq": row["attempts_total"], "attempt": row["closed_attempt"], "outcome": outcome,
                       "disposition": row["closed_disposition"], "summary": row["closed_summary"],
                       "artifact": row["closed_artifact"]}
-        self._emit((Transition(kind, row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
+        self._emit((Transition(CLOSED_BY[kind], row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
                                dead_letter=row["dead_letter"], closed=closed, attempts_total=row["attempts_total"]),))
         out = todo_out(row)
         out["closed_attempt"] = {"seq": closed["seq"], "attempt": closed["attempt"], "outcome": outcome,
@@ -1372,7 +1372,7 @@ class Store:
                                  op="heartbeat", todo_id=todo_id, from_states=["claimed"])
         if row is None:
             raise await self._classify(caller, todo_id, "heartbeat", params)
-        self._emit([Transition("heartbeat", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
+        self._emit([Transition("lease_extended", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
                                attempts_total=row["attempts_total"])])
         return todo_out(row)
 
@@ -1424,7 +1424,7 @@ class Store:
                                 todo_id=todo_id, one=True)
         if row is None:
             raise await self._classify(caller, todo_id, "cancel", params)
-        self._emit([Transition("cancel", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
+        self._emit([Transition("canceled", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
                                attempts_total=row["attempts_total"])])
         return todo_out(row)
 
@@ -1493,8 +1493,8 @@ class Store:
         if not queues:
             raise Invalid("grant at least one queue", argument="queues")
         for q in queues:
-            if not isinstance(q, str) or not _QUEUE.fullmatch(q):
-                raise Invalid(f"queue {q!r} must be 1-64 of letters, digits, _ . : -", argument="queues")
+            if not isinstance(q, str) or not QUEUE_PATTERN.fullmatch(q):
+                raise Invalid(f"queue {q!r} must be {QUEUE_RULE}", argument="queues")
         scope = list(dict.fromkeys(scope or []))
         if not scope:
             raise Invalid("grant at least one verb", argument="scope")

@@ -13,11 +13,10 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from board.resources import resource_dir
-from board.store import DIED_OUTCOMES, VERBS, is_https_url
+from board.store import is_https_url
+from board.vocabulary import DIED_OUTCOMES, HOLDER_STATES, STATES, VERBS
 
 
-STATES = ("pending", "claimed", "input_required", "auth_required", "done", "failed", "canceled")
-HOLDER_STATES = ("claimed", "input_required", "auth_required")
 
 # The vend wizard's verb groups. release sits in a group of its own: it is granted only
 # when ticked, and no other verb implies it (REQ-9).

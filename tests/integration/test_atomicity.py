@@ -65,4 +65,4 @@ async def test_a_rolled_back_transition_is_never_announced(store, agent, db_url)
         await store.todo_cancel(agent, todo["id"])  # a committed change, announced
         (first,) = await heard
         assert json.loads(first.payload) == {"todo": todo["id"], "endpoint": agent.endpoint_id, "queue": "q",
-                                             "state": "canceled", "kind": "cancel"}
+                                             "state": "canceled", "kind": "canceled"}

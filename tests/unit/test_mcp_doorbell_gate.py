@@ -31,10 +31,11 @@ def bell(gate=60.0) -> Doorbell:
 def test_ready_kinds_ring_and_others_do_not():
     b = bell(gate=0)
     door = b.open(agent())
-    for kind in ("added", "release", "requeued", "retried"):
+    for kind in ("added", "released", "requeued", "retried"):
         b.on_event(event(kind))
     b.on_event(event("reaped", state="pending"))
-    for kind in ("claimed", "heartbeat", "complete", "fail", "cancel", "interrupted", "resumed", "revoked", "deleted"):
+    for kind in ("claimed", "lease_extended", "completed", "failed", "canceled", "interrupted", "resumed", "revoked",
+                 "deleted"):
         b.on_event(event(kind, state="claimed"))
     b.on_event(event("reaped", state="failed"))  # reaped to a dead letter is not ready
     assert rings(door) == ["switchboard://todos/t1"] * 5
@@ -44,10 +45,10 @@ def test_the_gate_suppresses_a_second_ring_and_a_requeue_clears_it():
     b = bell(gate=60)
     door = b.open(agent())
     b.on_event(event("added"))
-    b.on_event(event("release"))   # inside the gate: swallowed
+    b.on_event(event("released"))   # inside the gate: swallowed
     b.on_event(event("retried"))   # inside the gate: swallowed
     b.on_event(event("requeued"))  # the retry scheduler: clears the gate, rings
-    b.on_event(event("release"))   # gated again
+    b.on_event(event("released"))   # gated again
     assert rings(door) == ["switchboard://todos/t1"] * 2
 
 
@@ -55,7 +56,7 @@ def test_a_ring_nobody_heard_leaves_the_gate_open():
     b = bell(gate=60)
     b.on_event(event("added"))
     door = b.open(agent())
-    b.on_event(event("release"))
+    b.on_event(event("released"))
     assert rings(door) == ["switchboard://todos/t1"]
 
 
@@ -92,3 +93,21 @@ def test_the_rate_limiter_is_a_token_bucket_per_key():
     assert [limiter.allow("a") for _ in range(3)] == [True, True, False]
     assert limiter.allow("b") is True
     assert all(RateLimiter(rate=0, burst=1).allow("a") for _ in range(100))  # 0 turns it off
+
+
+def test_every_transition_kind_the_store_reports_is_in_the_vocabulary():
+    """One tense, one list: every kind the store's statements notify and its observers see."""
+    import re
+
+    from board import store
+    from board.vocabulary import CONTROL_KINDS, TRANSITION_KINDS
+
+    from pathlib import Path
+
+    source = Path(store.__file__)
+    text = source.read_text() + (source.parent / "statements.sql").read_text()
+    notified = set(re.findall(r"'kind', '([a-z_]+)'", text))
+    emitted = set(re.findall(r'Transition\("([a-z_]+)"', text))
+    assert notified and emitted
+    assert emitted <= set(TRANSITION_KINDS), emitted - set(TRANSITION_KINDS)
+    assert notified <= set(TRANSITION_KINDS) | set(CONTROL_KINDS), notified - set(TRANSITION_KINDS)

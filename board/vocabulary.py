@@ -1,0 +1,54 @@
+"""Switchboard's vocabulary, defined once: every other module imports these names.
+
+States and transitions are SPEC-0003's as the design baseline fixes them; outcomes and
+dispositions are SPEC-0034's. Transition kinds (in the notification payload, the metrics
+label, the in-process hooks and the doorbell) are all past participles: what happened.
+"""
+
+from __future__ import annotations
+
+import re
+
+STATES = ("pending", "claimed", "input_required", "auth_required", "done", "failed", "canceled")
+# A holder has the lease in these states; the interrupt states pause it for input or auth.
+HOLDER_STATES = ("claimed", "input_required", "auth_required")
+INTERRUPT_STATES = ("input_required", "auth_required")
+
+OUTCOMES = ("completed", "failed", "released", "lease_expired", "reaped", "canceled", "revoked")
+DISPOSITIONS = ("done", "retry_scheduled", "dead_lettered", "requeued", "canceled")
+# An attempt died when its lease lapsed with no report from its holder (REQ-4).
+DIED_OUTCOMES = ("lease_expired", "reaped")
+
+# The verbs an endpoint's scope may grant; each is an MCP tool of the same name.
+VERBS = (
+    "add_todo", "list_todos", "get_todo", "claim", "claim_next", "heartbeat",
+    "complete", "fail", "release", "cancel", "interrupt", "resume",
+)
+
+# What each committed transition is called wherever it is reported.
+TRANSITION_KINDS = (
+    "added", "claimed", "lease_expired", "lease_extended", "completed", "failed", "released", "canceled",
+    "interrupted", "resumed", "retried", "reaped", "requeued", "revoked", "deleted",
+)
+# Kinds of notifications about endpoints rather than todos (no subscriber re-reads a todo).
+CONTROL_KINDS = ("endpoint_revoked",)
+# The kind of the transition each closing verb commits.
+CLOSED_BY = {"complete": "completed", "fail": "failed", "release": "released", "cancel": "canceled"}
+
+# The LISTEN/NOTIFY channel; versioned, so a payload change can move to a new one.
+NOTIFY_CHANNEL = "switchboard_v1"
+
+# Queue names: the one rule, for input checks and messages (the todos trigger holds it too).
+QUEUE_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+QUEUE_RULE = "1-64 of letters, digits, _ . : -"
+
+SUMMARY_MAX_BYTES = 2048
+ARTIFACT_MAX_BYTES = 512
+CLAIMANT_MAX_BYTES = 128
+RESULT_MAX_BYTES = 65536
+PRIOR_ATTEMPTS = 5
+ATTEMPTS_LIMIT_DEFAULT = 20
+ATTEMPTS_LIMIT_MAX = 50
+LIST_LIMIT_DEFAULT = 50
+LIST_LIMIT_MAX = 200
+SWEEP_BATCH = 500
