@@ -745,7 +745,7 @@ class Demo:
         return Credentials(username, password, token)
 
     def banner(self, creds: Credentials) -> None:
-        from board.web_pages import client_snippet
+        from board.web_context import client_snippet
 
         mcp_url = f"{self.base_url}/mcp"
         snippet = client_snippet(mcp_url, creds.token, "switchboard-demo")

@@ -27,7 +27,7 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from board.errors import Invalid, NotFound
 from board.store import Human
-from board.web_pages import ATTEMPTS_SHOWN, PAGE_SIZE, Filters, require_human, runtime, web_state
+from board.web_context import ATTEMPTS_SHOWN, PAGE_SIZE, Filters, require_human, runtime, web_state
 from board.web_view import render
 
 PING_SECONDS = 15.0

@@ -5,15 +5,10 @@ the caller, so the owning-human predicate is applied in the store's own statemen
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import secrets
-from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlencode
 
 from litestar import Request, Response, get, post
-from litestar.datastructures import Cookie
 from litestar.enums import MediaType
 from litestar.params import FromPath
 from litestar.response import Redirect
@@ -21,124 +16,13 @@ from litestar.response import Redirect
 from board import auth
 from board.errors import Conflict, Invalid, NotFound, SwitchboardError
 from board.store import Human
-from board.web_auth import (CSRF_FIELD, SESSION_COOKIE, Session, SessionCodec, SignInThrottle, new_session,
-                            safe_next)
-from board.web_view import DEFAULT_VERBS, STATES, render
+from board.web_auth import new_session, safe_next
+from board.web_context import (ATTEMPTS_SHOWN, NO_STORE, PAGE_SIZE, Filters, SignInRequired, checked_form, client_of,
+                               client_snippet, mcp_url, not_found, page, read_session, redirect, require_human,
+                               runtime, web_state)
+from board.web_view import DEFAULT_VERBS
 
 log = logging.getLogger("switchboard.web")
-
-PAGE_SIZE = 50
-ATTEMPTS_SHOWN = 50
-NO_STORE = {"cache-control": "no-store"}
-
-
-@dataclass
-class WebState:
-    """Per-app Board state: the session codec, the sign-in throttle and the
-    endpoint -> owning user cache the live streams share (endpoints never change owner)."""
-
-    codec: SessionCodec
-    throttle: SignInThrottle = field(default_factory=SignInThrottle)
-    endpoint_owners: dict[str, int | None] = field(default_factory=dict)
-
-    async def owner_of(self, store, endpoint_id: str) -> int | None:
-        if endpoint_id not in self.endpoint_owners:
-            owner = await store.endpoint_owner(endpoint_id)
-            if owner is None:
-                return None  # not cached: an unknown id says nothing for later
-            self.endpoint_owners[endpoint_id] = owner
-        return self.endpoint_owners[endpoint_id]
-
-
-def web_state(app) -> WebState:
-    state = app.state.get("board_web")
-    if state is None:
-        settings = app.state.get("settings")
-        key = getattr(settings, "secret_key", None)
-        if not key:
-            log.warning("no SWITCHBOARD_SECRET_KEY: Board sessions are signed with a random key "
-                        "and end when this process stops")
-            key = secrets.token_urlsafe(32)
-        state = WebState(SessionCodec(key))
-        app.state["board_web"] = state
-    return state
-
-
-def runtime(request: Request):
-    return request.app.state.runtime
-
-
-class SignInRequired(Exception):
-    """No valid session: pages redirect to the sign-in page, streams answer 401."""
-
-
-# -- sessions on requests and responses ------------------------------------------------
-
-def read_session(request: Request) -> Session | None:
-    return web_state(request.app).codec.decode(request.cookies.get(SESSION_COOKIE))
-
-
-async def require_human(request: Request) -> tuple[Human, Session]:
-    session = read_session(request)
-    if session is None or session.user_id is None:
-        raise SignInRequired()
-    user = await runtime(request).store.user_by_id(session.user_id)
-    if user is None:
-        raise SignInRequired()
-    return Human(user["id"], user["username"]), session
-
-
-def session_cookie(request: Request, session: Session) -> Cookie:
-    codec = web_state(request.app).codec
-    return Cookie(key=SESSION_COOKIE, value=codec.encode(session), max_age=codec.remaining(session), path="/",
-                  httponly=True, samesite="lax", secure=request.url.scheme == "https")
-
-
-def with_session(request: Request, response: Response, session: Session | None) -> Response:
-    if session is not None and session.changed:
-        response.set_cookie(session_cookie(request, session))
-    return response
-
-
-def page(request: Request, template: str, *, session: Session | None, human: Human | None = None,
-         status: int = 200, headers: dict | None = None, **context: Any) -> Response:
-    """A full page (or fragment) rendered server-side; re-issues the cookie when it changed."""
-    flash = session.pop_flash() if session is not None and context.pop("show_flash", True) else None
-    html = render(template, human=human, csrf=session.csrf if session else "", flash=flash, **context)
-    response = Response(html, media_type=MediaType.HTML, status_code=status, headers={**NO_STORE, **(headers or {})})
-    return with_session(request, response, session)
-
-
-def redirect(request: Request, to: str, session: Session | None = None) -> Response:
-    return with_session(request, Redirect(to, status_code=303, headers=NO_STORE), session)
-
-
-def not_found(request: Request, session: Session | None, human: Human | None) -> Response:
-    """The one not-found page: a random id and another human's todo get the same bytes."""
-    return page(request, "not_found.html", session=session, human=human, status=404, title="Not found",
-                show_flash=False)
-
-
-def client_of(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
-
-
-async def checked_form(request: Request, session: Session | None) -> dict | Response:
-    """The posted form after the CSRF check, or the 403 page. Same-origin only, too."""
-    form = await request.form()
-    # Under Referrer-Policy: no-referrer browsers send "Origin: null" on form posts; only a
-    # named foreign origin is refused here, the token decides the rest.
-    origin = request.headers.get("origin")
-    same_origin = origin in (None, "null") or origin == f"{request.url.scheme}://{request.url.netloc}"
-    if session is None or not same_origin or not session.check_csrf(form.get(CSRF_FIELD)):
-        return page(request, "error.html", session=session, human=None, status=403, title="Form expired",
-                    show_flash=False, heading="This form has expired",
-                    message="The form was missing its security token or came from another site. "
-                            "Go back, reload the page and try again.")
-    return {"_multi": form, **{k: form.get(k) for k in form.keys()}}
-
-
-# -- sign-in ---------------------------------------------------------------------------
 
 @get("/login", name="login")
 async def login_page(request: Request) -> Response:
@@ -191,32 +75,6 @@ async def logout(request: Request) -> Response:
 
 
 # -- the Board ---------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Filters:
-    state: str | None = None
-    queue: str | None = None
-    dead: bool = False
-    cursor: str | None = None
-
-    @classmethod
-    def of(cls, params) -> "Filters":
-        state = params.get("state") or None
-        queue = params.get("queue") or None
-        return cls(state=state if state in STATES else None, queue=queue[:64] if queue else None,
-                   dead=params.get("dead") in ("1", "true", "on"), cursor=params.get("cursor") or None)
-
-    def query(self, **override) -> str:
-        values = {"state": self.state, "queue": self.queue, "dead": "1" if self.dead else None,
-                  "cursor": self.cursor} | override
-        q = urlencode({k: v for k, v in values.items() if v})
-        return f"?{q}" if q else ""
-
-    def matches(self, todo: dict) -> bool:
-        return ((self.state is None or todo["state"] == self.state)
-                and (self.queue is None or todo["queue"] == self.queue)
-                and (not self.dead or todo["dead_letter"]))
-
 
 async def board_context(request: Request, human: Human, filters: Filters) -> dict:
     store = runtime(request).store
@@ -308,15 +166,6 @@ async def todo_action(request: Request, todo_id: FromPath[str], action: FromPath
 
 
 # -- the vend wizard ---------------------------------------------------------------------
-
-def mcp_url(request: Request) -> str:
-    return f"{request.url.scheme}://{request.url.netloc}/mcp"
-
-
-def client_snippet(url: str, token: str, name: str) -> str:
-    return json.dumps({"mcpServers": {name: {"type": "http", "url": url,
-                                             "headers": {"Authorization": f"Bearer {token}"}}}}, indent=2)
-
 
 async def endpoints_context(request: Request, human: Human) -> dict:
     endpoints = await runtime(request).store.endpoints_of_user(human.user_id)
