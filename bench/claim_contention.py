@@ -145,9 +145,9 @@ class BaselineStore(st.Store):
         return {"todo": pre_change_todo_out(row)}
 
     async def todo_complete(self, caller, todo_id, *, result=None, now=None, **_):
-        todo_id = st._todo_id(todo_id)
+        todo_id = st.checked_todo_id(todo_id)
         if result is not None:
-            st._json_value(result, "result")
+            st.json_value(result, "result")
         caller.require("complete")
         params = self._params(caller, id=todo_id, result=None if result is None else st.Jsonb(result), now=now,
                               from_states=["claimed"])

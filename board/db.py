@@ -1,7 +1,7 @@
 """The database: an embedded Postgres when no DATABASE_URL is set, the pool, migrations.
 
 This module owns connections and the migration runner; every statement about todos,
-attempts, users and endpoints lives in board/store.py.
+attempts, users and endpoints lives in board/statements.py, run by board/store.py.
 """
 
 from __future__ import annotations
@@ -109,9 +109,8 @@ async def migrate(url: str, *, target: int | None = None, directory: Path = MIGR
 
 
 # psycopg caches the parsed form of a query only up to 4096 characters and reparses longer
-# ones on every execution (a quarter of a millisecond for a claim). The transition
-# statements of board/store.py are longer, so raise the cap; the cache stays bounded by
-# its entry count. A module constant of psycopg 3.x: if a release drops it, this is a no-op.
+# ones on every execution. The transition statements of board/statements.py are longer, so
+# raise the cap; the cache stays bounded by its entry count. A module constant of psycopg 3.x: if a release drops it, this is a no-op.
 psycopg._queries.MAX_CACHED_STATEMENT_LENGTH = max(getattr(psycopg._queries, "MAX_CACHED_STATEMENT_LENGTH", 0), 16384)
 
 

@@ -1,4 +1,4 @@
--- Every statement board/store.py sends to Postgres, rendered from the store's composition
+-- Every statement the store sends to Postgres, rendered from board/statements.py
 -- (psycopg turns each %(name)s into a $n parameter). Generated: do not edit; a test fails
 -- when this file and the store differ. Regenerate with `python -m tests.unit.test_statements`.
 

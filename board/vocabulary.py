@@ -8,6 +8,10 @@ label, the in-process hooks and the doorbell) are all past participles: what hap
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from board.errors import Forbidden
 
 STATES = ("pending", "claimed", "input_required", "auth_required", "done", "failed", "canceled")
 # A holder has the lease in these states; the interrupt states pause it for input or auth.
@@ -52,3 +56,71 @@ ATTEMPTS_LIMIT_MAX = 50
 LIST_LIMIT_DEFAULT = 50
 LIST_LIMIT_MAX = 200
 SWEEP_BATCH = 500
+
+
+# -- callers and transitions ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class Agent:
+    """An endpoint credential calling over MCP. Its reads are scoped to its own todos in
+    its granted queues (ADR-0022); its claims write owner = agent:<agent_id>."""
+
+    endpoint_id: str
+    agent_id: str
+    user_id: int
+    scope: frozenset[str]
+    queues: tuple[str, ...]
+    session_id: str | None = None
+
+    @property
+    def owner(self) -> str:
+        return f"agent:{self.agent_id}"
+
+    def allows(self, verb: str) -> bool:
+        if verb == "get_todo":  # REQ-8: an endpoint that may list may read one
+            return "get_todo" in self.scope or "list_todos" in self.scope
+        return verb in self.scope
+
+    def require(self, verb: str) -> None:
+        if not self.allows(verb):
+            raise Forbidden(f"this endpoint's scope does not grant {verb}", op=verb)
+
+    def on_session(self, session_id: str | None) -> "Agent":
+        return Agent(self.endpoint_id, self.agent_id, self.user_id, self.scope, self.queues, session_id)
+
+
+@dataclass(frozen=True)
+class Human:
+    """A signed-in human on the Board: sees the todos of the endpoints they own, and is
+    exempt from the fence (REQ-6)."""
+
+    user_id: int
+    username: str
+
+    @property
+    def owner(self) -> str:
+        return f"human:{self.user_id}"
+
+
+Caller = Agent | Human
+
+
+# -- committed-transition events ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class Transition:
+    """One committed transition, handed to observers after commit (metrics, hooks, the
+    doorbell). Carries the closing attempt when one closed. Never logged."""
+
+    kind: str  # one of vocabulary.TRANSITION_KINDS
+    todo_id: str
+    endpoint_id: str
+    queue: str
+    state: str
+    dead_letter: bool = False
+    closed: dict | None = None
+    attempts_total: int = 0
+    opened_seq: int | None = None
+
+
+Observer = Callable[[Transition], Any]

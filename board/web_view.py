@@ -13,7 +13,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from board.resources import resource_dir
-from board.store import is_https_url
+from board.inputs import is_https_url
 from board.vocabulary import DIED_OUTCOMES, HOLDER_STATES, STATES, VERBS
 
 

@@ -50,14 +50,14 @@ class Mutant:
 
 MUTANTS: tuple[Mutant, ...] = (
     # -- the fence (REQ-6) ---------------------------------------------------------------
-    Mutant("fence-close-without-token", "fence", "board/store.py",
+    Mutant("fence-close-without-token", "fence", "board/statements.py",
            'fence="AND a.lease_token_hash IS NULL" if fence else "",', 'fence="",',
            (FENCE, LIFECYCLE), "complete, fail and release without a token close a fenced attempt"),
-    Mutant("fence-heartbeat-without-token", "fence", "board/store.py",
+    Mutant("fence-heartbeat-without-token", "fence", "board/statements.py",
            "_HEARTBEAT, scope=_AGENT_SCOPE, fence=_FENCE_GUARD[mode],",
            '_HEARTBEAT, scope=_AGENT_SCOPE, fence="",',
            (FENCE,), "heartbeat without a token extends a fenced lease"),
-    Mutant("fence-interrupt-without-token", "fence", "board/store.py",
+    Mutant("fence-interrupt-without-token", "fence", "board/statements.py",
            "        fence=_FENCE_GUARD[mode],\n        todo_cols=_TODO_COLS.format(r=\"upd\"),\n"
            "        notify=_NOTIFY.format(r=\"upd\", kind=\"'resumed'\"",
            "        fence=\"\",\n        todo_cols=_TODO_COLS.format(r=\"upd\"),\n"
@@ -71,16 +71,16 @@ MUTANTS: tuple[Mutant, ...] = (
            "if stored is not None and not hmac.compare_digest(bytes(stored), presented):",
            (LIFECYCLE,), "a made-up token is accepted on an unfenced attempt"),
     # -- owner and state checks ----------------------------------------------------------
-    Mutant("owner-close", "owner", "board/store.py",
+    Mutant("owner-close", "owner", "board/statements.py",
            'owner="AND t.owner = %(owner)s" if owner else "",', 'owner="",',
            (FENCE, LIFECYCLE), "another holder's attempt can be closed"),
-    Mutant("owner-heartbeat", "owner", "board/store.py",
+    Mutant("owner-heartbeat", "owner", "board/statements.py",
            "_HEARTBEAT = \"\"\"\nWITH cur AS (\n  SELECT t.id, t.attempts_total FROM todos t\n"
            "   WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s",
            "_HEARTBEAT = \"\"\"\nWITH cur AS (\n  SELECT t.id, t.attempts_total FROM todos t\n"
            "   WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[])",
            (FENCE,), "another holder's lease can be extended"),
-    Mutant("owner-interrupt", "owner", "board/store.py",
+    Mutant("owner-interrupt", "owner", "board/statements.py",
            "_INTERRUPT = \"\"\"\nWITH cur AS (\n  SELECT t.id, t.attempts_total FROM todos t\n"
            "   WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s",
            "_INTERRUPT = \"\"\"\nWITH cur AS (\n  SELECT t.id, t.attempts_total FROM todos t\n"
@@ -93,11 +93,11 @@ MUTANTS: tuple[Mutant, ...] = (
            '                              from_states=["claimed", "input_required", "auth_required"])',
            (BOUNDARIES, FENCE), "a heartbeat revives an interrupted todo's lease"),
     # -- locks ---------------------------------------------------------------------------
-    Mutant("lock-claim-by-id", "lock", "board/store.py",
+    Mutant("lock-claim-by-id", "lock", "board/statements.py",
            "                                  AND t.attempt < t.max_attempts))\n   FOR UPDATE OF t\n)\"\"\"",
            "                                  AND t.attempt < t.max_attempts))\n)\"\"\"",
            (RACES,), "two by-id claims of one todo both win"),
-    Mutant("lock-claim-next", "lock", "board/store.py",
+    Mutant("lock-claim-next", "lock", "board/statements.py",
            "   ORDER BY t.created_at, t.id\n   LIMIT 1\n   FOR UPDATE OF t SKIP LOCKED",
            "   ORDER BY t.created_at, t.id\n   LIMIT 1",
            (RACES,), "two claim_next calls take the same todo"),
@@ -106,30 +106,30 @@ MUTANTS: tuple[Mutant, ...] = (
     # the lock keeps the todo-then-attempt lock order of every transition (so a takeover and
     # the reaper cannot deadlock), which no bounded test shows.
     # -- boundaries ----------------------------------------------------------------------
-    Mutant("lease-boundary-takeover", "boundary", "board/store.py",
+    Mutant("lease-boundary-takeover", "boundary", "board/statements.py",
            "     AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at <= {NOW}",
            "     AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at < {NOW}",
            (BOUNDARIES, LIFECYCLE), "a lease that lapses this instant cannot be taken over by id"),
-    Mutant("lease-boundary-reaper", "boundary", "board/store.py",
+    Mutant("lease-boundary-reaper", "boundary", "board/statements.py",
            "   WHERE t.state = 'claimed' AND t.lease_expires_at <= {NOW}\n",
            "   WHERE t.state = 'claimed' AND t.lease_expires_at < {NOW}\n",
            (BOUNDARIES, LIFECYCLE), "the reaper misses a lease that lapses this instant"),
-    Mutant("cap-boundary-takeover", "boundary", "board/store.py",
+    Mutant("cap-boundary-takeover", "boundary", "board/statements.py",
            "     AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at <= {NOW}\n"
            "                                  AND t.attempt < t.max_attempts))",
            "     AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at <= {NOW}\n"
            "                                  AND t.attempt <= t.max_attempts))",
            (BOUNDARIES, LIFECYCLE), "the last allowed attempt's lapsed lease is taken over instead of dead-lettered"),
-    Mutant("cap-boundary-fail", "boundary", "board/store.py",
+    Mutant("cap-boundary-fail", "boundary", "board/statements.py",
            '"CASE WHEN t.attempt < t.max_attempts THEN {NOW} + least(',
            '"CASE WHEN t.attempt <= t.max_attempts THEN {NOW} + least(',
            (BOUNDARIES, LIFECYCLE), "a fail at max_attempts schedules a retry instead of a dead letter"),
-    Mutant("cap-boundary-reaper", "boundary", "board/store.py",
+    Mutant("cap-boundary-reaper", "boundary", "board/statements.py",
            "CASE WHEN cand.attempt < cand.max_attempts THEN 'requeued' ELSE 'dead_lettered' END",
            "CASE WHEN cand.attempt <= cand.max_attempts THEN 'requeued' ELSE 'dead_lettered' END",
            (BOUNDARIES, INVARIANTS), "the reaper requeues the last allowed attempt"),
     # -- the died mapping (REQ-4) --------------------------------------------------------
-    Mutant("died-in-hook-payload", "died", "board/store.py",
+    Mutant("died-in-hook-payload", "died", "board/statements.py",
            "'died', {c}.outcome IN ('lease_expired', 'reaped'), 'summary'",
            "'died', {c}.outcome IN ('lease_expired'), 'summary'",
            ("tests/integration/test_hooks.py",), "a reaped dead letter's hook payload says it did not die"),
@@ -138,11 +138,11 @@ MUTANTS: tuple[Mutant, ...] = (
            "'died', coalesce(a.outcome IN ('lease_expired'), false),",
            (LIFECYCLE,), "get_todo and prior_attempts say a reaped attempt did not die"),
     # -- scope (REQ-10) ------------------------------------------------------------------
-    Mutant("scope-agent-queues", "scope", "board/store.py",
+    Mutant("scope-agent-queues", "scope", "board/statements.py",
            '_AGENT_SCOPE = "t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)"',
            '_AGENT_SCOPE = "t.endpoint_id = %(endpoint_id)s"',
            (LIFECYCLE,), "an endpoint reaches its todos in a queue it is no longer granted"),
-    Mutant("scope-human", "scope", "board/store.py",
+    Mutant("scope-human", "scope", "board/statements.py",
            '_HUMAN_SCOPE = "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)"',
            '_HUMAN_SCOPE = "t.endpoint_id IN (SELECT e.id FROM endpoints e)"',
            (LIFECYCLE,), "a human reaches another human's todos"),

@@ -1,7 +1,7 @@
-"""Every SQL statement of board/store.py as the text it sends, committed in
-board/statements.sql so that a review sees each change to SQL in a diff. The store composes
-its statements from a few shared parts; this test renders them and fails when the rendered
-and the committed texts differ. After a deliberate change, write the file anew with
+"""Every SQL statement of board/statements.py as the store sends it, committed in
+board/statements.sql so that a review sees each change to SQL in a diff. The statements are
+composed from a few shared parts; this test renders them and fails when the rendered and
+the committed texts differ. After a deliberate change, write the file anew with
 `python -m tests.unit.test_statements`."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from board import store
+from board import statements as store
 
 STORE_SOURCE = Path(store.__file__)
 STATEMENTS_FILE = STORE_SOURCE.parent / "statements.sql"
-HEADER = """-- Every statement board/store.py sends to Postgres, rendered from the store's composition
+HEADER = """-- Every statement the store sends to Postgres, rendered from board/statements.py
 -- (psycopg turns each %(name)s into a $n parameter). Generated: do not edit; a test fails
 -- when this file and the store differ. Regenerate with `python -m tests.unit.test_statements`.
 """
@@ -52,7 +52,7 @@ def render() -> str:
 
 def test_the_committed_statements_are_the_ones_the_store_sends():
     assert STATEMENTS_FILE.read_text() == render(), (
-        "board/statements.sql differs from what board/store.py sends; regenerate it if the change is meant")
+        "board/statements.sql differs from board/statements.py; regenerate it if the change is meant")
 
 
 def test_a_one_character_change_to_a_statement_shows(monkeypatch):
