@@ -239,7 +239,7 @@ async def show_plans(url: str, token: str) -> None:
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         for title, text in (("claim_next (fast path)", st.SQL_CLAIM_NEXT_FAST),
                             ("claim_next (takeover/pruning path)", st.SQL_CLAIM_NEXT),
-                            ("complete", st.SQL_CLOSE_AGENT[("complete", False)])):
+                            ("complete", st.SQL_CLOSE_AGENT[("complete", st.UNFENCED)])):
             query = PostgresQuery(Transformer(conn))
             query.convert(text, {name: None for name in re.findall(r"%\((\w+)\)s", text)})
             cur = await conn.execute(b"EXPLAIN (GENERIC_PLAN, COSTS OFF) " + query.query)
