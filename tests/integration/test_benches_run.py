@@ -1,0 +1,28 @@
+"""The benchmarks still run against the code as it is (they assert nothing about speed):
+each is started at its smallest size, on the test Postgres, and must finish with its table."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+SMALLEST = {
+    "claim_contention.py": ["--workers", "1", "--slices", "2", "--seconds", "0.2", "--history", "50",
+                            "--pending", "500", "--same-schema"],
+    "mcp_roundtrip.py": ["--clients", "1", "--slices", "1", "--seconds", "0.3", "--backlog", "500",
+                         "--generations", "modern", "--client", "raw"],
+}
+
+
+@pytest.mark.parametrize("bench", SMALLEST)
+def test_the_benchmark_runs_to_its_table(bench, pg_admin_url):
+    env = {**os.environ, "DATABASE_URL": pg_admin_url}
+    ran = subprocess.run([sys.executable, str(ROOT / "bench" / bench), *SMALLEST[bench]], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-3000:]
+    assert "ratio" in ran.stdout or "vs store" in ran.stdout, ran.stdout[-2000:]
