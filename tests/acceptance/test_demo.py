@@ -7,6 +7,11 @@ lease_expired) and whose dead-letter filter lists dead letters. Ctrl-C (SIGINT t
 process group, as a terminal sends it) exits 0 promptly and leaves no Postgres behind. A
 second run on the same data dir reuses the password, the token and the data, and stops by
 itself after --duration.
+
+The demo settles: with its bounds made small through SWITCHBOARD_DEMO_LIVE_TODOS and
+SWITCHBOARD_DEMO_MAX_TODOS (see board/demo/__init__.py), every census over list_todos (all
+pages) has at most that many live todos and todos in all, while the Board fills up to the
+bound and the first todos to finish are removed to make room for new work.
 """
 
 from __future__ import annotations
@@ -40,8 +45,10 @@ LINES = ("completed", "failed", "released", "took over", "died", "restarted", "w
 class DemoProcess:
     """`python -m board demo` in its own process group, its output collected line by line."""
 
-    def __init__(self, data_dir: Path, port: int, duration: float):
-        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SWITCHBOARD_SECRET_KEY")}
+    def __init__(self, data_dir: Path, port: int, duration: float, env: dict[str, str] | None = None):
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("DATABASE_URL", "SWITCHBOARD_SECRET_KEY") and not k.startswith("SWITCHBOARD_DEMO_")} \
+            | (env or {})
         env["SWITCHBOARD_DATA_DIR"] = str(data_dir)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "board", "demo", "--port", str(port), "--duration", str(duration)],
@@ -214,4 +221,61 @@ async def test_demo_shows_every_outcome_and_stops_cleanly_on_ctrl_c(tmp_path):
         assert postgres_pids(data_dir) == [], "a postgres process outlived the second run"
     finally:
         again.kill()
+        stop_stray_postgres(data_dir)
+
+
+async def census(client) -> list[dict]:
+    """Every todo the demo endpoint sees, all pages of list_todos."""
+    todos, cursor = [], None
+    while True:
+        page = await call(client, "list_todos", limit=200, **({"cursor": cursor} if cursor else {}))
+        todos += page["todos"]
+        cursor = page["next_cursor"]
+        if not cursor:
+            return todos
+
+
+def finished(todo: dict) -> bool:
+    return todo["state"] in ("done", "canceled") or todo["dead_letter"]
+
+
+async def test_demo_settles_to_a_bounded_board(tmp_path):
+    live_max, total_max, oldest = 16, 40, 10
+    assert sum(len(seeds) for seeds in QUEUES.values()) > live_max  # the first seeding does not fit
+    data_dir = tmp_path / "sb"
+    demo = DemoProcess(data_dir, free_port(), duration=900,
+                       env={"SWITCHBOARD_DEMO_LIVE_TODOS": str(live_max), "SWITCHBOARD_DEMO_MAX_TODOS": str(total_max)})
+    try:
+        creds = await demo.banner()
+        assert f"at most {live_max} live todos and {total_max} in all" in demo.output
+        first_finished: list[str] = []  # todo ids in the order they were first seen finished
+        most = 0
+        deadline = time.monotonic() + WITHIN
+        async with mcp_client(creds["mcp"], creds["token"]) as client:
+            while True:
+                todos = await census(client)
+                live = [t for t in todos if not finished(t)]
+                assert len(todos) <= total_max, f"{len(todos)} todos, over the bound of {total_max}"
+                assert len(live) <= live_max, f"{len(live)} live todos, over the bound of {live_max}"
+                most = max(most, len(todos))
+                for todo in sorted(todos, key=lambda t: t["updated_at"]):
+                    if finished(todo) and todo["id"] not in first_finished:
+                        first_finished.append(todo["id"])
+                present = {t["id"] for t in todos}
+                if len(first_finished) >= oldest and not present & set(first_finished[:oldest]):
+                    break  # the first todos to finish are gone
+                assert time.monotonic() < deadline, \
+                    f"after {WITHIN} s: {len(todos)} todos, {len(live)} live; of the first {oldest} to " \
+                    f"finish, {len(present & set(first_finished[:oldest]))} still there:\n{demo.output[-3000:]}"
+                await asyncio.sleep(1.0)
+        # It filled up to the bound (within one round of seeds) and made room for new work; and
+        # the live bound held the first seeding back.
+        assert most >= total_max - max(len(seeds) for seeds in QUEUES.values())
+        assert re.search(r"^\d\d:\d\d:\d\d  planner\s+added .*made room: removed the", demo.output, re.M)
+        assert re.search(r"^\d\d:\d\d:\d\d  planner\s+waiting\s", demo.output, re.M)
+        demo.interrupt()
+        assert await demo.wait(timeout=60) == 0, demo.output
+        assert postgres_pids(data_dir) == [], "a postgres process outlived the demo"
+    finally:
+        demo.kill()
         stop_stray_postgres(data_dir)

@@ -1,0 +1,159 @@
+"""The planner: keeps the queues stocked, and keeps the Board to the demo's bounds.
+
+It is the only one that adds todos, so it is where the bounds hold. Before adding it takes
+a census of the demo's todos (list_todos over MCP, every page):
+
+- live todos (pending, held, or failed with a retry to come) must stay at or under
+  `Limits.live_todos`: a queue is stocked only with what fits (part of a round, or nothing
+  until some work finishes);
+- todos in all must stay at or under `Limits.max_todos`: when the new ones would not fit,
+  the oldest finished todos (done, canceled, dead letters; oldest by when they last
+  changed) are removed first, through the store's retention sweep (`Store.sweep_retention`)
+  given the cutoff as its `now`. The store deletes their attempts with them and tells the
+  Board, which drops their rows.
+
+The agents never add todos, and finishing one does not change the count, so neither bound
+is passed between censuses (a client of your own on the demo token may add more: the next
+census counts them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from board.demo import banner
+from board.demo.agents import SimAgent
+from board.demo.seeding import QUEUES, TRICKLE, Seed
+from board.vocabulary import HOLDER_STATES, LIST_LIMIT_MAX
+
+if TYPE_CHECKING:
+    from board.demo.runner import Demo
+
+OPEN_STATES = ("pending", *HOLDER_STATES)
+
+
+def changed_at(todo: dict) -> datetime:
+    return datetime.fromisoformat(todo["updated_at"])
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def is_finished(todo: dict) -> bool:
+    """Done, canceled or a dead letter: nothing more will happen to it."""
+    return todo["state"] in ("done", "canceled") or bool(todo.get("dead_letter"))
+
+
+class Planner(SimAgent):
+    """Adds a round of todos to a queue with nothing pending (one todo to a TRICKLE queue
+    with nothing open), within the demo's limits."""
+
+    def __init__(self, demo: "Demo", name: str):
+        super().__init__(demo, name)
+        self.seeded = asyncio.Event()
+        self.stocked_at: dict[str, float] = {}
+        self.holding = False
+
+    async def step(self) -> None:
+        hungry = []
+        for queue in QUEUES:
+            if queue in TRICKLE:
+                if not await self.has(queue, *OPEN_STATES):
+                    hungry.append(queue)
+            elif not await self.has(queue, "pending"):
+                hungry.append(queue)
+        # The queue that has waited longest first, so a tight live bound starves none.
+        hungry.sort(key=lambda q: self.stocked_at.get(q, 0.0))
+        for queue in hungry:
+            want = 1 if queue in TRICKLE else len(QUEUES[queue])
+            room, removed = await self.make_room(want)
+            if room == 0:
+                self.hold(queue)
+                break
+            self.holding = False
+            made_room = ""
+            if removed:
+                made_room = "made room: removed the " + ("oldest finished todo" if removed == 1 else
+                                                         f"{removed} oldest finished todos")
+            if queue in TRICKLE:
+                await self.trickle(queue, QUEUES[queue], made_room)
+            else:
+                await self.seed(queue, QUEUES[queue][:room], made_room)
+            self.stocked_at[queue] = time.monotonic()
+        self.seeded.set()
+        await self.pause(1.0)
+
+    async def has(self, queue: str, *states: str) -> bool:
+        for state in states:
+            if (await self.call("list_todos", queue=queue, state=state, limit=1)).get("todos"):
+                return True
+        return False
+
+    # the bounds
+
+    async def census(self) -> list[dict]:
+        """Every todo of the demo endpoint, newest first."""
+        todos: list[dict] = []
+        cursor = None
+        while True:
+            page = await self.call("list_todos", limit=LIST_LIMIT_MAX, cursor=cursor)
+            todos += page.get("todos", [])
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return todos
+
+    async def make_room(self, want: int) -> tuple[int, int]:
+        """How many todos may be added now (0 to `want`), and how many finished todos were
+        removed to make room under the bound on todos in all (the oldest first)."""
+        limits = self.demo.limits
+        todos = await self.census()
+        live = sum(not is_finished(t) for t in todos)
+        want = min(want, limits.live_todos - live)
+        if want <= 0:
+            return 0, 0
+        removed = 0
+        excess = len(todos) + want - limits.max_todos
+        if excess > 0:
+            finished = sorted((t for t in todos if is_finished(t)), key=lambda t: (changed_at(t), t["id"]))
+            if finished:
+                removed = await self.demo.remove_finished(through=changed_at(finished[:excess][-1]))
+                todos = await self.census()
+            want = min(want, limits.max_todos - len(todos))
+        return max(0, want), removed
+
+    def hold(self, queue: str) -> None:
+        if not self.holding:
+            limits = self.demo.limits
+            banner.action(self.name, "waiting", queue,
+                          f"{limits.live_todos} live todos is the bound: more when some work finishes")
+        self.holding = True
+
+    # adding
+
+    async def add(self, queue: str, seed: Seed, n: int) -> dict:
+        title = seed.title if n == 1 else f"{seed.title} (round {n})"
+        return await self.call("add_todo", queue=queue, title=title, payload=seed.payload,
+                               max_attempts=seed.max_attempts)
+
+    async def seed(self, queue: str, seeds: tuple[Seed, ...], detail: str = "") -> None:
+        rounds = self.demo.state.data["seed_rounds"]
+        n = int(rounds.get(queue, 0)) + 1
+        for s in seeds:
+            await self.add(queue, s, n)
+        rounds[queue] = n
+        self.demo.state.save()
+        banner.action(self.name, "added", queue, plural(len(seeds), "todo") + (f" (round {n})" if n > 1 else ""),
+                      detail)
+
+    async def trickle(self, queue: str, seeds: tuple[Seed, ...], detail: str = "") -> None:
+        counts = self.demo.state.data.setdefault("trickled", {})
+        i = int(counts.get(queue, 0))
+        todo = await self.add(queue, seeds[i % len(seeds)], i // len(seeds) + 1)
+        counts[queue] = i + 1
+        self.demo.state.save()
+        self.say("added", todo, detail)
+
