@@ -5,6 +5,7 @@ and endpoints) executes them."""
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 from board.vocabulary import CLOSED_BY, NOTIFY_CHANNEL, PRIOR_ATTEMPTS
@@ -39,7 +40,7 @@ _TODO_COLS = ", ".join(_TODO_COLUMNS.values())
 
 def _todo_cols(r: str, known: Iterable[str] = ()) -> str:
     """The todo's columns of row r, less those the transition itself fixes (known)."""
-    return ", ".join(expr for name, expr in _TODO_COLUMNS.items() if name not in known).format(r=r)
+    return compose(", ".join(expr for name, expr in _TODO_COLUMNS.items() if name not in known), r=r)
 
 
 # What a claim and the lean closes (complete, cancel) fix on the todo, so their statements
@@ -50,13 +51,24 @@ def _todo_cols(r: str, known: Iterable[str] = ()) -> str:
 CLAIM_KNOWN = ("state", "owner", "next_retry_at", "dead_letter")
 CLOSE_KNOWN = ("id", "state", "owner", "lease_expires_at", "next_retry_at", "dead_letter")
 
-_NOTIFY = """pg_notify('""" + NOTIFY_CHANNEL + """', json_build_object(
+_NOTIFY = """pg_notify('{channel}', json_build_object(
   'todo', {r}.id, 'endpoint', {r}.endpoint_id, 'queue', {r}.queue, 'state', {r}.state,
-  'kind', {kind})::text)"""
+  'kind', '{kind}')::text)"""
 
 
-def _sql(text: str, **parts: str) -> str:
-    return text.replace("{NOW}", NOW).format(**parts)
+_SLOT = re.compile(r"\{([A-Za-z_]+)\}")
+
+
+def compose(text: str, **parts) -> str:
+    """The one way statements are built: fill each {name} slot of text with parts[name]
+    ({NOW} with the injectable clock), and again in what was filled in, until no slot is
+    left. Other braces (a JSON literal '{}') are text and stay as they are."""
+    parts = {"NOW": NOW, "channel": NOTIFY_CHANNEL, "hook_recent": HOOK_RECENT, **parts}
+    while True:
+        filled = _SLOT.sub(lambda m: str(parts[m.group(1)]) if m.group(1) in parts else m.group(0), text)
+        if filled == text:
+            return text
+        text = filled
 
 
 HOOK_RECENT = 10
@@ -67,7 +79,7 @@ HOOK_RECENT = 10
 # attempt the same statement closes, which that statement's snapshot still sees open.
 _SUMMARY = """jsonb_build_object(
   'total', {r}.attempts_total,
-  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{{}}'::jsonb) FROM (
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
       SELECT w.k, sum(w.n)::int AS n FROM (
         SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
          WHERE a.todo_id = {r}.id AND a.outcome IS NOT NULL {not_closing} GROUP BY 1
@@ -78,36 +90,43 @@ _SUMMARY = """jsonb_build_object(
       SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
                                        'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
         FROM attempts a CROSS JOIN LATERAL (SELECT {outcome} AS outcome) o
-       WHERE a.todo_id = {r}.id ORDER BY a.seq DESC LIMIT """ + str(HOOK_RECENT) + """) x),
-  'omitted', greatest({r}.attempts_total - least({r}.attempts_total - {r}.attempts_pruned, """ + str(HOOK_RECENT) + """), 0))"""
+       WHERE a.todo_id = {r}.id ORDER BY a.seq DESC LIMIT {hook_recent}) x),
+  'omitted', greatest({r}.attempts_total - least({r}.attempts_total - {r}.attempts_pruned, {hook_recent}), 0))"""
 
 
 def _summary(r: str, c: str | None) -> str:
     if c is None:
-        return _SUMMARY.format(r=r, not_closing="", closing_count="", outcome="a.outcome::text")
-    return _SUMMARY.format(
-        r=r, not_closing=f"AND a.seq <> {c}.seq", closing_count=f"UNION ALL SELECT {c}.outcome::text, 1",
-        outcome=f"CASE WHEN a.seq = {c}.seq THEN {c}.outcome::text ELSE a.outcome::text END")
+        return compose(_SUMMARY, r=r, not_closing="", closing_count="", outcome="a.outcome::text")
+    return compose(_SUMMARY, r=r, c=c, not_closing="AND a.seq <> {c}.seq",
+                   closing_count="UNION ALL SELECT {c}.outcome::text, 1",
+                   outcome="CASE WHEN a.seq = {c}.seq THEN {c}.outcome::text ELSE a.outcome::text END")
 
 
 # Durable notify hooks: one hook_events row per configured URL when a transition makes a
 # todo ready or dead-letters it, in the same statement. With no URLs configured the cross
 # join is empty and nothing is written. A dead letter carries its closing attempt and the
 # exact summary (REQ-15).
-def _outbox(r: str, c: str | None) -> str:
-    dead = "'{}'::jsonb" if c is None else f"""jsonb_build_object(
+_OUTBOX_DEAD = """jsonb_build_object(
       'attempt', jsonb_build_object('seq', {c}.seq, 'attempt', {c}.attempt, 'outcome', {c}.outcome,
         'died', {c}.outcome IN ('lease_expired', 'reaped'), 'summary', {c}.summary, 'artifact', {c}.artifact),
-      'attempts', {_summary(r, c)})"""
-    join = "" if c is None else f"JOIN closed {c} ON {c}.todo_id = {r}.id"
-    return f"""outbox AS (
+      'attempts', {summary})"""
+
+
+def _outbox(r: str, c: str | None) -> str:
+    if c is None:
+        return compose(_OUTBOX, r=r, dead="'{}'::jsonb", join="")
+    return compose(_OUTBOX, r=r, c=c, dead=_OUTBOX_DEAD, summary=_summary(r, c),
+                   join="JOIN closed {c} ON {c}.todo_id = {r}.id")
+
+
+_OUTBOX = """outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
   SELECT ev.event, h.url, {r}.id,
          jsonb_build_object('event', ev.event, 'occurred_at', {NOW},
            'todo', jsonb_build_object('id', {r}.id, 'queue', {r}.queue, 'title', {r}.title, 'state', {r}.state,
              'attempt', {r}.attempt, 'max_attempts', {r}.max_attempts, 'attempts_total', {r}.attempts_total,
              'endpoint_id', {r}.endpoint_id))
-         || CASE WHEN ev.event = 'todo.dead_lettered' THEN {dead} ELSE '{{}}'::jsonb END
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN {dead} ELSE '{}'::jsonb END
     FROM upd {r} {join}
     CROSS JOIN LATERAL (SELECT CASE
         WHEN {r}.state = 'pending' THEN 'todo.ready'
@@ -115,7 +134,7 @@ def _outbox(r: str, c: str | None) -> str:
     CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
    WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
   RETURNING 1
-)""".replace("{{}}", "{}")
+)"""
 
 
 # -- claim: pending -> claimed, or claimed (lease lapsed) -> claimed (takeover); opens one
@@ -134,10 +153,10 @@ _OPEN_ATTEMPT = """ins AS (
     FROM {src} {where}
   RETURNING todo_id, seq
 )"""
-_OPEN_FROM_UPD = _OPEN_ATTEMPT.format(src="upd", seq="upd.attempts_total", attempt="upd.attempt",
-                                      lease="upd.lease_expires_at", where="", NOW="{NOW}", claimer="{claimer}")
-_OPEN_FROM_CAND = _OPEN_ATTEMPT.format(
-    src="cand", seq="cand.prev_total + 1", attempt="cand.prev_attempt + 1", lease=_LEASE, NOW="{NOW}",
+_OPEN_FROM_UPD = compose(_OPEN_ATTEMPT, src="upd", seq="upd.attempts_total", attempt="upd.attempt",
+                         lease="upd.lease_expires_at", where="")
+_OPEN_FROM_CAND = compose(_OPEN_ATTEMPT,
+    src="cand", seq="cand.prev_total + 1", attempt="cand.prev_attempt + 1", lease=_LEASE,
     where="WHERE cand.prev_state = 'pending' AND cand.prev_total < %(history_max)s", claimer="{claimer}")
 # claimer_kind and claimer_endpoint_id follow from who may run the statement: an agent's
 # statements record its endpoint (the endpoint_id its scope filter already binds), the
@@ -175,7 +194,7 @@ upd AS (
          pruned_outcomes = CASE WHEN cand.prev_total < %(history_max)s THEN t.pruned_outcomes
            ELSE t.pruned_outcomes || coalesce((
              SELECT jsonb_object_agg(p.outcome, p.n + coalesce((t.pruned_outcomes ->> p.outcome)::int, 0))
-               FROM (SELECT outcome::text AS outcome, count(*) AS n FROM pruned GROUP BY 1) p), '{{}}') END,
+               FROM (SELECT outcome::text AS outcome, count(*) AS n FROM pruned GROUP BY 1) p), '{}') END,
          updated_at = {NOW}
     FROM cand
    WHERE t.id = cand.id
@@ -234,7 +253,7 @@ _CAND_NEXT = """lapsed_cand AS (
    FOR UPDATE OF t SKIP LOCKED
 ),
 pending_cand AS (
-""" + _PENDING_SCAN.strip("\n") + """
+{pending_scan}
 ),
 cand AS (
   SELECT * FROM pending_cand
@@ -244,15 +263,15 @@ cand AS (
 
 
 def _claim_sql(scope: str, by_id: bool) -> str:
-    cand = (_CAND_BY_ID if by_id else _CAND_NEXT).replace("{scope}", scope)
-    return _sql(
+    cand = compose(_CAND_BY_ID if by_id else _CAND_NEXT, scope=scope, pending_scan=_PENDING_SCAN.strip("\n"))
+    return compose(
         _CLAIM,
         cand=cand,
-        open_attempt=_OPEN_FROM_UPD.replace("{claimer}", _CLAIMER[scope]),
+        open_attempt=compose(_OPEN_FROM_UPD, claimer=_CLAIMER[scope]),
         todo_cols=_todo_cols("upd", CLAIM_KNOWN),
         prior=PRIOR_ATTEMPTS,
-        notify=_NOTIFY.format(r="upd", kind="'claimed'"),
-    ).replace("{NOW}", NOW)
+        notify=compose(_NOTIFY, r="upd", kind="claimed"),
+    )
 
 
 # The fast path of a claim, taken first: a pending todo whose history needs no pruning.
@@ -288,14 +307,14 @@ def _claim_fast_sql(scope: str, by_id: bool) -> str:
     if by_id:
         cand = _PENDING_BY_ID
     else:  # the pending scan of claim_next alone
-        cand = "cand AS (\n" + _PENDING_SCAN.strip("\n") + "\n)"
-    return _sql(
-        _CLAIM_FAST, cand=cand.replace("{scope}", scope),
-        open_attempt=_OPEN_FROM_CAND.replace("{claimer}", _CLAIMER[scope]), lease=_LEASE,
+        cand = "cand AS (\n{pending_scan}\n)"
+    return compose(
+        _CLAIM_FAST, cand=compose(cand, scope=scope, pending_scan=_PENDING_SCAN.strip("\n")),
+        open_attempt=compose(_OPEN_FROM_CAND, claimer=_CLAIMER[scope]), lease=_LEASE,
         todo_cols=_todo_cols("t", CLAIM_KNOWN),
         prior=PRIOR_ATTEMPTS,
-        notify=_NOTIFY.format(r="t", kind="'claimed'"),
-    ).replace("{NOW}", NOW)
+        notify=compose(_NOTIFY, r="t", kind="claimed"),
+    )
 
 
 SQL_CLAIM_NEXT_FAST = _claim_fast_sql(_AGENT_SCOPE, by_id=False)
@@ -365,23 +384,23 @@ _FAIL_DISPOSITION = (  # l: the locked todo, before the update (fail leaves its 
 CLOSE_KINDS = {
     # claimed -> done; closes the open attempt completed/done
     "complete": dict(
-        outcome="'completed'", disposition="'done'::attempt_disposition",
+        outcome="'completed'::attempt_outcome", disposition="'done'::attempt_disposition",
         todo_set="state = 'done', owner = NULL, lease_expires_at = NULL, result = %(result)s",
     ),
     # claimed -> failed (retry scheduled or dead letter); closes failed/retry_scheduled|dead_lettered
     "fail": dict(
-        outcome="'failed'", disposition=_FAIL_DISPOSITION,
+        outcome="'failed'::attempt_outcome", disposition=_FAIL_DISPOSITION,
         todo_set="state = 'failed', owner = NULL, lease_expires_at = NULL, result = %(result)s, "
-        "next_retry_at = " + _RETRY_AT,
+        "next_retry_at = {retry_at}",
     ),
     # claimed -> pending, owner and lease cleared, attempt unchanged; closes released/requeued
     "release": dict(
-        outcome="'released'", disposition="'requeued'::attempt_disposition",
+        outcome="'released'::attempt_outcome", disposition="'requeued'::attempt_disposition",
         todo_set="state = 'pending', owner = NULL, lease_expires_at = NULL",
     ),
     # claimed or interrupted -> canceled; closes canceled/canceled
     "cancel": dict(
-        outcome="'canceled'", disposition="'canceled'::attempt_disposition",
+        outcome="'canceled'::attempt_outcome", disposition="'canceled'::attempt_disposition",
         todo_set="state = 'canceled', owner = NULL, lease_expires_at = NULL",
     ),
 }
@@ -418,19 +437,19 @@ def _close_sql(kind: str, scope: str, owner: bool, fence: bool) -> str:
     spec = CLOSE_KINDS[kind]
     lean = kind in NO_OUTBOX_KINDS
     row = "t" if lean else "upd"
-    return _sql(
+    return compose(
         _CLOSE_LEAN if lean else _CLOSE,
         scope=scope,
         owner="AND t.owner = %(owner)s" if owner else "",
         fence="AND a.lease_token_hash IS NULL" if fence else "",
-        outcome=spec["outcome"] + "::attempt_outcome",
+        outcome=spec["outcome"], retry_at=_RETRY_AT,
         disposition=spec["disposition"],
-        todo_set=spec["todo_set"].replace("{NOW}", NOW),
+        todo_set=spec["todo_set"],
         todo_cols=_todo_cols(row, CLOSE_KNOWN if lean else ()),
-        closed_cols=", ".join(f"c.{k} AS closed_{k}" for k in _closed_cols(kind)),
-        notify=_NOTIFY.format(r=row, kind=f"'{CLOSED_BY[kind]}'"),
+        closed_cols=", ".join(compose("c.{k} AS closed_{k}", k=k) for k in _closed_cols(kind)),
+        notify=compose(_NOTIFY, r=row, kind=CLOSED_BY[kind]),
         outbox="" if lean else _outbox("u", "c"),
-    ).replace("{NOW}", NOW)
+    )
 
 
 # A holder statement comes in two variants. UNFENCED: the caller gave no lease token, so the
@@ -480,9 +499,9 @@ upd AS (
 SELECT {todo_cols}, {notify} FROM upd
 """
 SQL_HEARTBEAT = {
-    mode: _sql(
+    mode: compose(
         _HEARTBEAT, scope=_AGENT_SCOPE, fence=_FENCE_GUARD[mode],
-        todo_cols=_TODO_COLS.format(r="upd"), notify=_NOTIFY.format(r="upd", kind="'lease_extended'"),
+        todo_cols=compose(_TODO_COLS, r="upd"), notify=compose(_NOTIFY, r="upd", kind="lease_extended"),
     )
     for mode in (UNFENCED, TOKEN_CHECKED)
 }
@@ -510,13 +529,13 @@ SELECT {todo_cols}, {notify} FROM upd
 """
 # Keyed by (verb, fence mode); resume sets a fresh lease, interrupt keeps the lease as it is.
 SQL_INTERRUPT = {
-    (verb, mode): _sql(
+    (verb, mode): compose(
         _INTERRUPT, scope=_AGENT_SCOPE,
         lease="{NOW} + %(lease_seconds)s * interval '1 second'" if verb == "resume" else "NULL::timestamptz",
         fence=_FENCE_GUARD[mode],
-        todo_cols=_TODO_COLS.format(r="upd"),
-        notify=_NOTIFY.format(r="upd", kind="'resumed'" if verb == "resume" else "'interrupted'"),
-    ).replace("{NOW}", NOW)
+        todo_cols=compose(_TODO_COLS, r="upd"),
+        notify=compose(_NOTIFY, r="upd", kind="resumed" if verb == "resume" else "interrupted"),
+    )
     for verb in ("interrupt", "resume")
     for mode in (UNFENCED, TOKEN_CHECKED)
 }
@@ -529,8 +548,8 @@ UPDATE todos t SET state = 'canceled', next_retry_at = NULL, updated_at = {NOW}
 RETURNING {todo_cols}, {notify}
 """
 SQL_CANCEL_UNHELD = {
-    name: _sql(_CANCEL_UNHELD, scope=scope, todo_cols=_TODO_COLS.format(r="t"),
-               notify=_NOTIFY.format(r="t", kind="'canceled'"))
+    name: compose(_CANCEL_UNHELD, scope=scope, todo_cols=compose(_TODO_COLS, r="t"),
+               notify=compose(_NOTIFY, r="t", kind="canceled"))
     for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
 }
 
@@ -545,13 +564,13 @@ WITH upd AS (
 SELECT {todo_cols}, {notify} FROM upd
 """
 SQL_RETRY = {
-    name: _sql(_RETRY, scope=scope, todo_cols=_TODO_COLS.format(r="upd"),
-               notify=_NOTIFY.format(r="upd", kind="'retried'"), outbox=_outbox("u", None)).replace("{NOW}", NOW)
+    name: compose(_RETRY, scope=scope, todo_cols=compose(_TODO_COLS, r="upd"),
+               notify=compose(_NOTIFY, r="upd", kind="retried"), outbox=_outbox("u", None))
     for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
 }
 
 # -- add: -> pending
-SQL_ADD = _sql("""
+SQL_ADD = compose("""
 WITH upd AS (
   INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, created_at, updated_at)
   VALUES (%(endpoint_id)s, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, {NOW}, {NOW})
@@ -559,12 +578,12 @@ WITH upd AS (
 ),
 {outbox}
 SELECT {todo_cols}, {notify} FROM upd
-""", todo_cols=_TODO_COLS.format(r="upd"), notify=_NOTIFY.format(r="upd", kind="'added'"),
-   outbox=_outbox("u", None)).replace("{NOW}", NOW)
+""", todo_cols=compose(_TODO_COLS, r="upd"), notify=compose(_NOTIFY, r="upd", kind="added"),
+   outbox=_outbox("u", None))
 
 # -- the fence lookup: the open attempt's lease_token_hash, with the todo row locked, so the
 # constant-time comparison happens in Python before the transition statement runs.
-SQL_FENCE_LOOKUP = _sql("""
+SQL_FENCE_LOOKUP = compose("""
 SELECT a.lease_token_hash
   FROM todos t JOIN attempts a ON a.todo_id = t.id AND a.seq = t.attempts_total AND a.outcome IS NULL
  WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
@@ -577,14 +596,14 @@ SELECT {todo_cols}, t.pruned_outcomes,
        (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
           SELECT a.seq, attempt_public(a) AS j FROM attempts a
            WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,
-       (SELECT coalesce(json_object_agg(o.outcome, o.n), '{{}}'::json) FROM (
+       (SELECT coalesce(json_object_agg(o.outcome, o.n), '{}'::json) FROM (
           SELECT a.outcome::text AS outcome, count(*) AS n FROM attempts a
            WHERE a.todo_id = t.id AND a.outcome IS NOT NULL GROUP BY 1) o) AS live_outcomes
   FROM todos t
  WHERE t.id = %(id)s AND {scope}
 """
 SQL_GET = {
-    name: _sql(_GET, scope=scope, todo_cols=_TODO_COLS.format(r="t"))
+    name: compose(_GET, scope=scope, todo_cols=compose(_TODO_COLS, r="t"))
     for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
 }
 
@@ -599,21 +618,21 @@ _LIST_FILTERS = """
 # (endpoint_id, created_at DESC, id) index), then the newest of those, so a page never
 # sorts the whole history.
 SQL_LIST = {
-    "agent": _sql("SELECT {todo_cols} FROM todos t WHERE {scope}" + _LIST_FILTERS,
-                  scope=_AGENT_SCOPE, todo_cols=_TODO_COLS.format(r="t")),
-    "human": _sql("""
+    "agent": compose("SELECT {todo_cols} FROM todos t WHERE {scope}{filters}", filters=_LIST_FILTERS,
+                  scope=_AGENT_SCOPE, todo_cols=compose(_TODO_COLS, r="t")),
+    "human": compose("""
 SELECT {todo_cols}
   FROM endpoints e CROSS JOIN LATERAL (
-    SELECT t.* FROM todos t WHERE t.endpoint_id = e.id""" + _LIST_FILTERS + """) t
+    SELECT t.* FROM todos t WHERE t.endpoint_id = e.id{filters}) t
  WHERE e.user_id = %(user_id)s
  ORDER BY t.created_at DESC, t.id DESC
- LIMIT %(limit)s""", todo_cols=_TODO_COLS.format(r="t")),
+ LIMIT %(limit)s""", todo_cols=compose(_TODO_COLS, r="t"), filters=_LIST_FILTERS),
 }
 
 # Classify a miss: the todo as the caller may see it, or nothing (REQ-19).
 SQL_CLASSIFY = {
-    name: f"SELECT t.state::text AS state, t.owner, t.lease_expires_at <= {NOW} AS lapsed, "
-    "t.next_retry_at FROM todos t WHERE t.id = %(id)s AND " + scope
+    name: compose("SELECT t.state::text AS state, t.owner, t.lease_expires_at <= {NOW} AS lapsed, "
+                  "t.next_retry_at FROM todos t WHERE t.id = %(id)s AND {scope}", scope=scope)
     for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
 }
 
@@ -621,7 +640,7 @@ SQL_CLASSIFY = {
 
 # reaper: claimed, lease lapsed -> pending (attempt < max) or failed dead letter; closes
 # reaped/requeued or reaped/dead_lettered. SKIP LOCKED: safe with several processes.
-SQL_REAP = _sql("""
+SQL_REAP = compose("""
 WITH cand AS (
   SELECT t.id, t.attempts_total, t.attempt, t.max_attempts FROM todos t
    WHERE t.state = 'claimed' AND t.lease_expires_at <= {NOW}
@@ -648,11 +667,11 @@ upd AS (
 {outbox}
 SELECT {todo_cols}, row_to_json(closed) AS closed, {notify}
   FROM upd JOIN closed ON closed.todo_id = upd.id
-""", todo_cols=_TODO_COLS.format(r="upd"), notify=_NOTIFY.format(r="upd", kind="'reaped'"),
-   outbox=_outbox("u", "c")).replace("{NOW}", NOW)
+""", todo_cols=compose(_TODO_COLS, r="upd"), notify=compose(_NOTIFY, r="upd", kind="reaped"),
+   outbox=_outbox("u", "c"))
 
 # retry scheduler: failed with next_retry_at <= now -> pending. Closes and opens nothing.
-SQL_RETRY_DUE = _sql("""
+SQL_RETRY_DUE = compose("""
 WITH due AS (
   SELECT t.id FROM todos t
    WHERE t.state = 'failed' AND t.next_retry_at <= {NOW}
@@ -666,12 +685,12 @@ upd AS (
 ),
 {outbox}
 SELECT {todo_cols}, {notify} FROM upd
-""", todo_cols=_TODO_COLS.format(r="upd"), notify=_NOTIFY.format(r="upd", kind="'requeued'"),
-   outbox=_outbox("u", None)).replace("{NOW}", NOW)
+""", todo_cols=compose(_TODO_COLS, r="upd"), notify=compose(_NOTIFY, r="upd", kind="requeued"),
+   outbox=_outbox("u", None))
 
 # retention: terminal todos older than the bound are deleted; attempts cascade (REQ-11).
 # Live todos (pending, held, failed with a retry window) are never touched.
-SQL_RETENTION = _sql("""
+SQL_RETENTION = compose("""
 WITH old AS (
   SELECT t.id FROM todos t
    WHERE t.updated_at < {NOW} - %(retention_seconds)s * interval '1 second'
@@ -681,11 +700,11 @@ WITH old AS (
 )
 DELETE FROM todos t USING old WHERE t.id = old.id
 RETURNING t.id, t.endpoint_id, t.queue, {notify}
-""", notify=_NOTIFY.format(r="t", kind="'deleted'"))
+""", notify=compose(_NOTIFY, r="t", kind="deleted"))
 
 # endpoint revocation: the endpoint is revoked, and each of its held todos -> failed dead
 # letter, closing the open attempt revoked/dead_lettered. System-wide within the endpoint.
-SQL_REVOKE = _sql("""
+SQL_REVOKE = compose("""
 WITH ep AS (
   UPDATE endpoints SET revoked_at = {NOW}
    WHERE id = %(endpoint_id)s AND revoked_at IS NULL AND (%(user_id)s::bigint IS NULL OR user_id = %(user_id)s)
@@ -713,13 +732,13 @@ upd AS (
 {outbox}
 SELECT (SELECT count(*) FROM ep) AS revoked,
        -- every process drops the endpoint from its cache of authenticated tokens
-       (SELECT pg_notify('""" + NOTIFY_CHANNEL + """', json_build_object('kind', 'endpoint_revoked', 'endpoint', ep.id)::text)
+       (SELECT pg_notify('{channel}', json_build_object('kind', 'endpoint_revoked', 'endpoint', ep.id)::text)
           FROM ep) AS revoked_notice,
        coalesce((SELECT json_agg(json_build_object(
           'todo', {todo_json}, 'closed', row_to_json(c), 'n', {notify}))
          FROM upd JOIN closed c ON c.todo_id = upd.id), '[]'::json) AS todos
-""", todo_json="row_to_json(upd)", notify=_NOTIFY.format(r="upd", kind="'revoked'"),
-   outbox=_outbox("u", "c")).replace("{NOW}", NOW)
+""", todo_json="row_to_json(upd)", notify=compose(_NOTIFY, r="upd", kind="revoked"),
+   outbox=_outbox("u", "c"))
 
 # -- users and endpoints
 SQL_USER_INSERT = "INSERT INTO users (username, password_hash) VALUES (%(username)s, %(password_hash)s) RETURNING id, username"
@@ -777,4 +796,5 @@ DELETE FROM hook_events WHERE delivered_at < now() - %(retention_seconds)s * int
 """
 # The exact attempt summary of one todo, read after a terminal transition committed (the
 # in-process hooks). System-wide: hooks run without a caller scope and read out nothing.
-SQL_ATTEMPT_SUMMARY = "SELECT " + _summary("t", None) + " AS summary FROM todos t WHERE t.id = %(id)s"
+SQL_ATTEMPT_SUMMARY = compose("SELECT {summary} AS summary FROM todos t WHERE t.id = %(id)s",
+                              summary=_summary("t", None))

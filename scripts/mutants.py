@@ -58,10 +58,10 @@ MUTANTS: tuple[Mutant, ...] = (
            '_HEARTBEAT, scope=_AGENT_SCOPE, fence="",',
            (FENCE,), "heartbeat without a token extends a fenced lease"),
     Mutant("fence-interrupt-without-token", "fence", "board/statements.py",
-           "        fence=_FENCE_GUARD[mode],\n        todo_cols=_TODO_COLS.format(r=\"upd\"),\n"
-           "        notify=_NOTIFY.format(r=\"upd\", kind=\"'resumed'\"",
-           "        fence=\"\",\n        todo_cols=_TODO_COLS.format(r=\"upd\"),\n"
-           "        notify=_NOTIFY.format(r=\"upd\", kind=\"'resumed'\"",
+           "        fence=_FENCE_GUARD[mode],\n        todo_cols=compose(_TODO_COLS, r=\"upd\"),\n"
+           "        notify=compose(_NOTIFY, r=\"upd\", kind=\"resumed\"",
+           "        fence=\"\",\n        todo_cols=compose(_TODO_COLS, r=\"upd\"),\n"
+           "        notify=compose(_NOTIFY, r=\"upd\", kind=\"resumed\"",
            (FENCE,), "interrupt and resume without a token move a fenced attempt"),
     Mutant("fence-any-token-matches", "fence", "board/store.py",
            "if stored is None or not hmac.compare_digest(bytes(stored), presented):", "if stored is None:",
