@@ -58,8 +58,8 @@ async def test_a_rolled_back_transition_is_never_announced(store, agent, db_url)
         async def first_notification():
             return [n async for n in listener.notifies(stop_after=1, timeout=10)]
 
+        # LISTEN is registered above, so notifications queue on the connection from here on.
         heard = asyncio.create_task(first_notification())
-        await asyncio.sleep(0.05)
         with pytest.raises(psycopg.errors.RaiseException):
             await store.todo_claim(agent, todo["id"])
         await store.todo_cancel(agent, todo["id"])  # a committed change, announced
