@@ -81,7 +81,7 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
             applied = await migrate(url)
             if applied:
                 log.info("migrated: %s", ", ".join(applied))
-            pool = await open_pool(url)
+            pool = await open_pool(url, wait_seconds=settings.db_wait_seconds)
             store = Store(pool, settings)
             store.observers.append(metrics.observe)
             fanout = Fanout(url)

@@ -66,6 +66,8 @@ class Settings:
     # often, so a revoked endpoint stops hearing the doorbell.
     allowed_origins: tuple[str, ...] = ()
     mcp_auth_recheck_seconds: float = 30.0
+    # How long a call waits for the database before it is answered unavailable (503).
+    db_wait_seconds: float = 5.0
     hook_urls: tuple[str, ...] = ()
     hook_secret: str | None = None
     hook_poll_seconds: float = 0.5
@@ -110,6 +112,7 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         "SWITCHBOARD_HOOK_RETRY_BASE_SECONDS": ("hook_retry_base_seconds", float, 0),
         "SWITCHBOARD_HOOK_RETRY_MAX_SECONDS": ("hook_retry_max_seconds", float, 0),
         "SWITCHBOARD_MCP_AUTH_RECHECK_SECONDS": ("mcp_auth_recheck_seconds", float, 1),
+        "SWITCHBOARD_DB_WAIT_SECONDS": ("db_wait_seconds", float, 0.5),
     }
     for name, (attr, kind, minimum) in numbers.items():
         if get(name):

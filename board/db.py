@@ -10,8 +10,10 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 import re
+import select
 from dataclasses import dataclass
 from pathlib import Path
 from typing import AsyncIterator
@@ -114,26 +116,57 @@ async def migrate(url: str, *, target: int | None = None, directory: Path = MIGR
 psycopg._queries.MAX_CACHED_STATEMENT_LENGTH = max(getattr(psycopg._queries, "MAX_CACHED_STATEMENT_LENGTH", 0), 16384)
 
 
-async def open_pool(url: str, *, min_size: int = 2, max_size: int = 20) -> AsyncConnectionPool:
+async def open_pool(url: str, *, min_size: int = 2, max_size: int = 20, wait_seconds: float = 5.0) -> AsyncConnectionPool:
+    """The pool every statement runs on. While Postgres cannot be reached, a checkout fails
+    after wait_seconds (PoolTimeout, which the store answers as unavailable) instead of
+    hanging, and the pool keeps trying to connect at most a second apart, so the first call
+    after Postgres is back finds it within about a second."""
     # Generic plans: the transition statements are long CTE chains whose custom planning
     # costs more than their execution; their generic plans use the same indexes.
     # Autocommit: every transition is one statement, which is its own transaction, so it
     # costs one round trip instead of three (BEGIN, the statement, COMMIT), and its row
     # locks are released at once rather than a round trip later. Code that needs several
     # statements atomically says so with conn.transaction().
+    pool_ref: list[AsyncConnectionPool] = []
     pool = AsyncConnectionPool(
-        url, min_size=min_size, max_size=max_size, open=False,
-        kwargs={"row_factory": dict_row, "autocommit": True, "options": "-c plan_cache_mode=force_generic_plan"},
+        url, min_size=min_size, max_size=max_size, open=False, timeout=wait_seconds,
+        # Each chain of reconnection attempts gives up after a second (tries at 0 s and 1 s);
+        # the next checkout that finds the pool empty starts a new one at once.
+        reconnect_timeout=1.0,
+        check=lambda conn: _checked_out(conn, pool_ref[0]),
+        kwargs={"row_factory": dict_row, "autocommit": True, "options": "-c plan_cache_mode=force_generic_plan",
+                "connect_timeout": max(1, math.ceil(wait_seconds))},
     )
+    pool_ref.append(pool)
     await pool.open(wait=True, timeout=30)
     return pool
+
+
+async def _checked_out(conn: psycopg.AsyncConnection, pool: AsyncConnectionPool) -> None:
+    """The check at every checkout, free for a healthy connection: an idle connection has
+    nothing to read, so a readable socket means the server said goodbye (a restart's FATAL,
+    or EOF). Only then is the connection tried for real; if it is dead, so are its idle
+    siblings most likely, and the pool checks them all now, so no later caller meets one."""
+    if conn.closed or conn.broken:
+        raise psycopg.OperationalError("the connection is closed")
+    try:
+        readable = select.select([conn.fileno()], [], [], 0)[0]
+    except (OSError, ValueError):
+        raise psycopg.OperationalError("the connection's socket is gone") from None
+    if not readable:
+        return
+    try:
+        await AsyncConnectionPool.check_connection(conn)
+    except psycopg.Error:
+        await pool.check()
+        raise
 
 
 @contextlib.asynccontextmanager
 async def listening(url: str, channel: str) -> AsyncIterator[AsyncIterator[str]]:
     """A dedicated autocommit connection outside the pool, LISTENing on channel; yields an
     iterator of notification payloads. Connection errors propagate to the caller."""
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=5) as conn:
         await conn.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel)))
 
         async def payloads() -> AsyncIterator[str]:

@@ -11,12 +11,16 @@ missed notification from leaving a revoked token usable:
 - a lookup that a revocation overtook (the generation moved) is not stored.
 
 Entries also expire after `ttl` seconds, which bounds how stale `last_used_at` can be.
+While the database cannot be reached, a token with an entry (even a stale one) still
+authenticates, so its tool call is answered with the `unavailable` tool error; any other
+token raises Unavailable, which /mcp answers with 503 and Retry-After.
 """
 
 from __future__ import annotations
 
 import time
 
+from board.errors import Unavailable
 from board.live import Fanout
 from board.store import Agent, Store, hash_token
 
@@ -42,7 +46,14 @@ class EndpointCache:
         if hit is not None and live and hit[1] > now:
             return hit[0]
         generation = self._generation
-        agent = await self.store.endpoint_authenticate(token)
+        try:
+            agent = await self.store.endpoint_authenticate(token)
+        except Unavailable:
+            if hit is None:
+                raise
+            # The database is away, so nothing can be revoked meanwhile, and the call this
+            # authenticates needs the database too: it is answered unavailable, not 401/503.
+            return hit[0]
         if agent is None:
             self._entries.pop(key, None)
         elif live and generation == self._generation and self.fanout.connected.is_set():

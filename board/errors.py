@@ -55,4 +55,23 @@ class RateLimited(SwitchboardError):
     http_status = 429
 
 
-HTTP_STATUS = {cls.code: cls.http_status for cls in (NotFound, Conflict, Invalid, Forbidden, RateLimited)}
+class Unavailable(SwitchboardError):
+    """The database could not be reached within the bounded wait. Retryable."""
+
+    code = "unavailable"
+    http_status = 503
+    retry_after_seconds = 2
+
+    def __init__(self, message: str = "the database is unavailable right now; retry in a few seconds", **kw):
+        super().__init__(message, **kw)
+
+
+class Internal(SwitchboardError):
+    """A fault on our side; the caller learns nothing more, the log gets the detail."""
+
+    def __init__(self, message: str = "internal error", **kw):
+        super().__init__(message, **kw)
+
+
+HTTP_STATUS = {cls.code: cls.http_status
+               for cls in (NotFound, Conflict, Invalid, Forbidden, RateLimited, Unavailable, Internal)}

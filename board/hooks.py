@@ -32,6 +32,7 @@ from typing import Any, Callable
 import httpx
 
 from board.config import Settings
+from board.errors import Unavailable
 from board.store import Store, Transition
 from board.vocabulary import DIED_OUTCOMES
 from board.tasks import cancel_and_wait
@@ -144,6 +145,8 @@ class HookDelivery:
                         pass
                 except asyncio.CancelledError:
                     raise
+                except Unavailable:  # logged by the store; delivery resumes when the database is back
+                    pass
                 except Exception:
                     log.exception("hook delivery pass failed; retrying")
                 self._wake.clear()

@@ -2,9 +2,10 @@
 one queue per subscriber (SSE streams, the MCP doorbell).
 
 A notification is a hint carrying ids only; subscribers re-read through the store. When the
-LISTEN connection drops, it reconnects with backoff and every subscriber receives a
-`resync` event, so it refreshes fully and misses nothing. Control events (an endpoint
-revoked) go to control listeners instead, such as the cache of authenticated endpoints.
+LISTEN connection drops, it reconnects with jittered backoff (waits of at most 2 s) and
+every subscriber receives a `resync` event, so it refreshes fully and misses nothing.
+Control events (an endpoint revoked) go to control listeners instead, such as the cache of
+authenticated endpoints.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import random
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable
 
@@ -27,6 +29,10 @@ RESYNC = {"kind": "resync"}
 # Published when the server begins to shut down: every long-lived stream ends on it, so a
 # graceful shutdown never waits out open SSE or MCP listen streams.
 SHUTDOWN = {"kind": "shutdown"}
+# Reconnect backoff of the LISTEN connection: doubling from the first delay up to the cap,
+# each wait a random 50-100 % of it; so it is back at most 2 s after Postgres is.
+RECONNECT_FIRST_SECONDS = 0.2
+RECONNECT_MAX_SECONDS = 2.0
 
 
 @dataclass(eq=False)
@@ -132,7 +138,7 @@ class Fanout:
         self.connected.clear()
 
     async def _run(self) -> None:
-        delay = 0.2
+        delay = RECONNECT_FIRST_SECONDS
         first = True
         while True:
             try:
@@ -143,7 +149,7 @@ class Fanout:
                         self._tell_control(RESYNC)
                         self.publish(RESYNC)
                     first = False
-                    delay = 0.2
+                    delay = RECONNECT_FIRST_SECONDS
                     async for payload in payloads:
                         try:
                             event = json.loads(payload)
@@ -157,6 +163,8 @@ class Fanout:
                 raise
             except Exception as err:  # the database went away: back off, reconnect, resync
                 self.connected.clear()
-                log.warning("LISTEN connection lost (%s); reconnecting in %.1f s", type(err).__name__, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 10.0)
+                # Jittered, so the processes of a deployment do not reconnect in step.
+                wait = delay * random.uniform(0.5, 1.0)
+                log.warning("LISTEN connection lost (%s); reconnecting in %.1f s", type(err).__name__, wait)
+                await asyncio.sleep(wait)
+                delay = min(delay * 2, RECONNECT_MAX_SECONDS)

@@ -22,7 +22,9 @@ A per-todo gate (doorbell_gate_seconds) suppresses a second ring of the same tod
 its window; a re-queue by the retry scheduler clears the todo's gate entry, so it rings
 again (REQ-16). The doorbell heartbeat (doorbell_heartbeat_seconds, 0 = off) rings pending
 todos nobody has claimed, under the same gate, so sessions that connected after the first
-ring still hear about old work. A LISTEN reconnect (resync) triggers one heartbeat sweep.
+ring still hear about old work. A LISTEN reconnect (resync) clears the gate and triggers one
+heartbeat sweep, so every ready todo rings again; a sweep that finds the database still away
+is tried again shortly.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from board.config import Settings
+from board.errors import Unavailable
 from board.store import Agent, Store
 from board.tasks import cancel_and_wait
 
@@ -47,6 +50,7 @@ TODOS_URI = "switchboard://todos"
 TODO_URI_PREFIX = TODOS_URI + "/"
 READY_KINDS = frozenset({"added", "released", "requeued", "retried"})
 OUTBOX_SIZE = 256
+SWEEP_RETRY_SECONDS = 0.5
 SUBSCRIPTION_ID_META_KEY = "io.modelcontextprotocol/subscriptionId"
 
 
@@ -157,7 +161,8 @@ class Doorbell:
                 for doorway in list(ways):
                     doorway.wake()
             return
-        if kind == "resync":
+        if kind == "resync":  # notifications were missed: ring every ready todo again, gate or not
+            self.gate.clear()
             self._sweep_now.set()
             return
         todo_id, endpoint_id, queue = event.get("todo"), event.get("endpoint"), event.get("queue")
@@ -221,6 +226,10 @@ class Doorbell:
                 await self.sweep()
             except asyncio.CancelledError:
                 raise
+            except Unavailable:  # the database is still coming back: try again shortly
+                log.warning("doorbell sweep: the database is unavailable; trying again in %.1f s",
+                            SWEEP_RETRY_SECONDS)
+                asyncio.get_running_loop().call_later(SWEEP_RETRY_SECONDS, self._sweep_now.set)
             except Exception:
                 log.exception("doorbell heartbeat failed; trying again next period")
 

@@ -123,8 +123,12 @@ def _object(properties: dict, required: list[str], description: str) -> dict:
 
 
 TODO_OUT = _object(TODO_PROPERTIES, _TODO_REQUIRED, "The todo after the call.")
-CLOSED_OUT = _object(TODO_PROPERTIES | {"closed_attempt": CLOSED_ATTEMPT_SCHEMA},
-                     _TODO_REQUIRED + ["closed_attempt"], "The todo after the call, and the attempt it closed.")
+CLOSED_OUT = _object(
+    TODO_PROPERTIES | {"closed_attempt": CLOSED_ATTEMPT_SCHEMA,
+                       "replayed": {"type": "boolean", "description":
+                                    "Present and true when this call repeated a close its lease_token had already made "
+                                    "(a lost reply retried): nothing changed, the todo is as it is now."}},
+    _TODO_REQUIRED + ["closed_attempt"], "The todo after the call, and the attempt it closed.")
 CANCEL_OUT = _object(TODO_PROPERTIES | {"closed_attempt": CLOSED_ATTEMPT_SCHEMA}, _TODO_REQUIRED,
                      "The canceled todo; closed_attempt is present when the todo was held.")
 CLAIM_OUT = _object(

@@ -15,6 +15,7 @@ from litestar import Request, Response, get
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from board.errors import Unavailable
 from board.config import Settings
 from board.store import Transition
 from board.vocabulary import DIED_OUTCOMES
@@ -98,7 +99,11 @@ class Metrics:
                                     media_type="text/plain", headers={"WWW-Authenticate": "Bearer"})
             runtime = request.app.state.runtime
             metrics.sse_subscribers.set(runtime.fanout.subscriber_count)
-            body = await metrics.render(runtime.store)
+            try:
+                body = await metrics.render(runtime.store)
+            except Unavailable as err:  # the todo gauges need the database
+                return Response(b"the database is unavailable\n", status_code=503, media_type="text/plain",
+                                headers={"Retry-After": str(err.retry_after_seconds)})
             return Response(body, media_type=CONTENT_TYPE_LATEST)
 
         return metrics_endpoint

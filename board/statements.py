@@ -343,7 +343,7 @@ WITH locked AS (
 closed AS (
   UPDATE attempts a
      SET ended_at = {NOW}, outcome = {outcome}, disposition = {disposition},
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s{void_token}
     FROM locked l
    WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL {fence}
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
@@ -418,7 +418,7 @@ _CLOSE_LEAN = """
 WITH closed AS (
   UPDATE attempts a
      SET ended_at = {NOW}, outcome = {outcome}, disposition = {disposition},
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s{void_token}
    WHERE a.todo_id = %(id)s
      AND a.seq = (SELECT t.attempts_total FROM todos t
                    WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) {owner}
@@ -449,6 +449,9 @@ def _close_sql(kind: str, scope: str, owner: bool, fence: bool) -> str:
         closed_cols=", ".join(compose("c.{k} AS closed_{k}", k=k) for k in _closed_cols(kind)),
         notify=compose(_NOTIFY, r=row, kind=CLOSED_BY[kind]),
         outbox="" if lean else _outbox("u", "c"),
+        # A human's close voids the holder's token: only a close the token made can be
+        # replayed with it (SQL_REPLAY_LOOKUP).
+        void_token=", lease_token_hash = NULL" if scope == _HUMAN_SCOPE else "",
     )
 
 
@@ -589,6 +592,18 @@ SELECT a.lease_token_hash
  WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
  FOR UPDATE OF t
 """, scope=_AGENT_SCOPE)
+
+# -- a replayed close: the attempts of the todo this caller claimed with a token and closed
+# with the verb's outcome, newest first, with their token hashes, so the store compares the
+# presented token in constant time. Read only on a close that missed.
+SQL_REPLAY_LOOKUP = compose("""
+SELECT {todo_cols}, a.seq AS closed_seq, a.attempt AS closed_attempt, a.outcome::text AS closed_outcome,
+       a.disposition::text AS closed_disposition, a.lease_token_hash
+  FROM todos t JOIN attempts a ON a.todo_id = t.id
+ WHERE t.id = %(id)s AND {scope} AND a.outcome = %(outcome)s::attempt_outcome
+   AND a.claimer_endpoint_id = %(endpoint_id)s AND a.owner = %(owner)s AND a.lease_token_hash IS NOT NULL
+ ORDER BY a.seq DESC
+""", scope=_AGENT_SCOPE, todo_cols=compose(_TODO_COLS, r="t"))
 
 # -- reads, each filtered by the owner scope in the same statement (REQ-10)
 _GET = """
@@ -798,3 +813,12 @@ DELETE FROM hook_events WHERE delivered_at < now() - %(retention_seconds)s * int
 # in-process hooks). System-wide: hooks run without a caller scope and read out nothing.
 SQL_ATTEMPT_SUMMARY = compose("SELECT {summary} AS summary FROM todos t WHERE t.id = %(id)s",
                               summary=_summary("t", None))
+
+# -- reads: the statements that change nothing, so the store may run one again on a fresh
+# connection when its connection died under it (tests/unit/test_statements.py holds each to
+# a plain SELECT with no pg_notify).
+READS = frozenset({
+    *SQL_GET.values(), *SQL_LIST.values(), *SQL_CLASSIFY.values(), SQL_REPLAY_LOOKUP,
+    SQL_USER_BY_NAME, SQL_USER_BY_ID, SQL_ENDPOINT_AUTH, SQL_ENDPOINTS_OF_USER, SQL_ENDPOINT_OWNER,
+    SQL_QUEUE_STATES, SQL_READY_TODOS, SQL_ATTEMPT_SUMMARY,
+})

@@ -674,7 +674,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
 WITH closed AS (
   UPDATE attempts a
      SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'completed'::attempt_outcome, disposition = 'done'::attempt_disposition,
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, lease_token_hash = NULL
    WHERE a.todo_id = %(id)s
      AND a.seq = (SELECT t.attempts_total FROM todos t
                    WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
@@ -700,7 +700,7 @@ WITH locked AS (
 closed AS (
   UPDATE attempts a
      SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'failed'::attempt_outcome, disposition = (CASE WHEN l.attempt < l.max_attempts THEN 'retry_scheduled' ELSE 'dead_lettered' END)::attempt_disposition,
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, lease_token_hash = NULL
     FROM locked l
    WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL 
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
@@ -761,7 +761,7 @@ WITH locked AS (
 closed AS (
   UPDATE attempts a
      SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'released'::attempt_outcome, disposition = 'requeued'::attempt_disposition,
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, lease_token_hash = NULL
     FROM locked l
    WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL 
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
@@ -817,7 +817,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
 WITH closed AS (
   UPDATE attempts a
      SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'canceled'::attempt_outcome, disposition = 'canceled'::attempt_disposition,
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, lease_token_hash = NULL
    WHERE a.todo_id = %(id)s
      AND a.seq = (SELECT t.attempts_total FROM todos t
                    WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s) AND t.state = ANY(%(from_states)s::todo_state[]) 
@@ -1148,6 +1148,17 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'reaped')::text)
   FROM upd JOIN closed ON closed.todo_id = upd.id;
+
+-- name: SQL_REPLAY_LOOKUP
+-- a replayed close: the attempts of the todo this caller claimed with a token and closed
+-- with the verb's outcome, newest first, with their token hashes, so the store compares the
+-- presented token in constant time. Read only on a close that missed.
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, a.seq AS closed_seq, a.attempt AS closed_attempt, a.outcome::text AS closed_outcome,
+       a.disposition::text AS closed_disposition, a.lease_token_hash
+  FROM todos t JOIN attempts a ON a.todo_id = t.id
+ WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND a.outcome = %(outcome)s::attempt_outcome
+   AND a.claimer_endpoint_id = %(endpoint_id)s AND a.owner = %(owner)s AND a.lease_token_hash IS NOT NULL
+ ORDER BY a.seq DESC;
 
 -- name: SQL_RETENTION
 -- retention: terminal todos older than the bound are deleted; attempts cascade (REQ-11).

@@ -24,11 +24,11 @@ from typing import Any, Callable, Iterable
 import psycopg
 from psycopg import errors as pgerrors
 from psycopg.types.json import Jsonb
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from board.config import Settings
 from board.accounts import Accounts
-from board.errors import Conflict, Forbidden, Invalid, NotFound, SwitchboardError
+from board.errors import Conflict, Forbidden, Internal, Invalid, NotFound, SwitchboardError, Unavailable
 from board.inputs import (
     checked_todo_id,
     clean_artifact,
@@ -74,9 +74,11 @@ from board.statements import (
     SQL_HOOK_RETRY,
     SQL_INTERRUPT,
     SQL_LIST,
+    READS,
     SQL_QUEUE_STATES,
     SQL_READY_TODOS,
     SQL_REAP,
+    SQL_REPLAY_LOOKUP,
     SQL_RETENTION,
     SQL_RETRY,
     SQL_RETRY_DUE,
@@ -111,6 +113,9 @@ _HOLDER_OPS = {op: ("claimed",) for op in ("heartbeat", "complete", "fail", "rel
     "resume": ("input_required", "auth_required")}
 
 
+# The outcome each holder's closing verb gives its attempt (what a replay must match).
+FIXED_OUTCOME = {"complete": "completed", "fail": "failed", "release": "released"}
+
 # -- constraint names -> domain errors, in one place --------------------------------------
 _CONSTRAINT_ERRORS: dict[str, Callable[[], SwitchboardError]] = {
     "todos_queue_check": lambda: Invalid(f"queue must be {QUEUE_RULE}", argument="queue"),
@@ -125,15 +130,25 @@ _CONSTRAINT_ERRORS: dict[str, Callable[[], SwitchboardError]] = {
 }
 
 
-def _translate(err: psycopg.Error, op: str, todo_id: str | None) -> SwitchboardError | None:
-    name = getattr(err.diag, "constraint_name", None)
+def _translate(err: Exception, op: str, todo_id: str | None) -> SwitchboardError:
+    """The one place a driver error becomes a domain error: a named constraint its error,
+    bad data invalid, a database that cannot be reached unavailable, anything else internal
+    (logged with its traceback; the caller learns nothing more)."""
+    name = getattr(getattr(err, "diag", None), "constraint_name", None)
     if name in _CONSTRAINT_ERRORS:
         e = _CONSTRAINT_ERRORS[name]()
-        e.op, e.todo_id = op, todo_id
-        return e
-    if isinstance(err, pgerrors.InvalidTextRepresentation | pgerrors.DataException):
-        return Invalid(f"bad input: {err.diag.message_primary}", op=op, todo_id=todo_id)
-    return None
+    elif isinstance(err, pgerrors.InvalidTextRepresentation | pgerrors.DataException):
+        e = Invalid(f"bad input: {err.diag.message_primary}")
+    elif isinstance(err, psycopg.DataError | UnicodeEncodeError):  # refused client-side, before sending
+        e = Invalid("bad input: text must be valid Unicode without NUL characters")
+    elif isinstance(err, psycopg.OperationalError):
+        log.warning("database unavailable during %s: %s", op, type(err).__name__)
+        e = Unavailable()
+    else:
+        log.error("database error during %s", op, exc_info=err)
+        e = Internal()
+    e.op, e.todo_id = op, todo_id
+    return e
 
 
 # -- the store ---------------------------------------------------------------------------
@@ -172,21 +187,25 @@ class Store(Accounts):
     async def _fetch(self, sql: str, params: dict, *, op: str, todo_id: str | None = None, one=False):
         """Run one statement as its own transaction: one round trip, since the pool's
         connections are in autocommit and a single statement commits (or rolls back) whole.
-        Every transition is one statement that writes nothing when it misses."""
+        Every transition is one statement that writes nothing when it misses. A read whose
+        connection died under it runs once more on a fresh one; a write does not, as it may
+        have committed (a fenced close retried by its agent is answered as a replay)."""
         params.setdefault("now", None)
         for attempt in range(3):
             try:
                 async with self.pool.connection() as conn:
                     cur = await conn.execute(sql, params)
                     return (await cur.fetchone()) if one else (await cur.fetchall())
-            except (pgerrors.DeadlockDetected, pgerrors.SerializationFailure):
+            except (pgerrors.DeadlockDetected, pgerrors.SerializationFailure) as err:
                 if attempt == 2:
-                    raise
-            except psycopg.Error as err:
-                translated = _translate(err, op, todo_id)
-                if translated is None:
-                    raise
-                raise translated from None
+                    raise _translate(err, op, todo_id) from None
+            except PoolTimeout as err:  # no connection within the bounded wait
+                raise _translate(err, op, todo_id) from None
+            except psycopg.OperationalError as err:
+                if attempt > 0 or sql not in READS:
+                    raise _translate(err, op, todo_id) from None
+            except (psycopg.Error, UnicodeEncodeError) as err:
+                raise _translate(err, op, todo_id) from None
 
     def _emit(self, transitions: Iterable[Transition]) -> None:
         for t in transitions:
@@ -400,11 +419,8 @@ class Store(Accounts):
                         raise Conflict("the lease does not match this attempt", op=op, todo_id=todo_id)
                     cur = await conn.execute(sql_by_fence[key(TOKEN_CHECKED)], params)
                     return await cur.fetchone()
-        except psycopg.Error as err:
-            translated = _translate(err, op, todo_id)
-            if translated is None:
-                raise
-            raise translated from None
+        except (psycopg.Error, UnicodeEncodeError) as err:
+            raise _translate(err, op, todo_id) from None
 
     def _closing(self, summary: Any, artifact: Any, result: Any, *, with_result: bool, op: str, todo_id: str) -> dict:
         """Validate every input before any transition applies (REQ-5)."""
@@ -440,14 +456,37 @@ class Store(Accounts):
                 row = await self._fetch(SQL_CLOSE_AGENT[(kind, UNFENCED)], params, op=kind, todo_id=todo_id,
                                         one=True)
             else:
-                row = await self._fenced(caller, SQL_CLOSE_AGENT, lambda mode: (kind, mode), params, lease_token,
-                                         op=kind, todo_id=todo_id, from_states=["claimed"])
+                try:
+                    row = await self._fenced(caller, SQL_CLOSE_AGENT, lambda mode: (kind, mode), params,
+                                             lease_token, op=kind, todo_id=todo_id, from_states=["claimed"])
+                except Conflict:  # the token no longer holds the open attempt: it may have closed it
+                    row = None
+                if row is None:
+                    replayed = await self._replay(caller, kind, todo_id, lease_token, params)
+                    if replayed is not None:
+                        return replayed
         else:
             params["from_states"] = ["claimed"] if kind == "complete" else list(HOLDER_STATES)
             row = await self._fetch(SQL_CLOSE_HUMAN[kind], params, op=kind, todo_id=todo_id, one=True)
         if row is None:
             raise await self._classify(caller, todo_id, kind, params)
         return self._closed(kind, todo_id, row)
+
+    async def _replay(self, caller: Agent, kind: str, todo_id: str, lease_token: str, params: dict) -> dict | None:
+        """A close retried with the token of an attempt that token already closed with the same
+        verb (its reply was lost): the closed result again, marked replayed; nothing changes."""
+        presented = hash_token(lease_token)
+        rows = await self._fetch(SQL_REPLAY_LOOKUP, dict(params, outcome=FIXED_OUTCOME[kind]), op=kind,
+                                 todo_id=todo_id)
+        for row in rows:
+            if hmac.compare_digest(bytes(row["lease_token_hash"]), presented):
+                out = todo_out(row)
+                out["closed_attempt"] = {"seq": row["closed_seq"], "attempt": row["closed_attempt"],
+                                         "outcome": row["closed_outcome"], "disposition": row["closed_disposition"],
+                                         "died": False}
+                out["replayed"] = True
+                return out
+        return None
 
     def _closed(self, kind: str, todo_id: str, row: dict) -> dict:
         if kind in NO_OUTBOX_KINDS:

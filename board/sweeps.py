@@ -12,6 +12,7 @@ import logging
 from typing import Awaitable, Callable
 
 from board.config import Settings
+from board.errors import Unavailable
 from board.store import Store
 from board.tasks import cancel_and_wait
 
@@ -46,6 +47,8 @@ class Sweeps:
                     pass
             except asyncio.CancelledError:
                 raise
+            except Unavailable:  # the store already said so; a traceback every period adds nothing
+                pass
             except Exception:
                 log.exception("sweep %s failed; retrying next period", name)
             await asyncio.sleep(interval)

@@ -8,7 +8,9 @@ predicate in the same statement as the read) and renders the same partials the p
 
 On connect, and whenever the fan-out asks for a resync (its LISTEN connection came back,
 or this stream fell behind), the stream sends a full snapshot of what the page shows, so a
-reconnecting browser and a reconnecting database both end in a full refresh.
+reconnecting browser and a reconnecting database both end in a full refresh. A read that
+finds the database away ends the stream cleanly with a `retry:` hint; the browser's
+reconnect starts with a snapshot again.
 
 Streams of the same human that receive the same notification share one store read and one
 rendering (keyed by the notification object itself, which the fan-out hands to every
@@ -25,7 +27,7 @@ from typing import AsyncIterator
 from litestar import Request, get
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
-from board.errors import Invalid, NotFound
+from board.errors import Invalid, NotFound, Unavailable
 from board.store import Human
 from board.web_context import ATTEMPTS_SHOWN, PAGE_SIZE, Filters, require_human, runtime, web_state
 from board.web_view import render
@@ -116,6 +118,13 @@ async def events(request: Request) -> ServerSentEvent:
         return data
 
     async def stream() -> AsyncIterator[ServerSentEventMessage]:
+        try:
+            async for item in live():
+                yield item
+        except Unavailable:  # a read met the database away: end cleanly; the browser comes back
+            yield ServerSentEventMessage(comment="the database is unavailable", retry=RETRY_MS)
+
+    async def live() -> AsyncIterator[ServerSentEventMessage]:
         watching = watched
         async with fanout.subscription() as sub:
             # Subscribed first, then the snapshot: nothing committed in between is missed.

@@ -14,7 +14,7 @@ from litestar.params import FromPath
 from litestar.response import Redirect
 
 from board import auth
-from board.errors import Conflict, Invalid, NotFound, SwitchboardError
+from board.errors import Conflict, Invalid, NotFound, SwitchboardError, Unavailable
 from board.store import Human
 from board.web_auth import new_session, safe_next
 from board.web_context import (ATTEMPTS_SHOWN, NO_STORE, PAGE_SIZE, Filters, SignInRequired, checked_form, client_of,
@@ -264,6 +264,12 @@ def on_switchboard_error(request: Request, exc: SwitchboardError) -> Response:
     if isinstance(exc, NotFound):
         return page(request, "not_found.html", session=read_session(request), human=None, status=404,
                     title="Not found", show_flash=False)
+    if isinstance(exc, Unavailable):
+        response = error_page(request, 503, "The database is unavailable",
+                              "The Board cannot reach its database right now. Nothing you did was lost; "
+                              "try again in a few seconds.")
+        response.headers["Retry-After"] = str(exc.retry_after_seconds)
+        return response
     return error_page(request, exc.http_status, "That did not work", exc.message)
 
 

@@ -176,3 +176,21 @@ async def test_the_typescript_client_without_a_token_is_refused_with_401(ts_serv
         async with ts_client(ts_server, None):
             pass
     assert "401" in str(refused.value)
+
+
+async def test_a_complete_retried_after_its_reply_was_lost_is_a_replay_the_typescript_client_accepts(ts_server):
+    """The agent cannot know whether its complete committed; sending it again with the same
+    lease_token answers the same closed attempt, marked replayed, and passes the client's
+    output-schema check. The database holds one completed attempt."""
+    ep = await vend(ts_server.store)
+    async with ts_client(ts_server, ep.token) as client:
+        todo = ok(await client.call_tool("add_todo", {"queue": "q", "title": "retry me"}))
+        claim = ok(await client.call_tool("claim", {"id": todo["id"], "require_fence": True}))
+        args = {"id": todo["id"], "lease_token": claim["lease_token"], "summary": "done once"}
+        first = ok(await client.call_tool("complete", args))
+        again = ok(await client.call_tool("complete", args))
+    assert again["replayed"] is True and "replayed" not in first
+    assert again["closed_attempt"] == first["closed_attempt"] and again["state"] == "done"
+    rows = await sql_rows(ts_server.settings.database_url,
+                          "SELECT outcome::text, summary FROM attempts WHERE todo_id = %s", (todo["id"],))
+    assert rows == [{"outcome": "completed", "summary": "done once"}]

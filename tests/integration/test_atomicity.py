@@ -5,6 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from board.errors import Internal
 from tests.conftest import sql_rows
 
 
@@ -20,7 +21,7 @@ async def _install_failing_trigger(db_url, table: str):
 async def test_rollback_leaves_no_orphan_when_the_todo_update_fails(store, agent, db_url):
     todo = await store.todo_add(agent, queue="q", title="t")
     await _install_failing_trigger(db_url, "todos")
-    with pytest.raises(psycopg.errors.RaiseException):
+    with pytest.raises(Internal):
         await store.todo_claim(agent, todo["id"])
     assert await sql_rows(db_url, "SELECT * FROM attempts") == []
     assert (await sql_rows(db_url, "SELECT state FROM todos"))[0]["state"] == "pending"
@@ -29,7 +30,7 @@ async def test_rollback_leaves_no_orphan_when_the_todo_update_fails(store, agent
 async def test_rollback_leaves_the_todo_pending_when_the_attempt_insert_fails(store, agent, db_url):
     todo = await store.todo_add(agent, queue="q", title="t")
     await _install_failing_trigger(db_url, "attempts")
-    with pytest.raises(psycopg.errors.RaiseException):
+    with pytest.raises(Internal):
         await store.todo_claim(agent, todo["id"])
     row = (await sql_rows(db_url, "SELECT state, attempt, attempts_total, owner FROM todos"))[0]
     assert row == {"state": "pending", "attempt": 0, "attempts_total": 0, "owner": None}
@@ -39,7 +40,7 @@ async def test_a_close_that_fails_leaves_the_todo_claimed(store, agent, db_url):
     todo = await store.todo_add(agent, queue="q", title="t")
     await store.todo_claim(agent, todo["id"])
     await _install_failing_trigger(db_url, "attempts")
-    with pytest.raises(psycopg.errors.RaiseException):
+    with pytest.raises(Internal):
         await store.todo_complete(agent, todo["id"], summary="would be lost")
     assert (await sql_rows(db_url, "SELECT state FROM todos"))[0]["state"] == "claimed"
     assert (await sql_rows(db_url, "SELECT ended_at, summary FROM attempts"))[0] == {"ended_at": None, "summary": None}
@@ -60,7 +61,7 @@ async def test_a_rolled_back_transition_is_never_announced(store, agent, db_url)
 
         # LISTEN is registered above, so notifications queue on the connection from here on.
         heard = asyncio.create_task(first_notification())
-        with pytest.raises(psycopg.errors.RaiseException):
+        with pytest.raises(Internal):
             await store.todo_claim(agent, todo["id"])
         await store.todo_cancel(agent, todo["id"])  # a committed change, announced
         (first,) = await heard

@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 from board import store as st
+from board.errors import Internal
 from board.hooks import HookDelivery, TransitionHooks, verify
 from tests.conftest import make_agent, sql_rows
 
@@ -64,7 +65,7 @@ async def test_a_rolled_back_transition_fires_no_hook(store, agent, db_url):
         await conn.execute("CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
                            "$$ BEGIN RAISE EXCEPTION 'refused'; END $$")
         await conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON attempts FOR EACH ROW EXECUTE FUNCTION refuse()")
-    with pytest.raises(psycopg.Error):
+    with pytest.raises(Internal):
         await store.todo_claim(agent, todo["id"])
     await hooks.drain()
     assert [p["kind"] for p in seen] == ["added"]

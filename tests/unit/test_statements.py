@@ -63,3 +63,14 @@ def test_a_one_character_change_to_a_statement_shows(monkeypatch):
 if __name__ == "__main__":
     STATEMENTS_FILE.write_text(render())
     print(f"wrote {STATEMENTS_FILE}")
+
+
+def test_the_statements_retried_after_a_dead_connection_change_nothing():
+    """The store runs a statement of READS a second time when its connection died under it;
+    only a statement that writes nothing and notifies no one may be one."""
+    writes = re.compile(r"\b(INSERT|UPDATE|DELETE|pg_notify|FOR UPDATE|nextval)\b", re.IGNORECASE)
+    assert store.READS
+    for text in store.READS:
+        assert text.lstrip().upper().startswith("SELECT"), text
+        assert not writes.search(text), text
+    assert store.SQL_ADD not in store.READS and store.SQL_ENDPOINT_TOUCH not in store.READS

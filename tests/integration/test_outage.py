@@ -1,0 +1,82 @@
+"""The store against a Postgres that stops and comes back (a private server, so the shared
+test database is never touched): calls are answered unavailable within the bounded wait
+while it is away, and the first call after it is back succeeds, whatever the pool held."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from board import store as st
+from board.config import Settings
+from board.db import EmbeddedPostgres, migrate, open_pool
+from board.errors import Unavailable
+from tests.conftest import make_agent
+
+WAIT = 1.0
+
+
+@pytest.fixture
+async def private_pg(tmp_path_factory):
+    server = EmbeddedPostgres(Path(tmp_path_factory.mktemp("outage")))
+    url = server.start()
+    await migrate(url)
+    yield server, url
+    server.stop()
+
+
+@pytest.fixture
+async def outage_store(private_pg):
+    _, url = private_pg
+    pool = await open_pool(url, min_size=2, max_size=6, wait_seconds=WAIT)
+    yield st.Store(pool, Settings(database_url=url, db_wait_seconds=WAIT))
+    await pool.close()
+
+
+async def warm(store: st.Store, agent, n: int = 6) -> str:
+    """Use several pooled connections at once, so the pool holds more than one to go stale."""
+    import asyncio
+    todo = await store.todo_add(agent, queue="q", title="survives restarts")
+    await asyncio.gather(*(store.todo_get(agent, todo["id"]) for _ in range(n)))
+    return todo["id"]
+
+
+async def test_calls_while_postgres_is_stopped_are_unavailable_then_the_first_call_after_works(private_pg, outage_store):
+    server, _ = private_pg
+    agent = await make_agent(outage_store)
+    todo_id = await warm(outage_store, agent)
+    server.stop()
+    for call in (lambda: outage_store.todo_get(agent, todo_id),
+                 lambda: outage_store.todo_add(agent, queue="q", title="lost?"),
+                 lambda: outage_store.todo_claim_next(agent)):
+        started = time.monotonic()
+        with pytest.raises(Unavailable) as caught:
+            await call()
+        print(f"unavailable after {time.monotonic() - started:.2f} s (wait {WAIT} s)")
+        assert caught.value.wire()["error"]["code"] == "unavailable"
+    server.start()
+    started = time.monotonic()
+    got = await outage_store.todo_get(agent, todo_id)  # the first call after: no unavailable
+    print(f"first call after Postgres came back: {time.monotonic() - started:.2f} s")
+    assert got["id"] == todo_id
+    listed = await outage_store.todo_list(agent)
+    assert [t["title"] for t in listed["todos"]] == ["survives restarts"], "nothing half-written while away"
+
+
+@pytest.mark.parametrize("first", ["read", "write"])
+async def test_the_first_call_after_a_restart_never_meets_a_dead_pooled_connection(private_pg, outage_store, first):
+    server, _ = private_pg
+    agent = await make_agent(outage_store)
+    todo_id = await warm(outage_store, agent)
+    server.stop()
+    server.start()  # no call in between: every pooled connection is now dead
+    if first == "read":
+        assert (await outage_store.todo_get(agent, todo_id))["id"] == todo_id
+    else:
+        claimed = await outage_store.todo_claim(agent, todo_id)
+        assert claimed["todo"]["state"] == "claimed"
+    # and every later call too, whichever connection it gets
+    for _ in range(8):
+        await outage_store.todo_get(agent, todo_id)
