@@ -61,8 +61,10 @@ def serve(settings: Settings, host: str, port: int) -> None:
                 runtime.fanout.shutdown_threadsafe()
             super().handle_exit(sig, frame)
 
-    config = uvicorn.Config(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=5,
-                            proxy_headers=True, loop=UVICORN_LOOP, http=UVICORN_HTTP)
+    # log_config=None: uvicorn adds no handlers of its own, so its records (the access log
+    # included) reach the root handler and its escaping formatter (board/logs.py).
+    config = uvicorn.Config(app, host=host, port=port, log_level="info", log_config=None,
+                            timeout_graceful_shutdown=5, proxy_headers=True, loop=UVICORN_LOOP, http=UVICORN_HTTP)
     Server(config).run()
 
 
@@ -117,5 +119,8 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
         lifespan=[lifespan],
         state=State({"settings": settings, "mcp": mcp}),
         exception_handlers=web.exception_handlers(),
+        # Litestar's default would reconfigure the root logger with its own unescaped
+        # format; logging is board/logs.py's, set up by the CLI.
+        logging_config=None,
         debug=False,
     )
