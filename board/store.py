@@ -26,6 +26,7 @@ from psycopg import errors as pgerrors
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from board import logs
 from board.config import Settings
 from board.accounts import Accounts
 from board.errors import Conflict, Forbidden, Invalid, NotFound, SwitchboardError
@@ -194,7 +195,7 @@ class Store(Accounts):
                 try:
                     observer(t)
                 except Exception:  # an observer must never break a committed transition
-                    log.exception("observer failed for %s of todo %s", t.kind, t.todo_id)
+                    log.exception("observer failed for %s of todo %s", t.kind, logs.field(t.todo_id))
 
     def _params(self, caller: Caller, **extra) -> dict:
         if isinstance(caller, Agent):
