@@ -16,8 +16,8 @@ from typing import AsyncIterator
 from litestar import Litestar
 from litestar.datastructures import State
 
+from board import health, web
 from board import metrics as metrics_mod
-from board import web
 from board.config import Settings
 from board.db import EmbeddedPostgres, database_label, migrate, open_pool
 from board.hooks import HookDelivery, TransitionHooks
@@ -113,7 +113,7 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
                 await asyncio.to_thread(owned_embedded.stop)
 
     return Litestar(
-        route_handlers=[*web.route_handlers(), mcp.mount(), metrics.route()],
+        route_handlers=[*web.route_handlers(), mcp.mount(), metrics.route(), *health.route_handlers()],
         middleware=[web.security_headers_middleware],
         template_config=web.template_config(),
         lifespan=[lifespan],
