@@ -16,8 +16,8 @@ from typing import AsyncIterator
 from litestar import Litestar
 from litestar.datastructures import State
 
+from board import health, web
 from board import metrics as metrics_mod
-from board import web
 from board.config import Settings
 from board.db import EmbeddedPostgres, database_label, migrate, open_pool
 from board.hooks import HookDelivery, TransitionHooks
@@ -61,8 +61,10 @@ def serve(settings: Settings, host: str, port: int) -> None:
                 runtime.fanout.shutdown_threadsafe()
             super().handle_exit(sig, frame)
 
-    config = uvicorn.Config(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=5,
-                            proxy_headers=True, loop=UVICORN_LOOP, http=UVICORN_HTTP)
+    # log_config=None: uvicorn adds no handlers of its own, so its records (the access log
+    # included) reach the root handler and its escaping formatter (board/logs.py).
+    config = uvicorn.Config(app, host=host, port=port, log_level="info", log_config=None,
+                            timeout_graceful_shutdown=5, proxy_headers=True, loop=UVICORN_LOOP, http=UVICORN_HTTP)
     Server(config).run()
 
 
@@ -111,11 +113,14 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
                 await asyncio.to_thread(owned_embedded.stop)
 
     return Litestar(
-        route_handlers=[*web.route_handlers(), mcp.mount(), metrics.route()],
+        route_handlers=[*web.route_handlers(), mcp.mount(), metrics.route(), *health.route_handlers()],
         middleware=[web.security_headers_middleware],
         template_config=web.template_config(),
         lifespan=[lifespan],
         state=State({"settings": settings, "mcp": mcp}),
         exception_handlers=web.exception_handlers(),
+        # Litestar's default would reconfigure the root logger with its own unescaped
+        # format; logging is board/logs.py's, set up by the CLI.
+        logging_config=None,
         debug=False,
     )

@@ -11,6 +11,7 @@ import logging
 import sys
 from typing import AsyncIterator
 
+from board import logs
 from board.auth import hash_password
 from board.config import Settings, from_env
 from board.db import MigrationError
@@ -135,10 +136,10 @@ def _serve(settings: Settings, host: str, port: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     args = _parser().parse_args(argv)
     try:
         settings = from_env()
+        logs.configure(settings.log_format)
         if args.command == "serve":
             _serve(settings, args.host, args.port)
             return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from board.errors import Invalid
+from board.logs import FORMATS as LOG_FORMATS
 
 
 def _bool(name: str, raw: str) -> bool:
@@ -73,6 +74,8 @@ class Settings:
     hook_poll_seconds: float = 0.5
     hook_retry_base_seconds: float = 2.0
     hook_retry_max_seconds: float = 600.0
+    # board/logs.py: "text" (one escaped line a record) or "json" (one JSON object a line).
+    log_format: str = "text"
 
     def with_(self, **changes) -> "Settings":
         return replace(self, **changes)
@@ -132,4 +135,9 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
                           argument="SWITCHBOARD_HOOK_SECRET")
     if get("SWITCHBOARD_HOOK_SECRET"):
         changes["hook_secret"] = get("SWITCHBOARD_HOOK_SECRET")
+    if get("SWITCHBOARD_LOG_FORMAT"):
+        raw = env["SWITCHBOARD_LOG_FORMAT"]
+        if raw.strip().lower() not in LOG_FORMATS:
+            raise Invalid(f"SWITCHBOARD_LOG_FORMAT must be text or json, not {raw!r}", argument="SWITCHBOARD_LOG_FORMAT")
+        changes["log_format"] = raw.strip().lower()
     return s.with_(**changes)

@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 import httpx
 
+from board import logs
 from board.config import Settings
 from board.errors import Unavailable
 from board.store import Store, Transition
@@ -91,7 +92,7 @@ class TransitionHooks:
                 if inspect.isawaitable(result):
                     await result
             except Exception:
-                log.exception("transition hook failed for %s of todo %s", t.kind, t.todo_id)
+                log.exception("transition hook failed for %s of todo %s", t.kind, logs.field(t.todo_id))
 
     async def drain(self) -> None:
         """Wait for dispatches in flight (shutdown, tests)."""

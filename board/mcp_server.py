@@ -24,8 +24,8 @@ rate_limit_burst; a rate of 0 turns it off). The doorbell is board/mcp_doorbell.
 
 Each tool call logs one line on the "switchboard.mcp" logger with the tool, endpoint id,
 todo id, result code, duration and negotiated protocol version, as text and as `extra`
-fields. It never logs a bearer token, a lease token, a summary, an artifact or any other
-argument value.
+fields; the caller's values in it are capped and escaped (board/logs.py). It never logs a
+bearer token, a lease token, a summary, an artifact or any other argument value.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.requests import Request
 
-from board import mcp_tools
+from board import logs, mcp_tools
 from board.config import Settings
 from board.endpoint_cache import EndpointCache
 from board.errors import RateLimited, SwitchboardError, Unavailable
@@ -304,7 +304,7 @@ class McpSurface:
         started = time.perf_counter()
         protocol = ctx.protocol_version
         if spec is None:
-            self._log_call("unknown", agent, None, "unknown_tool", started, protocol)
+            self._log_call(params.name, agent, None, "unknown_tool", started, protocol, metric_tool="unknown")
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name[:64]}")
         arguments: dict[str, Any] = {}
         result = None
@@ -332,14 +332,19 @@ class McpSurface:
                                     structured_content=None if is_error else body, is_error=is_error)
 
     def _log_call(self, tool: str, agent: Agent, todo_id: str | None, code: str, started: float,
-                  protocol: str | None) -> None:
+                  protocol: str | None, *, metric_tool: str | None = None) -> None:
+        """The call line. tool and todo_id may come straight from the caller (an unknown
+        tool's name, an id that names no todo): capped here, quoted when they hold a space
+        or '=', and escaped by the formatter. The metric's label is never the caller's text."""
         seconds = time.perf_counter() - started
         if self.metrics is not None:
-            self.metrics.observe_call(tool, code, seconds)
+            self.metrics.observe_call(metric_tool or tool, code, seconds)
         duration_ms = round(seconds * 1000, 2)
         log.info("mcp call tool=%s endpoint=%s todo=%s code=%s duration_ms=%s protocol=%s",
-                 tool, agent.endpoint_id, todo_id or "-", code, duration_ms, protocol,
-                 extra={"tool": tool, "endpoint_id": agent.endpoint_id, "todo_id": todo_id, "code": code,
+                 logs.field(tool), agent.endpoint_id, logs.field(todo_id) if todo_id else "-", code, duration_ms,
+                 logs.field(protocol),
+                 extra={"tool": logs.cap(tool), "endpoint_id": agent.endpoint_id,
+                        "todo_id": logs.cap(todo_id) if todo_id else None, "code": code,
                         "duration_ms": duration_ms, "protocol": protocol})
 
     # -- resources: the doorbell's URIs ----------------------------------------------------

@@ -417,7 +417,7 @@ def to_json(value: Any) -> Any:
 def todo_id_of(name: str, arguments: dict, result: dict | None) -> str | None:
     """The todo a call was about, for the log line."""
     if isinstance(arguments.get("id"), str):
-        return arguments["id"][:64]
+        return arguments["id"]  # the log line caps it (board/logs.py)
     if result:
         if isinstance(result.get("todo"), dict):
             return result["todo"].get("id")

@@ -776,6 +776,9 @@ SELECT id::text AS id, name, agent_id, scope, queues, created_at, last_used_at, 
 """
 SQL_ENDPOINT_OWNER = "SELECT user_id FROM endpoints WHERE id = %(id)s"
 SQL_QUEUE_STATES = "SELECT queue, state::text AS state, count(*) AS n FROM todos GROUP BY 1, 2"
+# Readiness (/readyz): the newest migration applied, for the server to compare with the
+# newest it knows (migrations apply in order, so every earlier one is applied too).
+SQL_SCHEMA_VERSION = "SELECT coalesce(max(version), 0) AS version FROM schema_migrations"
 # The doorbell heartbeat: each listening endpoint's oldest pending todos (ids only), so one
 # busy endpoint can never starve another's. Walks the pending index per endpoint.
 SQL_READY_TODOS = """

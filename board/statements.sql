@@ -1332,6 +1332,11 @@ SELECT (SELECT count(*) FROM ep) AS revoked,
   'kind', 'revoked')::text)))
          FROM upd JOIN closed c ON c.todo_id = upd.id), '[]'::json) AS todos;
 
+-- name: SQL_SCHEMA_VERSION
+-- Readiness (/readyz): the newest migration applied, for the server to compare with the
+-- newest it knows (migrations apply in order, so every earlier one is applied too).
+SELECT coalesce(max(version), 0) AS version FROM schema_migrations;
+
 -- name: SQL_USER_BY_ID
 SELECT id, username FROM users WHERE id = %(id)s;
 

@@ -12,6 +12,7 @@ state is Conflict (REQ-19). Nothing outside this module catches psycopg errors.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hmac
 import json
@@ -26,6 +27,7 @@ from psycopg import errors as pgerrors
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from board import logs
 from board.config import Settings
 from board.accounts import Accounts
 from board.errors import Conflict, Forbidden, Internal, Invalid, NotFound, SwitchboardError, Unavailable
@@ -82,6 +84,7 @@ from board.statements import (
     SQL_RETENTION,
     SQL_RETRY,
     SQL_RETRY_DUE,
+    SQL_SCHEMA_VERSION,
     TOKEN_CHECKED,
     UNFENCED,
 )
@@ -213,7 +216,7 @@ class Store(Accounts):
                 try:
                     observer(t)
                 except Exception:  # an observer must never break a committed transition
-                    log.exception("observer failed for %s of todo %s", t.kind, t.todo_id)
+                    log.exception("observer failed for %s of todo %s", t.kind, logs.field(t.todo_id))
 
     def _params(self, caller: Caller, **extra) -> dict:
         if isinstance(caller, Agent):
@@ -639,6 +642,18 @@ class Store(Accounts):
     async def queue_state_counts(self) -> list[dict]:
         """Aggregates only, for /metrics."""
         return await self._fetch(SQL_QUEUE_STATES, {}, op="metrics")
+
+    async def schema_ready(self, known_version: int, *, timeout: float) -> bool:
+        """Readiness (/readyz): Postgres answered within `timeout` seconds (the wait for a
+        pooled connection included) and the newest migration applied is at least
+        known_version. A database that cannot be reached or answers too late is not ready."""
+        try:
+            async with asyncio.timeout(timeout):
+                async with self.pool.connection(timeout=timeout) as conn:
+                    row = await (await conn.execute(SQL_SCHEMA_VERSION)).fetchone()
+        except (psycopg.Error, TimeoutError):  # a PoolTimeout is a psycopg.Error
+            return False
+        return row["version"] >= known_version
 
     async def ready_todos(self, endpoint_ids: Iterable[str], limit: int = 500) -> list[dict]:
         """Each endpoint's oldest pending todos, ids and queues only (the doorbell heartbeat)."""

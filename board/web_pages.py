@@ -13,7 +13,7 @@ from litestar.enums import MediaType
 from litestar.params import FromPath
 from litestar.response import Redirect
 
-from board import auth
+from board import auth, logs
 from board.errors import Conflict, Invalid, NotFound, SwitchboardError, Unavailable
 from board.store import Human
 from board.web_auth import new_session, safe_next
@@ -279,7 +279,8 @@ def on_http_error(request: Request, exc: Exception) -> Response:
         return page(request, "not_found.html", session=read_session(request), human=None, status=404,
                     title="Not found", show_flash=False)
     if status >= 500:
-        log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+        log.error("unhandled error on %s %s", logs.field(request.method), logs.field(request.url.path),
+                  exc_info=exc)
         return error_page(request, 500, "Something went wrong", "The server hit an error. Try again shortly.")
     if status == 405:
         return error_page(request, 405, "Not allowed", "That address does not take this kind of request.")

@@ -190,7 +190,7 @@ class Demo:
             banner.ignoring_database_url()
         banner.starting(self.data_dir / "pgdata", fresh=not (self.data_dir / "pgdata" / "PG_VERSION").exists())
         app = create_app(self.settings)
-        config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False,
+        config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False, log_config=None,
                                 timeout_graceful_shutdown=3)
         server = _Server(config)
 
