@@ -37,8 +37,9 @@ from board.inputs import (
     hash_token,
     json_object,
     json_value,
-    no_nul,
     positive_int,
+    storable,
+    text_problem,
 )
 
 from board.vocabulary import (
@@ -125,14 +126,18 @@ _CONSTRAINT_ERRORS: dict[str, Callable[[], SwitchboardError]] = {
 }
 
 
-def _translate(err: psycopg.Error, op: str, todo_id: str | None) -> SwitchboardError | None:
-    name = getattr(err.diag, "constraint_name", None)
+def _translate(err: Exception, op: str, todo_id: str | None) -> SwitchboardError | None:
+    diag = getattr(err, "diag", None)
+    name = getattr(diag, "constraint_name", None)
     if name in _CONSTRAINT_ERRORS:
         e = _CONSTRAINT_ERRORS[name]()
         e.op, e.todo_id = op, todo_id
         return e
-    if isinstance(err, pgerrors.InvalidTextRepresentation | pgerrors.DataException):
-        return Invalid(f"bad input: {err.diag.message_primary}", op=op, todo_id=todo_id)
+    # Input the server refused (class 22) or the driver did before sending (a NUL in text), and
+    # text UTF-8 cannot encode (a lone surrogate): the input checks should have caught it first.
+    if isinstance(err, psycopg.DataError | UnicodeEncodeError):
+        detail = getattr(diag, "message_primary", None) or "text must not contain NUL characters or lone surrogates"
+        return Invalid(f"bad input: {detail}", op=op, todo_id=todo_id)
     return None
 
 
@@ -182,7 +187,7 @@ class Store(Accounts):
             except (pgerrors.DeadlockDetected, pgerrors.SerializationFailure):
                 if attempt == 2:
                     raise
-            except psycopg.Error as err:
+            except (psycopg.Error, UnicodeEncodeError) as err:
                 translated = _translate(err, op, todo_id)
                 if translated is None:
                     raise
@@ -243,7 +248,7 @@ class Store(Accounts):
             raise Forbidden(f"this endpoint is not granted queue {queue}", argument="queue", op="add_todo")
         if not isinstance(title, str) or not 1 <= len(title) <= 500:
             raise Invalid("title must be a string of 1 to 500 characters", argument="title", op="add_todo")
-        no_nul(title, "title")
+        storable(title, "title")
         params = self._params(
             caller, queue=queue, title=title,
             payload=Jsonb(json_object(payload, "payload")), routing=Jsonb(json_object(routing, "routing")),
@@ -264,12 +269,15 @@ class Store(Accounts):
             raise Invalid(f"state must be one of {', '.join(states)}", argument="state", op="list_todos")
         if queue is not None and not isinstance(queue, str):
             raise Invalid("queue must be a string", argument="queue", op="list_todos")
+        storable(queue, "queue")
         limit = LIST_LIMIT_DEFAULT if limit is None else positive_int(limit, "limit", 1, LIST_LIMIT_MAX)
         after_created = after_id = None
         if cursor is not None:
             try:
                 after_created, after_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
                 after_created = datetime.fromisoformat(after_created)
+                if not isinstance(after_id, str) or text_problem(after_id):
+                    raise ValueError(after_id)
             except Exception:
                 raise Invalid("cursor is not one this server returned", argument="cursor", op="list_todos") from None
         which = "agent" if isinstance(caller, Agent) else "human"
@@ -320,6 +328,7 @@ class Store(Accounts):
                               now: datetime | None = None) -> dict:
         """The oldest claimable todo in the caller's queues -> claimed (SKIP LOCKED)."""
         caller.require("claim_next")
+        storable(queue, "queue")
         if queue is None:
             queues = list(caller.queues)
         elif isinstance(queue, str) and queue in caller.queues:
@@ -386,6 +395,7 @@ class Store(Accounts):
             return await self._fetch(sql_by_fence[key(UNFENCED)], params, op=op, todo_id=todo_id, one=True)
         if not isinstance(lease_token, str):
             raise Invalid("lease_token must be a string", argument="lease_token", op=op, todo_id=todo_id)
+        storable(lease_token, "lease_token")
         presented = hash_token(lease_token)
         params = dict(params, from_states=list(from_states))
         try:
@@ -400,7 +410,7 @@ class Store(Accounts):
                         raise Conflict("the lease does not match this attempt", op=op, todo_id=todo_id)
                     cur = await conn.execute(sql_by_fence[key(TOKEN_CHECKED)], params)
                     return await cur.fetchone()
-        except psycopg.Error as err:
+        except (psycopg.Error, UnicodeEncodeError) as err:
             translated = _translate(err, op, todo_id)
             if translated is None:
                 raise
@@ -418,7 +428,7 @@ class Store(Accounts):
                 summary = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
             truncated = False
             if summary is not None:
-                no_nul(summary, "summary")
+                storable(summary, "summary")
                 summary, truncated = cut_utf8(summary, SUMMARY_MAX_BYTES)
         except SwitchboardError as e:
             e.op, e.todo_id = op, todo_id
