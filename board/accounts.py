@@ -7,7 +7,7 @@ from __future__ import annotations
 import secrets
 
 from board.errors import Invalid, NotFound
-from board.inputs import AGENT_ID_PATTERN, USERNAME_PATTERN, hash_token
+from board.inputs import AGENT_ID_PATTERN, USERNAME_PATTERN, hash_token, storable
 from board.statements import (
     SQL_ENDPOINT_AUTH,
     SQL_ENDPOINT_INSERT,
@@ -52,6 +52,7 @@ class Accounts:
         unknown = [v for v in scope if v not in VERBS]
         if unknown:
             raise Invalid(f"unknown verb {unknown[0]!r}; verbs are {', '.join(VERBS)}", argument="scope")
+        storable(name, "name")
         name = (name or agent_id).strip()[:100] or agent_id
         token = "sb_" + secrets.token_urlsafe(32)
         row = await self._fetch(SQL_ENDPOINT_INSERT, {"user_id": user_id, "name": name, "agent_id": agent_id,

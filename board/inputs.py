@@ -10,7 +10,7 @@ import unicodedata
 from typing import Any
 from urllib.parse import urlsplit
 
-from board.errors import Invalid
+from board.errors import Invalid, NotFound
 from board.vocabulary import ARTIFACT_MAX_BYTES, CLAIMANT_MAX_BYTES, RESULT_MAX_BYTES
 
 CAIRN_ARTIFACT = re.compile(r"mcp://cairn/[A-Za-z0-9_-]{1,64}")
@@ -27,9 +27,37 @@ def cut_utf8(text: str, limit: int) -> tuple[str, bool]:
     return raw[:limit].decode("utf-8", "ignore"), True
 
 
-def no_nul(value: str, argument: str) -> None:
-    if "\x00" in value:
-        raise Invalid(f"{argument} must not contain NUL characters", argument=argument)
+# What Postgres text cannot hold (NUL) and UTF-8 cannot encode (a lone surrogate, which JSON
+# can carry as "\ud800"; a paired one arrives already joined into one character).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# Todo ids are minted as 36-character UUIDs; the column is text, so any other string up to this
+# length might be one (inserted by hand or migrated), and nothing longer is.
+TODO_ID_MAX_CHARS = 256
+
+
+def text_problem(value: Any) -> str | None:
+    """What makes a value unstorable as text, anywhere in it (a string, or the keys and values
+    of JSON objects and arrays at any depth); None when nothing does."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            found = _UNSTORABLE.search(item)
+            if found:
+                return "NUL characters" if found.group() == "\x00" else "lone surrogates (unpaired UTF-16 halves)"
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            pending.extend(item)
+    return None
+
+
+def storable(value: Any, argument: str) -> None:
+    """Refuse a value holding a NUL or a lone surrogate as invalid, naming the argument."""
+    problem = text_problem(value)
+    if problem:
+        raise Invalid(f"{argument} must not contain {problem}", argument=argument)
 
 
 def clean_claimant(claimant: Any) -> str | None:
@@ -38,6 +66,7 @@ def clean_claimant(claimant: Any) -> str | None:
     if not isinstance(claimant, str):
         raise Invalid("claimant must be a string", argument="claimant")
     stripped = "".join(ch for ch in claimant if unicodedata.category(ch) != "Cc")
+    storable(stripped, "claimant")  # control characters (NUL among them) are removed; a lone surrogate is not
     return cut_utf8(stripped, CLAIMANT_MAX_BYTES)[0]
 
 
@@ -46,6 +75,7 @@ def clean_artifact(artifact: Any) -> str | None:
         return None
     if not isinstance(artifact, str):
         raise Invalid("artifact must be a string", argument="artifact")
+    storable(artifact, "artifact")
     if len(artifact.encode("utf-8")) > ARTIFACT_MAX_BYTES:
         raise Invalid(f"artifact must be at most {ARTIFACT_MAX_BYTES} bytes", argument="artifact")
     if CAIRN_ARTIFACT.fullmatch(artifact) or is_https_url(artifact):
@@ -68,12 +98,11 @@ def is_https_url(value: str) -> bool:
 
 
 def json_value(value: Any, argument: str) -> Any:
+    storable(value, argument)
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         raise Invalid(f"{argument} must be JSON", argument=argument) from None
-    if "\\u0000" in text:
-        raise Invalid(f"{argument} must not contain NUL characters", argument=argument)
     if len(text.encode("utf-8")) > RESULT_MAX_BYTES:
         raise Invalid(f"{argument} must be at most {RESULT_MAX_BYTES} bytes of JSON", argument=argument)
     return value
@@ -93,9 +122,13 @@ def positive_int(value: Any, argument: str, lo: int, hi: int) -> int:
     return value
 
 
-def checked_todo_id(value: Any) -> str:
+def checked_todo_id(value: Any, op: str | None = None) -> str:
+    """A todo id to look up. A string that no todo can have (a NUL, a lone surrogate, too
+    long) is answered exactly as an unknown id is: NotFound, with the same body."""
     if not isinstance(value, str) or not value:
-        raise Invalid("id must be a non-empty string", argument="id")
+        raise Invalid("id must be a non-empty string", argument="id", op=op)
+    if len(value) > TODO_ID_MAX_CHARS or _UNSTORABLE.search(value):
+        raise NotFound(op=op)
     return value
 
 

@@ -18,6 +18,7 @@ import mcp_types as types
 
 from board import vocabulary
 from board.errors import Invalid
+from board.inputs import storable
 from board.store import Agent, Store
 from board.vocabulary import ATTEMPTS_LIMIT_DEFAULT, ATTEMPTS_LIMIT_MAX, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, PRIOR_ATTEMPTS
 
@@ -385,8 +386,10 @@ def tools_for(agent: Agent) -> list[types.Tool]:
 
 
 def clean_arguments(spec: ToolSpec, arguments: dict[str, Any] | None) -> dict[str, Any]:
-    """Drop nulls (an explicit null is the same as leaving an optional argument out) and
-    refuse argument names the tool does not take, naming the first one."""
+    """Drop nulls (an explicit null is the same as leaving an optional argument out), refuse
+    argument names the tool does not take, naming the first one, and refuse a NUL or a lone
+    surrogate anywhere in an argument (in JSON values too), naming it. An id holding one is
+    left to the store, which answers it as an unknown id (not_found)."""
     if arguments is None:
         return {}
     if not isinstance(arguments, dict):
@@ -394,6 +397,9 @@ def clean_arguments(spec: ToolSpec, arguments: dict[str, Any] | None) -> dict[st
     for name in arguments:
         if name not in spec.arguments:
             raise Invalid(f"{spec.name} takes no argument {name!r}", argument=name)
+    for name, value in arguments.items():
+        if name != "id":
+            storable(value, name)
     return {k: v for k, v in arguments.items() if v is not None}
 
 

@@ -39,8 +39,9 @@ from board.inputs import (
     hash_token,
     json_object,
     json_value,
-    no_nul,
     positive_int,
+    storable,
+    text_problem,
 )
 
 from board.vocabulary import (
@@ -143,7 +144,8 @@ def _translate(err: Exception, op: str, todo_id: str | None) -> SwitchboardError
     elif isinstance(err, pgerrors.InvalidTextRepresentation | pgerrors.DataException):
         e = Invalid(f"bad input: {err.diag.message_primary}")
     elif isinstance(err, psycopg.DataError | UnicodeEncodeError):  # refused client-side, before sending
-        e = Invalid("bad input: text must be valid Unicode without NUL characters")
+        # (the input checks should have caught it first)
+        e = Invalid("bad input: text must not contain NUL characters or lone surrogates")
     elif isinstance(err, psycopg.OperationalError):
         log.warning("database unavailable during %s: %s", op, type(err).__name__)
         e = Unavailable()
@@ -265,7 +267,7 @@ class Store(Accounts):
             raise Forbidden(f"this endpoint is not granted queue {queue}", argument="queue", op="add_todo")
         if not isinstance(title, str) or not 1 <= len(title) <= 500:
             raise Invalid("title must be a string of 1 to 500 characters", argument="title", op="add_todo")
-        no_nul(title, "title")
+        storable(title, "title")
         params = self._params(
             caller, queue=queue, title=title,
             payload=Jsonb(json_object(payload, "payload")), routing=Jsonb(json_object(routing, "routing")),
@@ -286,12 +288,15 @@ class Store(Accounts):
             raise Invalid(f"state must be one of {', '.join(states)}", argument="state", op="list_todos")
         if queue is not None and not isinstance(queue, str):
             raise Invalid("queue must be a string", argument="queue", op="list_todos")
+        storable(queue, "queue")
         limit = LIST_LIMIT_DEFAULT if limit is None else positive_int(limit, "limit", 1, LIST_LIMIT_MAX)
         after_created = after_id = None
         if cursor is not None:
             try:
                 after_created, after_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
                 after_created = datetime.fromisoformat(after_created)
+                if not isinstance(after_id, str) or text_problem(after_id):
+                    raise ValueError(after_id)
             except Exception:
                 raise Invalid("cursor is not one this server returned", argument="cursor", op="list_todos") from None
         which = "agent" if isinstance(caller, Agent) else "human"
@@ -342,6 +347,7 @@ class Store(Accounts):
                               now: datetime | None = None) -> dict:
         """The oldest claimable todo in the caller's queues -> claimed (SKIP LOCKED)."""
         caller.require("claim_next")
+        storable(queue, "queue")
         if queue is None:
             queues = list(caller.queues)
         elif isinstance(queue, str) and queue in caller.queues:
@@ -408,6 +414,7 @@ class Store(Accounts):
             return await self._fetch(sql_by_fence[key(UNFENCED)], params, op=op, todo_id=todo_id, one=True)
         if not isinstance(lease_token, str):
             raise Invalid("lease_token must be a string", argument="lease_token", op=op, todo_id=todo_id)
+        storable(lease_token, "lease_token")
         presented = hash_token(lease_token)
         params = dict(params, from_states=list(from_states))
         try:
@@ -437,7 +444,7 @@ class Store(Accounts):
                 summary = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
             truncated = False
             if summary is not None:
-                no_nul(summary, "summary")
+                storable(summary, "summary")
                 summary, truncated = cut_utf8(summary, SUMMARY_MAX_BYTES)
         except SwitchboardError as e:
             e.op, e.todo_id = op, todo_id

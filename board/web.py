@@ -9,7 +9,7 @@ pages. Sessions, CSRF and the sign-in throttle are in web_auth.
 from __future__ import annotations
 
 
-from litestar.exceptions import HTTPException
+from litestar.exceptions import HTTPException, NotFoundException
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
@@ -56,8 +56,15 @@ def template_config() -> TemplateConfig:
     return TemplateConfig(instance=JinjaTemplateEngine.from_environment(ENV))
 
 
+def _no_nul_in_static_path(request) -> None:
+    """A NUL cannot name a file (the file system call refuses it with an error): 404 instead."""
+    if "\x00" in request.scope["path"]:
+        raise NotFoundException()
+
+
 def route_handlers() -> list:
-    static = create_static_files_router(path="/static", directories=[resource_dir("static")], name="static")
+    static = create_static_files_router(path="/static", directories=[resource_dir("static")], name="static",
+                                        before_request=_no_nul_in_static_path)
     return [*web_pages.handlers(), *web_live.handlers(), static]
 
 

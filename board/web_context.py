@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,8 @@ from litestar.datastructures import Cookie
 from litestar.enums import MediaType
 from litestar.response import Redirect
 
+from board.errors import Invalid
+from board.inputs import text_problem
 from board.store import Human
 from board.web_auth import CSRF_FIELD, SESSION_COOKIE, Session, SessionCodec, SignInThrottle
 from board.web_view import STATES, render
@@ -119,9 +122,49 @@ def client_of(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
+def bad_request(request: Request, session: Session | None, message: str) -> Response:
+    """The 400 page: the error page's layout, saying what was wrong."""
+    return page(request, "error.html", session=session, human=None, status=400, title="That did not work",
+                show_flash=False, heading="That did not work", message=message)
+
+
+def query_text(params, name: str) -> str | None:
+    """A query parameter's value. One holding a NUL (urlencoded text can carry one; Postgres
+    text cannot) is Invalid, which the Board answers with a 400 page naming the parameter."""
+    value = params.get(name)
+    problem = text_problem(value)
+    if problem:
+        raise Invalid(f"The {name} parameter must not contain {problem}.", argument=name)
+    return value
+
+
+_FIELD_NAME = re.compile(r"[A-Za-z0-9_]{1,40}")
+
+
+def _form_problem(form) -> str | None:
+    """What makes a posted form unusable: a field that is a file, or holds a NUL or a lone
+    surrogate (a multipart field can name a character set that decodes to one)."""
+    for name, value in form.multi_items():
+        field = f"The {name} field" if isinstance(name, str) and _FIELD_NAME.fullmatch(name) else "A field"
+        if not isinstance(value, str):
+            return f"{field} must be text, not a file."
+        problem = text_problem(value)
+        if problem:
+            return f"{field} must not contain {problem}."
+    return None
+
+
 async def checked_form(request: Request, session: Session | None) -> dict | Response:
-    """The posted form after the CSRF check, or the 403 page. Same-origin only, too."""
-    form = await request.form()
+    """The posted form after the text and CSRF checks, or the 400 or 403 page. Same-origin
+    only, too."""
+    try:
+        form = await request.form()
+    except (UnicodeDecodeError, LookupError):  # a multipart field not in its (or an unknown) character set
+        return bad_request(request, session, "The form could not be read: its text is not valid UTF-8 "
+                                             "(or not valid in the character set it names).")
+    problem = _form_problem(form)
+    if problem:
+        return bad_request(request, session, problem)
     # Under Referrer-Policy: no-referrer browsers send "Origin: null" on form posts; only a
     # named foreign origin is refused here, the token decides the rest.
     origin = request.headers.get("origin")
@@ -146,10 +189,10 @@ class Filters:
 
     @classmethod
     def of(cls, params) -> "Filters":
-        state = params.get("state") or None
-        queue = params.get("queue") or None
+        state = query_text(params, "state") or None
+        queue = query_text(params, "queue") or None
         return cls(state=state if state in STATES else None, queue=queue[:64] if queue else None,
-                   dead=params.get("dead") in ("1", "true", "on"), cursor=params.get("cursor") or None)
+                   dead=query_text(params, "dead") in ("1", "true", "on"), cursor=query_text(params, "cursor") or None)
 
     def query(self, **override) -> str:
         values = {"state": self.state, "queue": self.queue, "dead": "1" if self.dead else None,

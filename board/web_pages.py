@@ -18,8 +18,8 @@ from board.errors import Conflict, Invalid, NotFound, SwitchboardError, Unavaila
 from board.store import Human
 from board.web_auth import new_session, safe_next
 from board.web_context import (ATTEMPTS_SHOWN, NO_STORE, PAGE_SIZE, Filters, SignInRequired, checked_form, client_of,
-                               client_snippet, mcp_url, not_found, page, read_session, redirect, require_human,
-                               runtime, web_state)
+                               client_snippet, mcp_url, not_found, page, query_text, read_session, redirect,
+                               require_human, runtime, web_state)
 from board.web_view import DEFAULT_VERBS
 
 log = logging.getLogger("switchboard.web")
@@ -31,8 +31,8 @@ async def login_page(request: Request) -> Response:
         return redirect(request, "/")
     if session is None:
         session = new_session(None)
-    return page(request, "login.html", session=session, title="Sign in", next=safe_next(request.query_params.get("next")),
-                username="", error=None)
+    return page(request, "login.html", session=session, title="Sign in",
+                next=safe_next(query_text(request.query_params, "next")), username="", error=None)
 
 
 @post("/login")

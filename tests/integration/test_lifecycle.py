@@ -657,6 +657,17 @@ async def test_bad_add_input_is_invalid_naming_the_argument(store, agent, db_url
     assert await sql_rows(db_url, "SELECT id FROM todos") == []
 
 
+@pytest.mark.parametrize("bad", ["a\x00b", "a\ud800b"])
+async def test_text_the_driver_cannot_send_is_invalid_even_where_no_input_check_runs(store, bad):
+    """The last line: store reads with no input check of their own (a username lookup, the
+    attempt summary) get invalid from the one translation of driver errors, never the driver's
+    DataError (a NUL) or a UnicodeEncodeError (a lone surrogate)."""
+    with pytest.raises(Invalid):
+        await store.user_by_name(bad)
+    with pytest.raises(Invalid):
+        await store.todo_attempt_summary(bad)
+
+
 async def test_lease_seconds_bounds(store, agent):
     todo = await add(store, agent)
     for bad in (0, -1, "10", 10**9, True):

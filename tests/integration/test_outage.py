@@ -4,6 +4,8 @@ while it is away, and the first call after it is back succeeds, whatever the poo
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from pathlib import Path
 
@@ -13,18 +15,24 @@ from board import store as st
 from board.config import Settings
 from board.db import EmbeddedPostgres, migrate, open_pool
 from board.errors import Unavailable
-from tests.conftest import make_agent
+from tests.conftest import ROOT, make_agent
 
 WAIT = 1.0
 
 
 @pytest.fixture
-async def private_pg(tmp_path_factory):
-    server = EmbeddedPostgres(Path(tmp_path_factory.mktemp("outage")))
+async def private_pg():
+    # In the project's test data folder, not pytest's tmp (kept private to root, which the
+    # embedded server's own user could not enter).
+    base = Path(os.environ.get("SWITCHBOARD_TEST_DATA_DIR", ROOT / ".switchboard" / "test"))
+    data_dir = base.parent / f"outage-{os.getpid()}"
+    shutil.rmtree(data_dir, ignore_errors=True)
+    server = EmbeddedPostgres(data_dir)
     url = server.start()
     await migrate(url)
     yield server, url
     server.stop()
+    shutil.rmtree(data_dir, ignore_errors=True)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from board import inputs
 from board import store as st
 from board.config import from_env
 from board.errors import Invalid, NotFound
@@ -19,6 +20,37 @@ from board.hooks import sign, verify
 ])
 def test_cut_utf8_never_splits_a_character(text, limit, expected, cut):
     assert st.cut_utf8(text, limit) == (expected, cut)
+
+
+@pytest.mark.parametrize("value,problem", [
+    ("plain", None), ("😀 paired", None), ({"k": [1, None, True, {"x": "ok"}]}, None),
+    ("a\x00b", "NUL"), ("\ud800", "surrogate"), ("\udfff", "surrogate"),
+    ({"deep": [[{"x": "a\x00"}]]}, "NUL"), ({"key\ud83d": 1}, "surrogate"), ([[[[["\x00"]]]]], "NUL"),
+])
+def test_text_problem_finds_a_nul_or_a_lone_surrogate_anywhere_in_a_json_value(value, problem):
+    found = inputs.text_problem(value)
+    assert (found is None) if problem is None else (problem in found)
+
+
+def test_text_problem_walks_deeper_than_the_recursion_limit():
+    deep = "\x00"
+    for _ in range(5000):
+        deep = [deep]
+    assert "NUL" in inputs.text_problem(deep)
+
+
+@pytest.mark.parametrize("todo_id", ["a\x00b", "\ud800", "x" * (inputs.TODO_ID_MAX_CHARS + 1)])
+def test_an_id_no_todo_can_have_is_not_found_like_any_unknown_id(todo_id):
+    with pytest.raises(NotFound) as err:
+        inputs.checked_todo_id(todo_id)
+    assert err.value.wire() == NotFound().wire()
+
+
+def test_a_claimant_with_a_lone_surrogate_is_invalid_and_a_nul_is_removed():
+    assert st.clean_claimant("run\x00-7") == "run-7"
+    with pytest.raises(Invalid) as err:
+        st.clean_claimant("run\ud800")
+    assert err.value.argument == "claimant"
 
 
 def test_claimant_loses_control_characters_and_is_cut_to_128_bytes():
