@@ -117,6 +117,9 @@ _HOLDER_OPS = {op: ("claimed",) for op in ("heartbeat", "complete", "fail", "rel
     "resume": ("input_required", "auth_required")}
 
 
+# How long a checkout waits while the database is known away (Store._connection).
+AWAY_WAIT_SECONDS = 0.5
+
 # The outcome each holder's closing verb gives its attempt (what a replay must match).
 FIXED_OUTCOME = {"complete": "completed", "fail": "failed", "release": "released"}
 
@@ -186,6 +189,7 @@ class Store(Accounts):
     pool: AsyncConnectionPool
     settings: Settings
     observers: list[Observer] = field(default_factory=list)
+    _away: bool = field(default=False, init=False, repr=False)  # see _connection
 
     # -- plumbing --------------------------------------------------------------------
 
@@ -198,19 +202,30 @@ class Store(Accounts):
         params.setdefault("now", None)
         for attempt in range(3):
             try:
-                async with self.pool.connection() as conn:
+                async with self._connection() as conn:
                     cur = await conn.execute(sql, params)
-                    return (await cur.fetchone()) if one else (await cur.fetchall())
+                    rows = (await cur.fetchone()) if one else (await cur.fetchall())
+                self._away = False
+                return rows
             except (pgerrors.DeadlockDetected, pgerrors.SerializationFailure) as err:
                 if attempt == 2:
                     raise _translate(err, op, todo_id) from None
             except PoolTimeout as err:  # no connection within the bounded wait
+                self._away = True
                 raise _translate(err, op, todo_id) from None
             except psycopg.OperationalError as err:
+                self._away = True
                 if attempt > 0 or sql not in READS:
                     raise _translate(err, op, todo_id) from None
             except (psycopg.Error, UnicodeEncodeError) as err:
                 raise _translate(err, op, todo_id) from None
+
+    def _connection(self):
+        """A pooled connection, waited for at most the pool's bounded wait; while the database
+        is known away (the last checkout timed out or a connection failed, and nothing has
+        succeeded since), only AWAY_WAIT_SECONDS, so a call that makes several checkouts (its
+        authentication, its statement) still answers within one bounded wait."""
+        return self.pool.connection(timeout=AWAY_WAIT_SECONDS if self._away else None)
 
     def _emit(self, transitions: Iterable[Transition]) -> None:
         for t in transitions:
@@ -418,7 +433,7 @@ class Store(Accounts):
         presented = hash_token(lease_token)
         params = dict(params, from_states=list(from_states))
         try:
-            async with self.pool.connection() as conn:
+            async with self._connection() as conn:
                 async with conn.transaction():
                     cur = await conn.execute(SQL_FENCE_LOOKUP, params)
                     found = await cur.fetchone()
