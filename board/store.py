@@ -18,6 +18,7 @@ import hmac
 import json
 import logging
 import secrets
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Iterable
@@ -56,6 +57,7 @@ from board.statements import (
     FIXED_CLOSE,
     NO_OUTBOX_KINDS,
     SQL_ADD,
+    SQL_ADD_HUMAN,
     SQL_ATTEMPT_SUMMARY,
     SQL_CANCEL_HELD_AGENT,
     SQL_CANCEL_UNHELD,
@@ -93,6 +95,8 @@ from board.vocabulary import (  # noqa: F401 (the vocabulary is re-exported for 
     ARTIFACT_MAX_BYTES,
     ATTEMPTS_LIMIT_DEFAULT,
     ATTEMPTS_LIMIT_MAX,
+    BULK_BATCH,
+    BULK_CONCURRENCY,
     CLAIMANT_MAX_BYTES,
     CLOSED_BY,
     DIED_OUTCOMES,
@@ -272,14 +276,26 @@ class Store(Accounts):
 
     # -- agent verbs -----------------------------------------------------------------
 
-    async def todo_add(self, caller: Agent, *, queue: Any, title: Any, payload: Any = None,
-                       routing: Any = None, max_attempts: Any = None, now: datetime | None = None) -> dict:
-        """-> pending, in a queue the endpoint is granted."""
-        caller.require("add_todo")
+    async def todo_add(self, caller: Caller, *, queue: Any, title: Any, payload: Any = None,
+                       routing: Any = None, max_attempts: Any = None, endpoint_id: Any = None,
+                       now: datetime | None = None) -> dict:
+        """-> pending, in a queue the endpoint is granted. A human (the Board) adds through one
+        of their live endpoints granted the queue: endpoint_id, or else their oldest one; the
+        statement itself picks and checks it."""
+        human = isinstance(caller, Human)
+        if not human:
+            caller.require("add_todo")
         if not isinstance(queue, str) or not QUEUE_PATTERN.fullmatch(queue):
             raise Invalid(f"queue must be {QUEUE_RULE}", argument="queue", op="add_todo")
-        if queue not in caller.queues:
-            raise Forbidden(f"this endpoint is not granted queue {queue}", argument="queue", op="add_todo")
+        not_granted = Forbidden(f"{'none of your live endpoints is' if human else 'this endpoint is not'} granted "
+                                f"queue {queue}", argument="queue", op="add_todo")
+        if not human and queue not in caller.queues:
+            raise not_granted
+        if human and endpoint_id is not None:
+            try:
+                endpoint_id = str(uuid.UUID(endpoint_id))
+            except (TypeError, ValueError, AttributeError):
+                raise not_granted from None
         if not isinstance(title, str) or not 1 <= len(title) <= 500:
             raise Invalid("title must be a string of 1 to 500 characters", argument="title", op="add_todo")
         storable(title, "title")
@@ -287,9 +303,11 @@ class Store(Accounts):
             caller, queue=queue, title=title,
             payload=Jsonb(json_object(payload, "payload")), routing=Jsonb(json_object(routing, "routing")),
             max_attempts=5 if max_attempts is None else positive_int(max_attempts, "max_attempts", 1, 1000),
-            now=now,
+            now=now, **({"endpoint_id": endpoint_id} if human else {}),
         )
-        row = await self._fetch(SQL_ADD, params, op="add_todo", one=True)
+        row = await self._fetch(SQL_ADD_HUMAN if human else SQL_ADD, params, op="add_todo", one=True)
+        if row is None:  # the human has no live endpoint granted the queue (or not the one named)
+            raise not_granted
         self._emit([Transition("added", row["id"], str(row["endpoint_id"]), row["queue"], row["state"])])
         return todo_out(row)
 
@@ -628,6 +646,39 @@ class Store(Accounts):
         self._emit([Transition("retried", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
                                attempts_total=row["attempts_total"])])
         return todo_out(row)
+
+    async def todos_bulk(self, caller: Human, kind: str, todo_ids: Iterable[str], *, batch: int = BULK_BATCH,
+                         concurrency: int = BULK_CONCURRENCY) -> dict:
+        """A Board bulk action: the single action's own transition (todo_retry, todo_cancel or
+        todo_release) for each todo, so each gets its attempt record, hook events and notify,
+        in batches of `batch` with at most `concurrency` statements in flight. A todo whose
+        state moved on (Conflict) or that is not the caller's (NotFound) is skipped, never an
+        error. If the database goes away, the batch under way finishes and the rest is not
+        tried. Returns the counts: changed, skipped, not_tried."""
+        if not isinstance(caller, Human):
+            raise Forbidden("bulk actions are the Board's", op=f"bulk_{kind}")
+        run = {"retry": self.todo_retry, "cancel": self.todo_cancel, "release": self.todo_release}[kind]
+        ids = list(dict.fromkeys(todo_ids))
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(todo_id: str) -> str:
+            async with gate:
+                try:
+                    await run(caller, todo_id)
+                    return "changed"
+                except (Conflict, NotFound, Invalid):
+                    return "skipped"
+                except Unavailable:
+                    return "not_tried"
+
+        counts = {"changed": 0, "skipped": 0, "not_tried": 0}
+        for start in range(0, len(ids), batch):
+            for outcome in await asyncio.gather(*(one(i) for i in ids[start:start + batch])):
+                counts[outcome] += 1
+            if counts["not_tried"]:  # the database went away: stop after this batch
+                counts["not_tried"] += max(0, len(ids) - start - batch)
+                break
+        return counts
 
     # -- sweeps ------------------------------------------------------------------------
 

@@ -56,6 +56,10 @@ ATTEMPTS_LIMIT_MAX = 50
 LIST_LIMIT_DEFAULT = 50
 LIST_LIMIT_MAX = 200
 SWEEP_BATCH = 500
+# Board bulk actions: todos per batch, transitions in flight at once, todos per action.
+BULK_BATCH = 100
+BULK_CONCURRENCY = 4
+BULK_MAX = 1000
 
 
 # -- callers and transitions ---------------------------------------------------------
