@@ -27,14 +27,16 @@
     if (oldEl.outerHTML === newEl.outerHTML) return oldEl;
     var active = document.activeElement;
     var focusId = active && oldEl.contains(active) ? active.id : null;
-    var values = {};
+    var values = {}, checked = {};
     oldEl.querySelectorAll("textarea[id], input[id]:not([type=hidden])").forEach(function (el) {
       values[el.id] = el.value;
+      if (el.type === "checkbox") checked[el.id] = el.checked;  // a row's bulk selection
     });
     oldEl.replaceWith(newEl);
     Object.keys(values).forEach(function (id) {
       var el = byId(id);
       if (el && newEl.contains(el)) el.value = values[id];
+      if (el && newEl.contains(el) && id in checked) el.checked = checked[id];
     });
     if (focusId && byId(focusId)) byId(focusId).focus();
     return newEl;
@@ -69,6 +71,35 @@
   function updateEmpty() {
     var body = rowsBody(), empty = byId("todo-empty");
     if (body && empty) empty.hidden = body.children.length > 0;
+    syncSelectPage();
+  }
+
+  // -- bulk selection: "select all on this page" (the bulk form works without it) ------
+
+  function rowBoxes() {
+    return Array.prototype.slice.call(document.querySelectorAll("#todo-rows input[name=ids]"));
+  }
+
+  function syncSelectPage() {
+    var all = byId("select-page");
+    if (!all) return;
+    var boxes = rowBoxes();
+    var n = boxes.filter(function (b) { return b.checked; }).length;
+    all.checked = boxes.length > 0 && n === boxes.length;
+    all.indeterminate = n > 0 && n < boxes.length;
+  }
+
+  function setUpSelectPage() {
+    var all = byId("select-page");
+    if (!all) return;
+    all.hidden = false;
+    all.addEventListener("change", function () {
+      rowBoxes().forEach(function (b) { b.checked = all.checked; });
+    });
+    document.addEventListener("change", function (e) {
+      if (e.target.name === "ids") syncSelectPage();
+    });
+    syncSelectPage();
   }
 
   function applyRows(html, hasMore) {
@@ -195,6 +226,17 @@
       openDrawer(link.closest("tr").dataset.id, link, true, link.href);
       return;
     }
+    // An error summary's link moves focus to its field itself (and shows the field's label):
+    // a fragment navigation would keep pulling focus back to the field while the page settles.
+    var fix = e.target.closest && e.target.closest(".error-summary a[href^='#']");
+    if (fix && byId(fix.getAttribute("href").slice(1))) {
+      e.preventDefault();
+      var field = byId(fix.getAttribute("href").slice(1));
+      var label = document.querySelector("label[for='" + field.id + "']");
+      (label || field).scrollIntoView({ block: "start" });
+      field.focus({ preventScroll: true });
+      return;
+    }
     var close = e.target.closest && e.target.closest("[data-close-drawer]");
     if (close) {
       e.preventDefault();
@@ -260,6 +302,7 @@
 
   // -- start -------------------------------------------------------------------------
 
+  setUpSelectPage();
   var d = drawer();
   if (d) showDrawer(d);
   var focusTarget = document.querySelector("[data-focus-on-load]");
