@@ -102,6 +102,29 @@
     syncSelectPage();
   }
 
+  // -- the vend result: copy the token -----------------------------------------------
+
+  function setUpCopy() {
+    var button = byId("copy-token"), token = byId("new-token"), status = byId("copy-status");
+    if (!button || !token || !status) return;
+    button.hidden = false;
+    function say(text) { status.textContent = text; }
+    function selectToken() {
+      var range = document.createRange();
+      range.selectNodeContents(token);
+      var sel = window.getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+      say("Could not copy by itself: the token is selected, press Ctrl+C to copy it.");
+    }
+    button.addEventListener("click", function () {
+      say("");
+      if (!navigator.clipboard || !navigator.clipboard.writeText) { selectToken(); return; }
+      navigator.clipboard.writeText(token.textContent.trim())
+        .then(function () { say("Token copied to the clipboard."); }, selectToken);
+    });
+  }
+
   function applyRows(html, hasMore) {
     var body = rowsBody();
     if (!body) return;
@@ -303,6 +326,7 @@
   // -- start -------------------------------------------------------------------------
 
   setUpSelectPage();
+  setUpCopy();
   var d = drawer();
   if (d) showDrawer(d);
   var focusTarget = document.querySelector("[data-focus-on-load]");
