@@ -15,7 +15,7 @@ from litestar.params import FromPath
 from board.errors import Forbidden, Invalid, NotFound
 from board.inputs import int_text, json_object_text
 from board.store import Human
-from board.web_context import checked_form, not_found, page, redirect, require_human, runtime
+from board.web_context import checked_form, not_found, page, query_text, redirect, require_human, runtime
 from board.web_view import actions_for, sentence
 
 FIELDS = ("target", "title", "payload", "routing", "max_attempts")
@@ -46,7 +46,7 @@ def add_page(request: Request, human: Human, session, options: list[dict], value
 async def todo_new_page(request: Request) -> Response:
     human, session = await require_human(request)
     options = await targets(request, human)
-    wanted = request.query_params.get("queue")
+    wanted = query_text(request.query_params, "queue")
     first = next((o["value"] for o in options if o["queue"] == wanted), "")
     return add_page(request, human, session, options, dict(BLANK, target=first), {})
 

@@ -232,3 +232,23 @@ async def test_more_ids_than_a_bulk_action_takes_are_refused_whole(live_server):
             r = await c.post(path, data={"csrf_token": token, "action": "retry", "ids": ids})
             assert r.status_code == 400 and "at most 1000 todos" in r.text
     assert (await store.todo_get(ada, todo["id"]))["dead_letter"]
+
+
+async def test_bad_text_in_the_bulk_and_add_forms_is_a_4xx_page_and_changes_nothing(live_server):
+    store = live_server.store
+    ada = await make_human(store, "ada")
+    agent = await make_agent(store, user=ada, agent_id="w1")
+    todo = await dead_letter(store, agent, "dead")
+    async with client_for(live_server) as c:
+        token = await sign_in(c, "ada")
+        for path, data in (("/todos/bulk", {"action": "retry", "ids": [todo["id"], "x\x00"]}),
+                           ("/todos/bulk/apply", {"action": "retry", "ids": [todo["id"]], "filter": "q\x00"}),
+                           ("/todos/bulk", {"action": "retry", "scope": "filter", "filter": "?queue=%00"}),
+                           ("/todos/bulk/apply", {"action": "retry", "scope": "filter", "filter": "?state=%00"}),
+                           ("/todos/new", {"target": "x", "title": "t\x00", "payload": "{}"})):
+            r = await c.post(path, data={"csrf_token": token, **data})
+            assert r.status_code == 400 and "<h1>" in r.text, (path, data, r.status_code)
+        assert (await c.get("/todos/new?queue=%00")).status_code == 400
+        assert (await c.get("/todos/%00/confirm-cancel")).status_code == 404
+    assert (await store.todo_get(ada, todo["id"]))["dead_letter"]
+    assert len((await store.todo_list(ada))["todos"]) == 1
