@@ -1,0 +1,33 @@
+"""The fault suite's fixtures: its size (CI by default; SWITCHBOARD_FAULTS_LONG=1 or --long
+for the full size), a longer hang guard at the full size, and the figures table printed at
+the end of every run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.faults import harness
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="session")
+def size(request) -> harness.Size:
+    return harness.LONG if harness.is_long(request.config) else harness.CI
+
+
+def pytest_collection_modifyitems(config, items):
+    if not harness.is_long(config):
+        return
+    for item in items:
+        if HERE in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.timeout(3600))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if harness.FIGURES:
+        terminalreporter.section("fault suite figures")
+        for line in harness.table(harness.FIGURES):
+            terminalreporter.write_line(line)
