@@ -305,6 +305,9 @@ def error_of(result) -> dict:
 
 
 CALL_TIMEOUT = 20.0
+# An agent's reconnect backoff: doubling, jittered, capped low so that it is back at work
+# soon after the server is (what the kill test measures), without spinning meanwhile.
+RECONNECT_FIRST, RECONNECT_MAX = 0.05, 0.25
 
 
 # -- agents that drain a queue and survive the server going away --------------------------
@@ -394,15 +397,18 @@ class Agent:
             await asyncio.wait_for(self.stop.wait(), seconds)
 
     async def run(self) -> None:
+        backoff = RECONNECT_FIRST
         while not self.stop.is_set():
             try:
                 async with mcp_client(self.url, self.token, self.generation, statuses=self.statuses) as client:
+                    backoff = RECONNECT_FIRST
                     await self.drain(client)
             except Exception:  # the server went away (or answered at the HTTP level): reconnect
                 if self.stop.is_set():
                     return
                 self.tally.reconnects += 1
-                await self.pause(0.05 + self.rng.random() * 0.1)
+                await self.pause(backoff * (0.5 + self.rng.random() / 2))
+                backoff = min(backoff * 2, RECONNECT_MAX)
 
     async def call(self, client: Client, tool: str, args: dict) -> dict:
         self.tally.calls += 1

@@ -97,7 +97,7 @@ async def test_postgres_restart_and_outage_answer_unavailable_then_recover_withi
         store = Store(pool, Settings())
         human = await make_human(store, "operator")
         token, agent = await h.vend(store, user_id=human.user_id, queues=("work",))
-        bell_token, bell_agent = await h.vend(store, user_id=human.user_id, queues=("bell",), agent_id="bell")
+        bell_token, _ = await h.vend(store, user_id=human.user_id, queues=("bell",), agent_id="bell")
         await h.add_todos(store, agent, n)
     finally:
         await pool.close()
