@@ -304,6 +304,9 @@ def error_of(result) -> dict:
         return {}
 
 
+# What the SDK's client raises (as JSON-RPC -32603) for an HTTP error answer whose body is
+# not JSON-RPC: a stand-in for the HTTP status, which the status hook records.
+STAND_IN = "Server returned an error response"
 CALL_TIMEOUT = 20.0
 # An agent's reconnect backoff: doubling, jittered, capped low so that it is back at work
 # soon after the server is (what the kill test measures), without spinning meanwhile.
@@ -319,10 +322,9 @@ class Tally:
     acked: Counter = field(default_factory=Counter)  # todo id -> complete replies that were not replays
     replayed: int = 0
     closes_retried: int = 0  # closes sent again after their reply was lost
-    retried_conflicts: list = field(default_factory=list)  # (todo id, lease token) of a retried close answered conflict
+    retried_conflicts: list = field(default_factory=list)  # (todo id, lease token, verb): a resent close answered conflict
     errors: Counter = field(default_factory=Counter)  # tool error codes
     internal: list = field(default_factory=list)  # internal tool errors and JSON-RPC -32603
-    lost: int = 0
     reconnects: int = 0
     calls: int = 0
     last_ok: float = 0.0
@@ -415,13 +417,11 @@ class Agent:
         started = time.monotonic()
         try:
             result = await asyncio.wait_for(client.call_tool(tool, args), CALL_TIMEOUT)
-        except MCPError as err:
-            if err.code == types.INTERNAL_ERROR and "error response" not in str(err):
+        except MCPError as err:  # an HTTP-level answer (a 5xx is counted by the status hook) or a real -32603
+            if err.code == types.INTERNAL_ERROR and STAND_IN not in str(err):
                 self.tally.internal.append(f"{tool}: JSON-RPC {err.code} {err}")
-            self.tally.lost += 1
             raise Lost(str(err)) from None
         except Exception as err:
-            self.tally.lost += 1
             raise Lost(type(err).__name__) from None
         if result.is_error:
             err = error_of(result)

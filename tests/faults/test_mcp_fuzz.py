@@ -41,9 +41,9 @@ TOOLS = {spec.name: spec for spec in SPECS}
 UNMARKED = {"id", "claimant"}  # ids and claimants may be logged (capped, escaped); nothing else may
 MARKER = re.compile(r"zqmk\d{6}")
 KEEP = set(STATES) | {"input_required", "auth_required", "q", "r"}  # valid constants left as they are
-# What the SDK's client raises (as -32603) for an HTTP error whose body is not JSON-RPC, such
-# as the 413 its server gives a body over 4 MiB: judged by the HTTP status it stands for.
-STAND_IN = "Server returned an error response"
+# The SDK's client's -32603 for an HTTP error whose body is not JSON-RPC (such as the 413 its
+# server gives a body over 4 MiB) is judged by the HTTP status it stands for.
+STAND_IN = h.STAND_IN
 KINDS = ("pending", "claimed", "fenced", "interrupted", "done", "retrying", "dead", "canceled")
 
 
