@@ -18,6 +18,15 @@ def size(request) -> harness.Size:
     return harness.LONG if harness.is_long(request.config) else harness.CI
 
 
+@pytest.fixture
+def private_pg(tmp_path):
+    """A private embedded Postgres, started, for a test that stops and starts it; stopped at the end."""
+    pg = harness.PrivatePostgres(tmp_path / "pg")
+    pg.start_first()
+    yield pg
+    pg.close()
+
+
 def pytest_collection_modifyitems(config, items):
     if not harness.is_long(config):
         return

@@ -26,11 +26,12 @@ from tests.acceptance.test_board_auth import make_human, sign_in
 from tests.faults import harness as h
 
 DB_WAIT = 2.0  # SWITCHBOARD_DB_WAIT_SECONDS for this server: the bounded wait of a call
-# The issue's bounds, each with half a second to spare for a loaded two-core CI machine.
-SLACK = 0.5
+# The issue's bounds (first call 1 s, LISTEN resync 2 s after Postgres is back), each with
+# 0.75 s to spare for a loaded two-core machine (the agents, the server and Postgres share it).
+SLACK = 0.75
 FIRST_CALL_BOUND = 1.0 + SLACK
 RESYNC_BOUND = 2.0 + SLACK
-RING_BOUND = RESYNC_BOUND + 0.5  # the resync's sweep rings, a moment after the resync
+RING_BOUND = RESYNC_BOUND + 0.5  # the resync's sweep rings the ready todos, a moment after the resync
 # A call while Postgres is away answers within the one bounded wait, plus a margin for its
 # own work (authenticating the caller and running the tool must not wait twice).
 CALL_BOUND = DB_WAIT + 1.5
@@ -67,26 +68,29 @@ async def first_success(client, deadline_s: float = 15.0) -> float:
 async def recovery(probe, board: h.BoardStream, bell: h.Doorbell, ready_id: str, back: float) -> dict:
     """The figures after Postgres is back at `back`: first call, resync, doorbell rings."""
     first = await first_success(probe)
+    added_at = time.monotonic()
     added_code, _, added = await call(probe, "add_todo", {"queue": "bell", "title": "added right after recovery"})
     assert added_code == "ok", added
     resync = await board.snapshot_after(back, timeout=15)
     ready_ring = await bell.ring_after(ready_id, back, timeout=15)
     added_ring = await bell.ring_after(added["id"], back, timeout=15)
+    # Seconds from Postgres back, but the added todo's ring from its add (a NOTIFY, or the
+    # resync's sweep if LISTEN is not back yet).
     figures = {"first_call_s": round(first - back, 2), "resync_s": round(resync - back, 2),
-               "ring_ready_s": round(ready_ring - back, 2), "ring_added_s": round(added_ring - back, 2)}
+               "ring_ready_s": round(ready_ring - back, 2), "ring_added_s": round(added_ring - added_at, 2)}
     print(f"[faults] after Postgres came back: {figures}", flush=True)
     assert first - back <= FIRST_CALL_BOUND, figures
     assert resync - back <= RESYNC_BOUND, figures
-    assert max(ready_ring, added_ring) - back <= RING_BOUND, figures
+    assert ready_ring - back <= RING_BOUND and added_ring - added_at <= RESYNC_BOUND, figures
     return figures
 
 
 @pytest.mark.xfail(strict=True, reason="waits for Postgres-outage handling: the unavailable tool error, 503 with "
                                        "Retry-After, the bounded wait, the pool and LISTEN reconnecting at once")
-async def test_postgres_restart_and_outage_answer_unavailable_then_recover_within_the_bounds(size, tmp_path):
+async def test_postgres_restart_and_outage_answer_unavailable_then_recover_within_the_bounds(size, tmp_path,
+                                                                                             private_pg):
     started = time.monotonic()
-    pg = h.PrivatePostgres(tmp_path / "pg")
-    admin = pg.start_first()
+    pg, admin = private_pg, private_pg.admin_url
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute("CREATE DATABASE faults")
     url = h.with_database(admin, "faults")
@@ -160,13 +164,10 @@ async def test_postgres_restart_and_outage_answer_unavailable_then_recover_withi
         await server.stop()
         if not pg.running():
             await asyncio.to_thread(pg.start)
-    try:
-        counts = await h.check_invariants(url, todos=n + 3, drained=False)
-        not_done = await h.rows(url, "SELECT id FROM todos WHERE queue = 'work' AND state <> 'done'")
-        twice = await h.rows(url, "SELECT t.id FROM todos t WHERE t.queue = 'work' AND (SELECT count(*) FROM attempts a "
-                                  "WHERE a.todo_id = t.id AND a.outcome = 'completed') <> 1")
-    finally:
-        pg.close()
+    counts = await h.check_invariants(url, todos=n + 3, drained=False)
+    not_done = await h.rows(url, "SELECT id FROM todos WHERE queue = 'work' AND state <> 'done'")
+    twice = await h.rows(url, "SELECT t.id FROM todos t WHERE t.queue = 'work' AND (SELECT count(*) FROM attempts a "
+                              "WHERE a.todo_id = t.id AND a.outcome = 'completed') <> 1")
     h.report("Postgres restart and outage", size, outage_s=size.outage_seconds, todos=n,
              attempts=counts["attempts"], **{f"{phase}_{k}": v for phase, f in figures.items() for k, v in f.items()},
              slowest_unavailable_call_s=round(tally.slowest_unavailable, 2),
