@@ -42,7 +42,8 @@ async def test_the_board_lists_only_the_humans_todos_with_filters_and_dead_lette
         assert "pending one" in by_queue and "dead one" not in by_queue
         by_state = (await c.get("/?state=pending")).text
         assert "pending one" in by_state and "dead one" not in by_state
-        assert (await c.get("/?state=bogus&cursor=nonsense")).status_code == 200
+        for bad in ("/?state=bogus", "/?cursor=nonsense"):  # a bad filter value: the 400 page
+            assert (await c.get(bad)).status_code == 400, bad
         assert pending["id"] in by_state
 
 
