@@ -261,7 +261,29 @@
       if (cur) replacePreserving(cur, el);
     });
     var list = d.querySelector("#attempts-list"), freshList = fresh.querySelector("#attempts-list");
-    if (list && freshList) patchChildren(list, Array.prototype.slice.call(freshList.children));
+    if (!list || !freshList) return;
+    var wasOpen = {};
+    Array.prototype.slice.call(list.children).forEach(function (li) {
+      wasOpen[li.id] = li.classList.contains("attempt-open");
+    });
+    var attempts = Array.prototype.slice.call(freshList.children);
+    patchChildren(list, attempts);
+    // Each attempt that opened or closed is one short line in the log, oldest first.
+    attempts.slice().reverse().forEach(function (li) {
+      var before = wasOpen[li.id];
+      if (before === undefined || (before && !li.classList.contains("attempt-open"))) {
+        announceAttempt(d, li.dataset.announce);
+      }
+    });
+  }
+
+  function announceAttempt(d, text) {
+    var log = d.querySelector("#attempts-news");
+    if (!log || !text) return;
+    var line = document.createElement("p");
+    line.textContent = text;
+    log.appendChild(line);
+    while (log.children.length > 5) log.firstElementChild.remove();
   }
 
   function showDrawer(d) {
