@@ -22,6 +22,27 @@ from board.statements import (
 from board.vocabulary import QUEUE_PATTERN, QUEUE_RULE, VERBS, Agent, Transition
 
 
+def vend_problems(*, agent_id, queues, scope) -> list[Invalid]:
+    """Every reason a vend request is refused, one per argument, so a form can show them all
+    at once; empty when it is fine."""
+    problems = []
+    if not isinstance(agent_id, str) or not AGENT_ID_PATTERN.fullmatch(agent_id):
+        problems.append(Invalid("agent_id must be 1-128 of letters, digits, _ . : / -", argument="agent_id"))
+    queues = list(dict.fromkeys(queues or []))
+    bad = [q for q in queues if not isinstance(q, str) or not QUEUE_PATTERN.fullmatch(q)]
+    if not queues:
+        problems.append(Invalid("grant at least one queue", argument="queues"))
+    elif bad:
+        problems.append(Invalid(f"queue {bad[0]!r} must be {QUEUE_RULE}", argument="queues"))
+    scope = list(dict.fromkeys(scope or []))
+    unknown = [v for v in scope if v not in VERBS]
+    if not scope:
+        problems.append(Invalid("grant at least one verb", argument="scope"))
+    elif unknown:
+        problems.append(Invalid(f"unknown verb {unknown[0]!r}; verbs are {', '.join(VERBS)}", argument="scope"))
+    return problems
+
+
 class Accounts:
     async def user_insert(self, username: str, password_hash: str) -> dict:
         if not isinstance(username, str) or not USERNAME_PATTERN.fullmatch(username):
@@ -38,20 +59,10 @@ class Accounts:
     async def endpoint_vend(self, user_id: int, *, name: str, agent_id: str, queues: list[str],
                             scope: list[str]) -> tuple[dict, str]:
         """A new endpoint credential; the token is returned once and only its hash stored."""
-        if not isinstance(agent_id, str) or not AGENT_ID_PATTERN.fullmatch(agent_id):
-            raise Invalid("agent_id must be 1-128 of letters, digits, _ . : / -", argument="agent_id")
-        queues = list(dict.fromkeys(queues or []))
-        if not queues:
-            raise Invalid("grant at least one queue", argument="queues")
-        for q in queues:
-            if not isinstance(q, str) or not QUEUE_PATTERN.fullmatch(q):
-                raise Invalid(f"queue {q!r} must be {QUEUE_RULE}", argument="queues")
-        scope = list(dict.fromkeys(scope or []))
-        if not scope:
-            raise Invalid("grant at least one verb", argument="scope")
-        unknown = [v for v in scope if v not in VERBS]
-        if unknown:
-            raise Invalid(f"unknown verb {unknown[0]!r}; verbs are {', '.join(VERBS)}", argument="scope")
+        problems = vend_problems(agent_id=agent_id, queues=queues, scope=scope)
+        if problems:
+            raise problems[0]
+        queues, scope = list(dict.fromkeys(queues)), list(dict.fromkeys(scope))
         storable(name, "name")
         name = (name or agent_id).strip()[:100] or agent_id
         token = "sb_" + secrets.token_urlsafe(32)

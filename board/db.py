@@ -119,8 +119,8 @@ psycopg._queries.MAX_CACHED_STATEMENT_LENGTH = max(getattr(psycopg._queries, "MA
 async def open_pool(url: str, *, min_size: int = 2, max_size: int = 20, wait_seconds: float = 5.0) -> AsyncConnectionPool:
     """The pool every statement runs on. While Postgres cannot be reached, a checkout fails
     after wait_seconds (PoolTimeout, which the store answers as unavailable) instead of
-    hanging, and the pool keeps trying to connect at most a second apart, so the first call
-    after Postgres is back finds it within about a second."""
+    hanging, and the pool tries to connect every RECONNECT_SECONDS while callers wait, so
+    the first call after Postgres is back finds it at once."""
     # Generic plans: the transition statements are long CTE chains whose custom planning
     # costs more than their execution; their generic plans use the same indexes.
     # Autocommit: every transition is one statement, which is its own transaction, so it
@@ -130,9 +130,12 @@ async def open_pool(url: str, *, min_size: int = 2, max_size: int = 20, wait_sec
     pool_ref: list[AsyncConnectionPool] = []
     pool = AsyncConnectionPool(
         url, min_size=min_size, max_size=max_size, open=False, timeout=wait_seconds,
-        # Each chain of reconnection attempts gives up after a second (tries at 0 s and 1 s);
-        # the next checkout that finds the pool empty starts a new one at once.
-        reconnect_timeout=1.0,
+        # A chain of reconnection attempts gives up after RECONNECT_SECONDS (tries at 0 s and
+        # then); a new one starts at once if callers are waiting (_reconnect_failed), or at the
+        # next checkout. So attempts come at most RECONNECT_SECONDS apart while anyone waits,
+        # and none while nobody does.
+        reconnect_timeout=RECONNECT_SECONDS,
+        reconnect_failed=_reconnect_failed,
         check=lambda conn: _checked_out(conn, pool_ref[0]),
         kwargs={"row_factory": dict_row, "autocommit": True, "options": "-c plan_cache_mode=force_generic_plan",
                 "connect_timeout": max(1, math.ceil(wait_seconds))},
@@ -140,6 +143,14 @@ async def open_pool(url: str, *, min_size: int = 2, max_size: int = 20, wait_sec
     pool_ref.append(pool)
     await pool.open(wait=True, timeout=30)
     return pool
+
+
+RECONNECT_SECONDS = 0.25
+
+
+async def _reconnect_failed(pool: AsyncConnectionPool) -> None:
+    if pool.get_stats().get("requests_waiting"):
+        await pool.check()  # grows the pool again: a new chain of attempts
 
 
 async def _checked_out(conn: psycopg.AsyncConnection, pool: AsyncConnectionPool) -> None:

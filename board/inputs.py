@@ -194,3 +194,33 @@ def read_list_cursor(cursor: Any, sort: str) -> tuple[datetime, str]:
     if made_for != sort:
         raise Invalid(f"cursor was made for the {made_for} sort, not {sort}", argument="cursor")
     return at, after_id
+
+
+# -- form text (the Board's forms post strings) -------------------------------------------
+
+def json_object_text(text: str, argument: str) -> dict:
+    """A JSON object typed into a form field; blank means {}. The message says where the
+    text stops being JSON, so it can be shown next to the field."""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise Invalid(f"{argument} is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}",
+                      argument=argument) from None
+    except RecursionError:
+        raise Invalid(f"{argument} is nested too deeply", argument=argument) from None
+    if not isinstance(value, dict):
+        raise Invalid(f'{argument} must be a JSON object, like {{"key": "value"}}', argument=argument)
+    return json_object(value, argument)
+
+
+def int_text(text: str, argument: str, lo: int, hi: int) -> int:
+    """A whole number typed into a form field, from lo to hi."""
+    try:
+        value = int(text.strip(), 10)
+    except ValueError:
+        value = None
+    if value is None or not lo <= value <= hi:
+        raise Invalid(f"{argument} must be a whole number from {lo} to {hi}", argument=argument)
+    return value

@@ -584,6 +584,29 @@ SELECT {todo_cols}, {notify} FROM upd
 """, todo_cols=compose(_TODO_COLS, r="upd"), notify=compose(_NOTIFY, r="upd", kind="added"),
    outbox=_outbox("u", None))
 
+# -- add by the owning human (the Board): -> pending, through one of the human's live
+# endpoints granted the queue (the one named, else the oldest), chosen in the same statement.
+# FOR SHARE: a revocation committing meanwhile is waited for, and then the endpoint no longer
+# qualifies, so no todo is ever added to a revoked endpoint.
+SQL_ADD_HUMAN = compose("""
+WITH ep AS (
+  SELECT e.id FROM endpoints e
+   WHERE e.user_id = %(user_id)s AND e.revoked_at IS NULL AND %(queue)s::text = ANY(e.queues)
+     AND (%(endpoint_id)s::uuid IS NULL OR e.id = %(endpoint_id)s::uuid)
+   ORDER BY e.created_at, e.id
+   LIMIT 1
+   FOR SHARE OF e
+),
+upd AS (
+  INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, created_at, updated_at)
+  SELECT ep.id, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, {NOW}, {NOW} FROM ep
+  RETURNING t.*
+),
+{outbox}
+SELECT {todo_cols}, {notify} FROM upd
+""", todo_cols=compose(_TODO_COLS, r="upd"), notify=compose(_NOTIFY, r="upd", kind="added"),
+   outbox=_outbox("u", None))
+
 # -- the fence lookup: the open attempt's lease_token_hash, with the todo row locked, so the
 # constant-time comparison happens in Python before the transition statement runs.
 SQL_FENCE_LOOKUP = compose("""

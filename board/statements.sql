@@ -29,6 +29,44 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'added')::text) FROM upd;
 
+-- name: SQL_ADD_HUMAN
+-- add by the owning human (the Board): -> pending, through one of the human's live
+-- endpoints granted the queue (the one named, else the oldest), chosen in the same statement.
+-- FOR SHARE: a revocation committing meanwhile is waited for, and then the endpoint no longer
+-- qualifies, so no todo is ever added to a revoked endpoint.
+WITH ep AS (
+  SELECT e.id FROM endpoints e
+   WHERE e.user_id = %(user_id)s AND e.revoked_at IS NULL AND %(queue)s::text = ANY(e.queues)
+     AND (%(endpoint_id)s::uuid IS NULL OR e.id = %(endpoint_id)s::uuid)
+   ORDER BY e.created_at, e.id
+   LIMIT 1
+   FOR SHARE OF e
+),
+upd AS (
+  INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, created_at, updated_at)
+  SELECT ep.id, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now()) FROM ep
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN '{}'::jsonb ELSE '{}'::jsonb END
+    FROM upd u 
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'added')::text) FROM upd;
+
 -- name: SQL_ATTEMPT_SUMMARY
 -- The exact attempt summary of one todo, read after a terminal transition committed (the
 -- in-process hooks). System-wide: hooks run without a caller scope and read out nothing.

@@ -17,6 +17,7 @@ import hmac
 import json
 import logging
 import secrets
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Iterable
@@ -57,6 +58,7 @@ from board.statements import (
     FIXED_CLOSE,
     NO_OUTBOX_KINDS,
     SQL_ADD,
+    SQL_ADD_HUMAN,
     SQL_ATTEMPT_SUMMARY,
     SQL_CANCEL_HELD_AGENT,
     SQL_CANCEL_UNHELD,
@@ -95,6 +97,8 @@ from board.vocabulary import (  # noqa: F401 (the vocabulary is re-exported for 
     ARTIFACT_MAX_BYTES,
     ATTEMPTS_LIMIT_DEFAULT,
     ATTEMPTS_LIMIT_MAX,
+    BULK_BATCH,
+    BULK_CONCURRENCY,
     CLAIMANT_MAX_BYTES,
     CLOSED_BY,
     DIED_OUTCOMES,
@@ -119,6 +123,9 @@ log = logging.getLogger("switchboard.store")
 _HOLDER_OPS = {op: ("claimed",) for op in ("heartbeat", "complete", "fail", "release", "interrupt")} | {
     "resume": ("input_required", "auth_required")}
 
+
+# How long a checkout waits while the database is known away (Store._connection).
+AWAY_WAIT_SECONDS = 0.5
 
 # The outcome each holder's closing verb gives its attempt (what a replay must match).
 FIXED_OUTCOME = {"complete": "completed", "fail": "failed", "release": "released"}
@@ -201,6 +208,7 @@ class Store(Accounts):
     pool: AsyncConnectionPool
     settings: Settings
     observers: list[Observer] = field(default_factory=list)
+    _away: bool = field(default=False, init=False, repr=False)  # see _connection
 
     # -- plumbing --------------------------------------------------------------------
 
@@ -213,19 +221,30 @@ class Store(Accounts):
         params.setdefault("now", None)
         for attempt in range(3):
             try:
-                async with self.pool.connection() as conn:
+                async with self._connection() as conn:
                     cur = await conn.execute(sql, params)
-                    return (await cur.fetchone()) if one else (await cur.fetchall())
+                    rows = (await cur.fetchone()) if one else (await cur.fetchall())
+                self._away = False
+                return rows
             except (pgerrors.DeadlockDetected, pgerrors.SerializationFailure) as err:
                 if attempt == 2:
                     raise _translate(err, op, todo_id) from None
             except PoolTimeout as err:  # no connection within the bounded wait
+                self._away = True
                 raise _translate(err, op, todo_id) from None
             except psycopg.OperationalError as err:
+                self._away = True
                 if attempt > 0 or sql not in READS:
                     raise _translate(err, op, todo_id) from None
             except (psycopg.Error, UnicodeEncodeError) as err:
                 raise _translate(err, op, todo_id) from None
+
+    def _connection(self):
+        """A pooled connection, waited for at most the pool's bounded wait; while the database
+        is known away (the last checkout timed out or a connection failed, and nothing has
+        succeeded since), only AWAY_WAIT_SECONDS, so a call that makes several checkouts (its
+        authentication, its statement) still answers within one bounded wait."""
+        return self.pool.connection(timeout=AWAY_WAIT_SECONDS if self._away else None)
 
     def _emit(self, transitions: Iterable[Transition]) -> None:
         for t in transitions:
@@ -272,14 +291,26 @@ class Store(Accounts):
 
     # -- agent verbs -----------------------------------------------------------------
 
-    async def todo_add(self, caller: Agent, *, queue: Any, title: Any, payload: Any = None,
-                       routing: Any = None, max_attempts: Any = None, now: datetime | None = None) -> dict:
-        """-> pending, in a queue the endpoint is granted."""
-        caller.require("add_todo")
+    async def todo_add(self, caller: Caller, *, queue: Any, title: Any, payload: Any = None,
+                       routing: Any = None, max_attempts: Any = None, endpoint_id: Any = None,
+                       now: datetime | None = None) -> dict:
+        """-> pending, in a queue the endpoint is granted. A human (the Board) adds through one
+        of their live endpoints granted the queue: endpoint_id, or else their oldest one; the
+        statement itself picks and checks it."""
+        human = isinstance(caller, Human)
+        if not human:
+            caller.require("add_todo")
         if not isinstance(queue, str) or not QUEUE_PATTERN.fullmatch(queue):
             raise Invalid(f"queue must be {QUEUE_RULE}", argument="queue", op="add_todo")
-        if queue not in caller.queues:
-            raise Forbidden(f"this endpoint is not granted queue {queue}", argument="queue", op="add_todo")
+        not_granted = Forbidden(f"{'none of your live endpoints is' if human else 'this endpoint is not'} granted "
+                                f"queue {queue}", argument="queue", op="add_todo")
+        if not human and queue not in caller.queues:
+            raise not_granted
+        if human and endpoint_id is not None:
+            try:
+                endpoint_id = str(uuid.UUID(endpoint_id))
+            except (TypeError, ValueError, AttributeError):
+                raise not_granted from None
         if not isinstance(title, str) or not 1 <= len(title) <= 500:
             raise Invalid("title must be a string of 1 to 500 characters", argument="title", op="add_todo")
         storable(title, "title")
@@ -287,9 +318,11 @@ class Store(Accounts):
             caller, queue=queue, title=title,
             payload=Jsonb(json_object(payload, "payload")), routing=Jsonb(json_object(routing, "routing")),
             max_attempts=5 if max_attempts is None else positive_int(max_attempts, "max_attempts", 1, 1000),
-            now=now,
+            now=now, **({"endpoint_id": endpoint_id} if human else {}),
         )
-        row = await self._fetch(SQL_ADD, params, op="add_todo", one=True)
+        row = await self._fetch(SQL_ADD_HUMAN if human else SQL_ADD, params, op="add_todo", one=True)
+        if row is None:  # the human has no live endpoint granted the queue (or not the one named)
+            raise not_granted
         self._emit([Transition("added", row["id"], str(row["endpoint_id"]), row["queue"], row["state"])])
         return todo_out(row)
 
@@ -438,7 +471,7 @@ class Store(Accounts):
         presented = hash_token(lease_token)
         params = dict(params, from_states=list(from_states))
         try:
-            async with self.pool.connection() as conn:
+            async with self._connection() as conn:
                 async with conn.transaction():
                     cur = await conn.execute(SQL_FENCE_LOOKUP, params)
                     found = await cur.fetchone()
@@ -633,6 +666,39 @@ class Store(Accounts):
         self._emit([Transition("retried", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
                                attempts_total=row["attempts_total"])])
         return todo_out(row)
+
+    async def todos_bulk(self, caller: Human, kind: str, todo_ids: Iterable[str], *, batch: int = BULK_BATCH,
+                         concurrency: int = BULK_CONCURRENCY) -> dict:
+        """A Board bulk action: the single action's own transition (todo_retry, todo_cancel or
+        todo_release) for each todo, so each gets its attempt record, hook events and notify,
+        in batches of `batch` with at most `concurrency` statements in flight. A todo whose
+        state moved on (Conflict) or that is not the caller's (NotFound) is skipped, never an
+        error. If the database goes away, the batch under way finishes and the rest is not
+        tried. Returns the counts: changed, skipped, not_tried."""
+        if not isinstance(caller, Human):
+            raise Forbidden("bulk actions are the Board's", op=f"bulk_{kind}")
+        run = {"retry": self.todo_retry, "cancel": self.todo_cancel, "release": self.todo_release}[kind]
+        ids = list(dict.fromkeys(todo_ids))
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(todo_id: str) -> str:
+            async with gate:
+                try:
+                    await run(caller, todo_id)
+                    return "changed"
+                except (Conflict, NotFound, Invalid):
+                    return "skipped"
+                except Unavailable:
+                    return "not_tried"
+
+        counts = {"changed": 0, "skipped": 0, "not_tried": 0}
+        for start in range(0, len(ids), batch):
+            for outcome in await asyncio.gather(*(one(i) for i in ids[start:start + batch])):
+                counts[outcome] += 1
+            if counts["not_tried"]:  # the database went away: stop after this batch
+                counts["not_tried"] += max(0, len(ids) - start - batch)
+                break
+        return counts
 
     # -- sweeps ------------------------------------------------------------------------
 

@@ -58,6 +58,10 @@ LIST_LIMIT_MAX = 200
 # A list is newest first by one of these times.
 LIST_SORTS = ("created", "updated")
 SWEEP_BATCH = 500
+# Board bulk actions: todos per batch, transitions in flight at once, todos per action.
+BULK_BATCH = 100
+BULK_CONCURRENCY = 4
+BULK_MAX = 1000
 
 
 # -- callers and transitions ---------------------------------------------------------

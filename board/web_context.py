@@ -40,6 +40,9 @@ class WebState:
     codec: SessionCodec
     throttle: SignInThrottle = field(default_factory=SignInThrottle)
     endpoint_owners: dict[str, int | None] = field(default_factory=dict)
+    # user id -> username of the humans signed in here, for pages rendered where the store
+    # cannot be awaited (the error handlers); bounded, and a miss only drops the name.
+    usernames: dict[int, str] = field(default_factory=dict)
 
     async def owner_of(self, store, endpoint_id: str) -> int | None:
         if endpoint_id not in self.endpoint_owners:
@@ -85,7 +88,20 @@ async def require_human(request: Request) -> tuple[Human, Session]:
     user = await runtime(request).store.user_by_id(session.user_id)
     if user is None:
         raise SignInRequired()
+    names = web_state(request.app).usernames
+    if len(names) > 10000:
+        names.clear()
+    names[user["id"]] = user["username"]
     return Human(user["id"], user["username"]), session
+
+
+def known_human(request: Request) -> tuple[Human | None, Session | None]:
+    """The signed-in human as the session cookie says, without a database read (for the
+    error handlers): the name comes from the ones this process has seen, or is left out."""
+    session = read_session(request)
+    if session is None or session.user_id is None:
+        return None, session
+    return Human(session.user_id, web_state(request.app).usernames.get(session.user_id, "")), session
 
 
 def session_cookie(request: Request, session: Session) -> Cookie:

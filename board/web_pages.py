@@ -20,7 +20,9 @@ from board.web_auth import new_session, safe_next
 from board.web_context import (ATTEMPTS_SHOWN, NO_STORE, PAGE_SIZE, Filters, SignInRequired, checked_form, client_of,
                                client_snippet, mcp_url, not_found, page, query_text, read_session, redirect,
                                require_human, runtime, web_state)
-from board.web_view import DEFAULT_VERBS
+from board.accounts import vend_problems
+from board.web_context import known_human
+from board.web_view import DEFAULT_VERBS, sentence
 
 log = logging.getLogger("switchboard.web")
 
@@ -169,7 +171,7 @@ async def endpoints_page(request: Request) -> Response:
     human, session = await require_human(request)
     ctx = await endpoints_context(request, human)
     return page(request, "endpoints.html", session=session, human=human, title="Endpoints", created=None,
-                error=None, values={"name": "", "agent_id": "", "queues": "", "verbs": list(DEFAULT_VERBS)}, **ctx)
+                errors={}, values={"name": "", "agent_id": "", "queues": "", "verbs": list(DEFAULT_VERBS)}, **ctx)
 
 
 @post("/endpoints")
@@ -185,18 +187,23 @@ async def endpoints_vend(request: Request) -> Response:
     queues = [q for q in queues_raw.replace(",", " ").split() if q]
     verbs = [v for v in multi.getall("verbs", []) if isinstance(v, str)]
     values = {"name": name, "agent_id": agent_id, "queues": queues_raw, "verbs": verbs}
+    # Every problem at once, each shown next to its field; the store checks again.
+    problems = vend_problems(agent_id=agent_id, queues=queues, scope=verbs)
     try:
+        if problems:
+            raise problems[0]
         row, token = await runtime(request).store.endpoint_vend(human.user_id, name=name or agent_id,
                                                                 agent_id=agent_id, queues=queues, scope=verbs)
     except (Invalid, Conflict) as e:
+        errors = {p.argument or "general": sentence(p.message) for p in (problems or [e])}
         ctx = await endpoints_context(request, human)
         return page(request, "endpoints.html", session=session, human=human, title="Endpoints", status=400,
-                    created=None, error=e, values=values, **ctx)
+                    created=None, errors=errors, values=values, **ctx)
     ctx = await endpoints_context(request, human)
     created = {"row": row, "token": token, "snippet": client_snippet(ctx["mcp_url"], token, "switchboard")}
     # The token is in this response body only: never in a URL, a cookie or a log.
     return page(request, "endpoints.html", session=session, human=human, title="Endpoint created",
-                status=201, created=created, error=None,
+                status=201, created=created, errors={},
                 values={"name": "", "agent_id": "", "queues": "", "verbs": list(DEFAULT_VERBS)}, **ctx)
 
 
@@ -252,10 +259,16 @@ def on_sign_in_required(request: Request, exc: SignInRequired) -> Response:
     return Redirect(f"/login{query}", status_code=303, headers=NO_STORE)
 
 
+def not_found_page(request: Request) -> Response:
+    """The not-found page from an error handler: with the navigation and Sign out for a
+    signed-in human, as the routes' own not-found page has."""
+    human, session = known_human(request)
+    return not_found(request, session, human)
+
+
 def on_switchboard_error(request: Request, exc: SwitchboardError) -> Response:
     if isinstance(exc, NotFound):
-        return page(request, "not_found.html", session=read_session(request), human=None, status=404,
-                    title="Not found", show_flash=False)
+        return not_found_page(request)
     if isinstance(exc, Unavailable):
         response = error_page(request, 503, "The database is unavailable",
                               "The Board cannot reach its database right now. Nothing you did was lost; "
@@ -268,8 +281,7 @@ def on_switchboard_error(request: Request, exc: SwitchboardError) -> Response:
 def on_http_error(request: Request, exc: Exception) -> Response:
     status = getattr(exc, "status_code", 500)
     if status == 404:
-        return page(request, "not_found.html", session=read_session(request), human=None, status=404,
-                    title="Not found", show_flash=False)
+        return not_found_page(request)
     if status >= 500:
         log.error("unhandled error on %s %s", logs.field(request.method), logs.field(request.url.path),
                   exc_info=exc)

@@ -133,6 +133,21 @@ def state_label(state: str) -> str:
     return state.replace("_", " ")
 
 
+# How a form names the argument a store message starts with.
+ARGUMENT_LABELS = (("max_attempts", "Max attempts"), ("agent_id", "Agent id"), ("payload", "Payload"),
+                   ("routing", "Routing"), ("title", "The title"), ("queue", "The queue"))
+
+
+def sentence(message: str) -> str:
+    """A store message ("payload must be ...") as a sentence to show next to its field."""
+    for name, label in ARGUMENT_LABELS:
+        if message.startswith(name + " "):
+            message = label + message[len(name):]
+            break
+    message = message[:1].upper() + message[1:]
+    return message if message.endswith(".") else message + "."
+
+
 @dataclass(frozen=True)
 class Liveness:
     """The open attempt's liveness, derived at read time from the last heartbeat (or the

@@ -30,14 +30,16 @@
     if (oldEl.outerHTML === newEl.outerHTML) return oldEl;
     var active = document.activeElement;
     var focusId = active && oldEl.contains(active) ? active.id : null;
-    var values = {};
+    var values = {}, checked = {};
     oldEl.querySelectorAll("textarea[id], input[id]:not([type=hidden])").forEach(function (el) {
       values[el.id] = el.value;
+      if (el.type === "checkbox") checked[el.id] = el.checked;  // a row's bulk selection
     });
     oldEl.replaceWith(newEl);
     Object.keys(values).forEach(function (id) {
       var el = byId(id);
       if (el && newEl.contains(el)) el.value = values[id];
+      if (el && newEl.contains(el) && id in checked) el.checked = checked[id];
     });
     if (focusId && byId(focusId)) byId(focusId).focus();
     return newEl;
@@ -74,6 +76,58 @@
   function updateEmpty() {
     var body = rowsBody(), empty = byId("todo-empty");
     if (body && empty) empty.hidden = body.children.length > 0;
+    syncSelectPage();
+  }
+
+  // -- bulk selection: "select all on this page" (the bulk form works without it) ------
+
+  function rowBoxes() {
+    return Array.prototype.slice.call(document.querySelectorAll("#todo-rows input[name=ids]"));
+  }
+
+  function syncSelectPage() {
+    var all = byId("select-page");
+    if (!all) return;
+    var boxes = rowBoxes();
+    var n = boxes.filter(function (b) { return b.checked; }).length;
+    all.checked = boxes.length > 0 && n === boxes.length;
+    all.indeterminate = n > 0 && n < boxes.length;
+  }
+
+  function setUpSelectPage() {
+    var all = byId("select-page");
+    if (!all) return;
+    all.hidden = false;
+    all.addEventListener("change", function () {
+      rowBoxes().forEach(function (b) { b.checked = all.checked; });
+    });
+    document.addEventListener("change", function (e) {
+      if (e.target.name === "ids") syncSelectPage();
+    });
+    syncSelectPage();
+  }
+
+  // -- the vend result: copy the token -----------------------------------------------
+
+  function setUpCopy() {
+    var button = byId("copy-token"), token = byId("new-token"), status = byId("copy-status");
+    if (!button || !token || !status) return;
+    button.hidden = false;
+    function say(text) { status.textContent = text; }
+    function selectToken() {
+      var range = document.createRange();
+      range.selectNodeContents(token);
+      var sel = window.getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+      say("Could not copy by itself: the token is selected, press Ctrl+C to copy it.");
+    }
+    button.addEventListener("click", function () {
+      say("");
+      if (!navigator.clipboard || !navigator.clipboard.writeText) { selectToken(); return; }
+      navigator.clipboard.writeText(token.textContent.trim())
+        .then(function () { say("Token copied to the clipboard."); }, selectToken);
+    });
   }
 
   function parseRows(html) {
@@ -347,6 +401,17 @@
       openDrawer(link.closest("tr").dataset.id, link, true, link.href);
       return;
     }
+    // An error summary's link moves focus to its field itself (and shows the field's label):
+    // a fragment navigation would keep pulling focus back to the field while the page settles.
+    var fix = e.target.closest && e.target.closest(".error-summary a[href^='#']");
+    if (fix && byId(fix.getAttribute("href").slice(1))) {
+      e.preventDefault();
+      var field = byId(fix.getAttribute("href").slice(1));
+      var label = document.querySelector("label[for='" + field.id + "']");
+      (label || field).scrollIntoView({ block: "start" });
+      field.focus({ preventScroll: true });
+      return;
+    }
     var close = e.target.closest && e.target.closest("[data-close-drawer]");
     if (close) {
       e.preventDefault();
@@ -454,6 +519,8 @@
   setUpShowHeld();
   setUpPause();
   setInterval(refreshTimes, 30000);
+  setUpSelectPage();
+  setUpCopy();
   var d = drawer();
   if (d) showDrawer(d);
   var focusTarget = document.querySelector("[data-focus-on-load]");

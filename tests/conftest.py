@@ -23,6 +23,13 @@ TEMPLATE = f"sb_template_{os.getpid()}"
 _counter = itertools.count()
 
 
+def pytest_addoption(parser):
+    # e2e/conftest.py re-exports this module's names, this hook among them: add the option once.
+    with contextlib.suppress(ValueError):
+        parser.addoption("--long", action="store_true", default=False,
+                         help="run tests/faults at its full size (the same as SWITCHBOARD_FAULTS_LONG=1)")
+
+
 def _with_db(url: str, name: str) -> str:
     info = psycopg.conninfo.conninfo_to_dict(url)
     info["dbname"] = name

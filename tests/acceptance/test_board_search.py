@@ -191,3 +191,26 @@ async def test_the_live_stream_matches_rows_by_every_filter_and_renders_them_as_
             assert "no docs host" in live_row and data_cells(live_row) == 6
         async with open_stream(c, "?claimant=late") as stream:
             assert list(rows_of(stream.snapshot["rows"])) == ["Deploy the docs"]
+
+
+async def test_a_bulk_action_on_all_in_a_searched_view_takes_only_the_todos_the_search_shows(live_server):
+    from tests.acceptance.test_board_bulk import apply, confirm, form_fields, heading
+
+    store = live_server.store
+    ada, bob = await seed(store)
+    agent = await make_agent(store, user=ada, agent_id="more", queues=("builds",))
+    for title in ("Deploy the docs", "Rebuild the cache"):
+        todo = await store.todo_add(agent, queue="builds", title=title, max_attempts=1)
+        await store.todo_claim(agent, todo["id"], claimant="harness/box/deployer/run-2")
+        await store.todo_fail(agent, todo["id"], summary="no luck")
+    async with client_for(live_server) as c:
+        token = await sign_in(c, "ada")
+        view = "?title=deploy&claimant=deployer&dead=1"
+        assert set(rows_of((await c.get("/" + view)).text)) == {"Deploy the docs", "Deploy to production"}
+        page = await confirm(c, token, "retry", every=True, view=view)
+        assert heading(page.text) == "Retry 2 todos?"
+        await apply(c, form_fields(page.text, "/todos/bulk/apply"))
+    states = {t["title"]: t["state"] for t in (await store.todo_list(ada, limit=50))["todos"]}
+    assert states["Deploy the docs"] == states["Deploy to production"] == "pending"
+    assert states["Rebuild the cache"] == "failed"  # a dead letter the search did not show
+    assert [t["state"] for t in (await store.todo_list(bob, title="production"))["todos"]] == ["failed"]

@@ -1,0 +1,108 @@
+"""The Board's forms about one todo beyond the drawer's one-click actions: adding a todo
+(/todos/new), and the confirmation a cancel asks for (/todos/{id}/confirm-cancel, which
+posts to the drawer's own cancel action).
+
+A todo added here goes through the store's add with the human as the caller, through one of
+their live endpoints granted the queue (checked in the same statement), so it rings that
+endpoint's doorbell and reaches every open Board over the live stream like any other add.
+"""
+
+from __future__ import annotations
+
+from litestar import Request, Response, get, post
+from litestar.params import FromPath
+
+from board.errors import Forbidden, Invalid, NotFound
+from board.inputs import int_text, json_object_text
+from board.store import Human
+from board.web_context import checked_form, not_found, page, query_text, redirect, require_human, runtime
+from board.web_view import actions_for, sentence
+
+FIELDS = ("target", "title", "payload", "routing", "max_attempts")
+BLANK = {"target": "", "title": "", "payload": "", "routing": "", "max_attempts": "5"}
+
+
+async def targets(request: Request, human: Human) -> list[dict]:
+    """The (endpoint, queue) pairs the human may add to: every queue of each live endpoint.
+    A queue two endpoints share is offered once per endpoint, since the endpoint decides
+    which agent can see and claim the todo."""
+    live = [e for e in await runtime(request).store.endpoints_of_user(human.user_id) if e["revoked_at"] is None]
+    live.sort(key=lambda e: (e["created_at"], e["id"]))
+    shared = {q for q in {q for e in live for q in e["queues"]}
+              if sum(q in e["queues"] for e in live) > 1}
+    out = [{"value": f"{e['id']}:{q}", "queue": q, "endpoint": e,
+            "label": f"{q} (endpoint {e['name']})" if q in shared else q}
+           for e in live for q in e["queues"]]
+    return sorted(out, key=lambda t: (t["queue"], t["label"]))
+
+
+def add_page(request: Request, human: Human, session, options: list[dict], values: dict, errors: dict,
+             status: int = 200) -> Response:
+    return page(request, "todo_new.html", session=session, human=human, active="board", title="Add a todo",
+                status=status, options=options, values=values, errors=errors)
+
+
+@get("/todos/new", name="todo_new")
+async def todo_new_page(request: Request) -> Response:
+    human, session = await require_human(request)
+    options = await targets(request, human)
+    wanted = query_text(request.query_params, "queue")
+    first = next((o["value"] for o in options if o["queue"] == wanted), "")
+    return add_page(request, human, session, options, dict(BLANK, target=first), {})
+
+
+@post("/todos/new")
+async def todo_new_submit(request: Request) -> Response:
+    human, session = await require_human(request)
+    form = await checked_form(request, session)
+    if isinstance(form, Response):
+        return form
+    options = await targets(request, human)
+    values = {k: str(form.get(k) or "") for k in FIELDS}
+    errors: dict[str, str] = {}
+    # Every field is checked, so the form shows every problem at once.
+    target = next((o for o in options if o["value"] == values["target"]), None)
+    if target is None:
+        errors["target"] = "Choose a queue of one of your live endpoints."
+    title = values["title"].strip()
+    if not title:
+        errors["title"] = "Give the todo a title."
+    elif len(title) > 500:
+        errors["title"] = "The title must be at most 500 characters."
+    parsed = {}
+    for name, check in (("payload", lambda v: json_object_text(v, "payload")),
+                        ("routing", lambda v: json_object_text(v, "routing")),
+                        ("max_attempts", lambda v: int_text(v or "5", "max_attempts", 1, 1000))):
+        try:
+            parsed[name] = check(values[name])
+        except Invalid as e:
+            errors[name] = sentence(e.message)
+    if not errors:
+        try:
+            todo = await runtime(request).store.todo_add(
+                human, queue=target["queue"], endpoint_id=target["endpoint"]["id"], title=title, **parsed)
+        except (Invalid, Forbidden) as e:  # e.g. the endpoint was revoked since the form was drawn
+            errors["target" if e.argument in (None, "queue") else e.argument] = sentence(e.message)
+        else:
+            session.set_flash("result", f"Added “{todo['title']}” to queue {todo['queue']}. It is pending.")
+            return redirect(request, "/", session)
+    return add_page(request, human, session, options, values, errors, status=400)
+
+
+@get("/todos/{todo_id:str}/confirm-cancel", name="todo_cancel_confirm")
+async def todo_cancel_confirm(request: Request, todo_id: FromPath[str]) -> Response:
+    """Cancel asks first, as revoking an endpoint does; the form posts to the drawer's cancel."""
+    human, session = await require_human(request)
+    try:
+        todo = await runtime(request).store.todo_get(human, todo_id, attempts_limit=1)
+    except (NotFound, Invalid):
+        return not_found(request, session, human)
+    if "cancel" not in actions_for(todo, human.user_id):
+        session.set_flash("error", f"Could not cancel: the todo is {todo['state'].replace('_', ' ')}.")
+        return redirect(request, f"/todos/{todo['id']}", session)
+    return page(request, "todo_cancel.html", session=session, human=human, active="board", title="Cancel todo",
+                todo=todo)
+
+
+def handlers() -> list:
+    return [todo_new_page, todo_new_submit, todo_cancel_confirm]
