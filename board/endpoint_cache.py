@@ -11,9 +11,9 @@ missed notification from leaving a revoked token usable:
 - a lookup that a revocation overtook (the generation moved) is not stored.
 
 Entries also expire after `ttl` seconds, which bounds how stale `last_used_at` can be.
-While the database cannot be reached, a token with an entry (even a stale one) still
-authenticates, so its tool call is answered with the `unavailable` tool error; any other
-token raises Unavailable, which /mcp answers with 503 and Retry-After.
+While the database cannot be reached, a token this process has verified before (and has
+not seen revoked) still authenticates, so its tool call is answered with the `unavailable`
+tool error; any other token raises Unavailable, which /mcp answers with 503 and Retry-After.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ class EndpointCache:
         self.ttl = ttl
         self.max_entries = max_entries
         self._entries: dict[bytes, tuple[Agent, float]] = {}
+        # Every token this process has verified, kept across resyncs but not revocations:
+        # used only to answer a call while the database cannot be reached.
+        self._known: dict[bytes, Agent] = {}
         self._generation = 0
         fanout.on_control(self.on_control)
 
@@ -49,14 +52,21 @@ class EndpointCache:
         try:
             agent = await self.store.endpoint_authenticate(token)
         except Unavailable:
-            if hit is None:
+            known = self._known.get(key)
+            if known is None:
                 raise
             # The database is away, so nothing can be revoked meanwhile, and the call this
             # authenticates needs the database too: it is answered unavailable, not 401/503.
-            return hit[0]
+            return known
         if agent is None:
             self._entries.pop(key, None)
-        elif live and generation == self._generation and self.fanout.connected.is_set():
+            self._known.pop(key, None)
+            return None
+        if generation == self._generation:  # not overtaken by a revocation
+            if len(self._known) >= self.max_entries and key not in self._known:
+                self._known.pop(next(iter(self._known)))
+            self._known[key] = agent
+        if live and generation == self._generation and self.fanout.connected.is_set():
             if len(self._entries) >= self.max_entries:
                 self._entries.pop(next(iter(self._entries)))  # the oldest insertion
             self._entries[key] = (agent, now + self.ttl)
@@ -69,6 +79,8 @@ class EndpointCache:
             endpoint = event.get("endpoint")
             for key in [k for k, (agent, _) in self._entries.items() if agent.endpoint_id == endpoint]:
                 del self._entries[key]
+            for key in [k for k, agent in self._known.items() if agent.endpoint_id == endpoint]:
+                del self._known[key]
         elif kind == "resync":
             self._generation += 1
             self._entries.clear()

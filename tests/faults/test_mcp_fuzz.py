@@ -515,8 +515,6 @@ async def test_every_tool_fuzzed_gives_no_5xx_no_internal_error_changes_nothing_
     assert {"ok", "invalid", "not_found", "conflict"} <= set(found.by_outcome), found.by_outcome
 
 
-@pytest.mark.xfail(strict=True, reason="bad input → invalid: NUL and lone surrogates reach the driver (an "
-                                       "internal error) until every string argument is checked first")
 async def test_every_tool_fuzzed_with_nul_and_lone_surrogates_answers_invalid_and_changes_nothing(
         db_url, store, size, tmp_path):
     started = time.monotonic()

@@ -85,8 +85,6 @@ async def recovery(probe, board: h.BoardStream, bell: h.Doorbell, ready_id: str,
     return figures
 
 
-@pytest.mark.xfail(strict=True, reason="waits for Postgres-outage handling: the unavailable tool error, 503 with "
-                                       "Retry-After, the bounded wait, the pool and LISTEN reconnecting at once")
 async def test_postgres_restart_and_outage_answer_unavailable_then_recover_within_the_bounds(size, tmp_path,
                                                                                              private_pg):
     started = time.monotonic()

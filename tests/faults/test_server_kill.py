@@ -50,8 +50,6 @@ async def test_kill_9_under_load_loses_nothing_and_every_todo_is_done_exactly_on
         assert committed_but_conflict == []
 
 
-@pytest.mark.xfail(strict=True, reason="waits for idempotent closing replies: a close retried with the same "
-                                       "lease token after it committed is answered replayed, not conflict")
 async def test_a_close_that_committed_before_a_kill_is_replayed_with_the_same_token_after_restart(db_url, store,
                                                                                                    size, tmp_path):
     started = time.monotonic()

@@ -88,3 +88,32 @@ async def test_the_first_call_after_a_restart_never_meets_a_dead_pooled_connecti
     # and every later call too, whichever connection it gets
     for _ in range(8):
         await outage_store.todo_get(agent, todo_id)
+
+
+async def test_a_token_verified_before_the_outage_still_authenticates_and_an_unseen_one_is_unavailable(
+        private_pg, outage_store):
+    """With Postgres away, a token this process verified (even after a resync emptied the
+    cache) authenticates, so its call can be answered `unavailable`; one never seen cannot be
+    checked, which /mcp answers 503."""
+    from board.endpoint_cache import EndpointCache
+    from board.live import RESYNC, Fanout
+    from tests.conftest import make_user
+
+    server, url = private_pg
+    user = await make_user(outage_store)
+    _, seen = await outage_store.endpoint_vend(user.user_id, name="a", agent_id="a", queues=["q"], scope=["list_todos"])
+    _, unseen = await outage_store.endpoint_vend(user.user_id, name="b", agent_id="b", queues=["q"],
+                                                 scope=["list_todos"])
+    fanout = Fanout(url)
+    await fanout.start()
+    try:
+        cache = EndpointCache(outage_store, fanout)
+        agent = await cache.authenticate(seen)
+        cache.on_control(RESYNC)  # what a LISTEN reconnect does: the cache is emptied
+        assert len(cache) == 0
+        server.stop()
+        assert (await cache.authenticate(seen)).endpoint_id == agent.endpoint_id
+        with pytest.raises(Unavailable):
+            await cache.authenticate(unseen)
+    finally:
+        await fanout.stop()
