@@ -250,6 +250,7 @@ class Filters:
         q = urlencode({k: v for k, v in (values | override).items() if v})
         return f"?{q}" if q else ""
 
+
 def mcp_url(request: Request) -> str:
     return f"{request.url.scheme}://{request.url.netloc}/mcp"
 

@@ -103,7 +103,7 @@ async def test_the_claimant_filter_reads_the_newest_attempt_only(store):
 async def test_a_rows_newest_attempt_says_why(store):
     ada = await make_user(store)
     agent = await make_agent(store, user=ada, queues=("q",))
-    fresh = await store.todo_add(agent, queue="q", title="fresh", now=at(1))
+    await store.todo_add(agent, queue="q", title="fresh", now=at(1))
     held = await store.todo_add(agent, queue="q", title="held", now=at(2))
     await store.todo_claim(agent, held["id"], claimant="run-9", now=at(2))
     await dead_letter(store, agent, "dead", claimant="run-1", summary="tests red\n\nsee " + "log " * 100, now=at(3))
