@@ -3,15 +3,17 @@ before any statement runs, so a transition never starts on input it would refuse
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
 import unicodedata
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 from board.errors import Invalid, NotFound
-from board.vocabulary import ARTIFACT_MAX_BYTES, CLAIMANT_MAX_BYTES, RESULT_MAX_BYTES
+from board.vocabulary import ARTIFACT_MAX_BYTES, CLAIMANT_MAX_BYTES, LIST_SORTS, RESULT_MAX_BYTES, STATES
 
 CAIRN_ARTIFACT = re.compile(r"mcp://cairn/[A-Za-z0-9_-]{1,64}")
 AGENT_ID_PATTERN = re.compile(r"[A-Za-z0-9_.:/-]{1,128}")
@@ -134,6 +136,64 @@ def checked_todo_id(value: Any, op: str | None = None) -> str:
 
 def hash_token(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8")).digest()
+
+
+# -- the list's filters and cursor -------------------------------------------------------
+# The longest search text each filter takes (longer cannot match: a title is at most 500
+# characters, a claimant 128 bytes; a payload key or value is not bounded, these are).
+_SEARCH_MAX_CHARS = {"title": 500, "claimant": 128, "payload_key": 200, "payload_value": 1000}
+
+
+def search_text(value: Any, argument: str, *, strip: bool = True) -> str | None:
+    """A search text: a string, stripped (an empty one is no filter), storable, bounded."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise Invalid(f"{argument} must be a string", argument=argument)
+    storable(value, argument)
+    value = value.strip() if strip else value
+    if len(value) > _SEARCH_MAX_CHARS[argument]:
+        raise Invalid(f"{argument} must be at most {_SEARCH_MAX_CHARS[argument]} characters", argument=argument)
+    return value or None
+
+
+def list_filters(*, state: Any = None, queue: Any = None, dead_letter: Any = False, title: Any = None,
+                 claimant: Any = None, payload_key: Any = None, payload_value: Any = None) -> dict:
+    """The list's filters as statement parameters (None: no filter), or Invalid naming the
+    first one that cannot be used."""
+    if state is not None and state not in STATES:
+        raise Invalid(f"state must be one of {', '.join(STATES)}", argument="state")
+    if queue is not None and not isinstance(queue, str):
+        raise Invalid("queue must be a string", argument="queue")
+    storable(queue, "queue")
+    key = search_text(payload_key, "payload_key", strip=False)
+    value = search_text(payload_value, "payload_value", strip=False)
+    if value is not None and key is None:
+        raise Invalid("payload_value needs a payload_key to compare with", argument="payload_value")
+    return {"state": state, "queue": queue, "dead_letter": bool(dead_letter), "title": search_text(title, "title"),
+            "claimant": search_text(claimant, "claimant"), "payload_key": key, "payload_value": value}
+
+
+def list_cursor(sort: str, at: datetime, todo_id: str) -> str:
+    """The opaque keyset cursor of a list page: the sort it was made for and the last row's key."""
+    return base64.urlsafe_b64encode(json.dumps([sort, at.isoformat(), todo_id]).encode()).decode()
+
+
+def read_list_cursor(cursor: Any, sort: str) -> tuple[datetime, str]:
+    """The key a cursor carries, for the sort it must have been made for; Invalid otherwise."""
+    try:
+        parts = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        if len(parts) == 2:  # a cursor from before the sort was carried: created time
+            parts = ["created", *parts]
+        made_for, at, after_id = parts
+        at = datetime.fromisoformat(at)
+        if made_for not in LIST_SORTS or not isinstance(after_id, str) or text_problem(after_id):
+            raise ValueError(after_id)
+    except Exception:
+        raise Invalid("cursor is not one this server returned", argument="cursor") from None
+    if made_for != sort:
+        raise Invalid(f"cursor was made for the {made_for} sort, not {sort}", argument="cursor")
+    return at, after_id
 
 
 # -- form text (the Board's forms post strings) -------------------------------------------

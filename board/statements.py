@@ -645,27 +645,73 @@ SQL_GET = {
     for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
 }
 
-_LIST_FILTERS = """
-   AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+# The list's filters, each a no-op when its parameter is null. The same text pages the list
+# (SQL_LIST) and tells a live stream whether a changed todo still matches (SQL_LIST_ROW).
+# Title and claimant match a substring, ignoring case; the claimant is the newest attempt's
+# (the holder's while one is open), a primary-key probe per row (a scalar sub-select: an EXISTS
+# would be planned as a hash of every attempt with that claimant); a payload key alone matches a todo
+# whose payload has it, with a value one whose payload->>key is that text.
+_LIST_MATCH = """(%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
    AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
    AND (NOT %(dead_letter)s OR (t.state = 'failed' AND t.next_retry_at IS NULL))
-   AND (%(after_created)s::timestamptz IS NULL OR (t.created_at, t.id) < (%(after_created)s, %(after_id)s::text))
- ORDER BY t.created_at DESC, t.id DESC
+   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
+   AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
+        ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
+   AND (%(claimant)s::text IS NULL OR strpos(lower((
+        SELECT a.claimant FROM attempts a WHERE a.todo_id = t.id AND a.seq = t.attempts_total)),
+        lower(%(claimant)s::text)) > 0)"""
+# Keyset paging, newest first by the sort's time; the cursor carries the last row's key.
+_LIST_PAGE = """
+   AND (%(after_at)s::timestamptz IS NULL OR (t.{at}, t.id) < (%(after_at)s, %(after_id)s::text))
+ ORDER BY t.{at} DESC, t.id DESC
  LIMIT %(limit)s"""
-# A human's todos span their endpoints: the newest page of each endpoint (walking its
-# (endpoint_id, created_at DESC, id) index), then the newest of those, so a page never
-# sorts the whole history.
-SQL_LIST = {
-    "agent": compose("SELECT {todo_cols} FROM todos t WHERE {scope}{filters}", filters=_LIST_FILTERS,
-                  scope=_AGENT_SCOPE, todo_cols=compose(_TODO_COLS, r="t")),
-    "human": compose("""
-SELECT {todo_cols}
-  FROM endpoints e CROSS JOIN LATERAL (
-    SELECT t.* FROM todos t WHERE t.endpoint_id = e.id{filters}) t
- WHERE e.user_id = %(user_id)s
- ORDER BY t.created_at DESC, t.id DESC
- LIMIT %(limit)s""", todo_cols=compose(_TODO_COLS, r="t"), filters=_LIST_FILTERS),
+# What the list says about each row's newest attempt: its outcome (null while open), the
+# claimant, and the start of its summary on one line (80 characters) with whether it was cut.
+_LAST_ATTEMPT = """LEFT JOIN LATERAL (
+    SELECT a.seq AS last_seq, a.outcome::text AS last_outcome, a.claimant AS last_claimant,
+           left(s.line, 80) AS last_summary, length(s.line) > 80 AS last_summary_cut
+      FROM attempts a CROSS JOIN LATERAL (SELECT btrim(regexp_replace(a.summary, '\\s+', ' ', 'g')) AS line) s
+     WHERE a.todo_id = t.id AND a.seq = t.attempts_total) l ON true"""
+_LIST_AGENT = "SELECT {todo_cols} FROM todos t WHERE {scope} AND {match}{page}"
+# A human's todos span their endpoints: the newest page of each endpoint, then the newest
+# of those, and only then each row's newest attempt (a primary-key probe per row shown).
+# Sorted by created time, each endpoint walks its (endpoint_id, created_at DESC, id) index, so
+# a page never sorts the whole history. Sorted by updated time, each endpoint's matching
+# todos are sorted (top-N): an index on updated_at would end a heartbeat's heap-only update.
+_LIST_HUMAN = {
+    "created": """
+SELECT {todo_cols}, l.*
+  FROM (SELECT t.* FROM endpoints e CROSS JOIN LATERAL (
+          SELECT t.* FROM todos t
+           WHERE t.endpoint_id = e.id
+             AND {match}{page}) t
+         WHERE e.user_id = %(user_id)s
+         ORDER BY t.{at} DESC, t.id DESC
+         LIMIT %(limit)s) t
+  {last_attempt}
+ ORDER BY t.{at} DESC, t.id DESC""",
+    "updated": """
+SELECT {todo_cols}, l.*
+  FROM (SELECT t.* FROM todos t
+         WHERE t.endpoint_id = ANY (ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
+           AND {match}{page}) t
+  {last_attempt}
+ ORDER BY t.{at} DESC, t.id DESC""",
 }
+SQL_LIST = {
+    (who, sort): compose(_LIST_AGENT if who == "agent" else _LIST_HUMAN[sort],
+                         scope=_AGENT_SCOPE if who == "agent" else _HUMAN_SCOPE, match=_LIST_MATCH,
+                         page=_LIST_PAGE, at=f"{sort}_at", last_attempt=_LAST_ATTEMPT,
+                         todo_cols=compose(_TODO_COLS, r="t"))
+    for who in ("agent", "human") for sort in ("created", "updated")
+}
+# One of a human's todos as a list row, and whether it matches the list's filters (a live
+# stream's changed todo); nothing when it is not the human's.
+SQL_LIST_ROW = compose("""
+SELECT {todo_cols}, l.*, coalesce({match}, false) AS matches
+  FROM todos t {last_attempt}
+ WHERE t.id = %(id)s AND {scope}""", match=_LIST_MATCH, last_attempt=_LAST_ATTEMPT, scope=_HUMAN_SCOPE,
+                       todo_cols=compose(_TODO_COLS, r="t"))
 
 # Classify a miss: the todo as the caller may see it, or nothing (REQ-19).
 SQL_CLASSIFY = {
@@ -844,7 +890,7 @@ SQL_ATTEMPT_SUMMARY = compose("SELECT {summary} AS summary FROM todos t WHERE t.
 # connection when its connection died under it (tests/unit/test_statements.py holds each to
 # a plain SELECT with no pg_notify).
 READS = frozenset({
-    *SQL_GET.values(), *SQL_LIST.values(), *SQL_CLASSIFY.values(), SQL_REPLAY_LOOKUP,
+    *SQL_GET.values(), *SQL_LIST.values(), SQL_LIST_ROW, *SQL_CLASSIFY.values(), SQL_REPLAY_LOOKUP,
     SQL_USER_BY_NAME, SQL_USER_BY_ID, SQL_ENDPOINT_AUTH, SQL_ENDPOINTS_OF_USER, SQL_ENDPOINT_OWNER,
     SQL_QUEUE_STATES, SQL_READY_TODOS, SQL_ATTEMPT_SUMMARY,
 })

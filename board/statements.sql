@@ -1081,34 +1081,102 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'resumed')::text) FROM upd;
 
--- name: SQL_LIST['agent']
--- A human's todos span their endpoints: the newest page of each endpoint (walking its
--- (endpoint_id, created_at DESC, id) index), then the newest of those, so a page never
--- sorts the whole history.
-SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at FROM todos t WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
-   AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+-- name: SQL_LIST[('agent', 'created')]
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at FROM todos t WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
    AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
    AND (NOT %(dead_letter)s OR (t.state = 'failed' AND t.next_retry_at IS NULL))
-   AND (%(after_created)s::timestamptz IS NULL OR (t.created_at, t.id) < (%(after_created)s, %(after_id)s::text))
+   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
+   AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
+        ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
+   AND (%(claimant)s::text IS NULL OR strpos(lower((
+        SELECT a.claimant FROM attempts a WHERE a.todo_id = t.id AND a.seq = t.attempts_total)),
+        lower(%(claimant)s::text)) > 0)
+   AND (%(after_at)s::timestamptz IS NULL OR (t.created_at, t.id) < (%(after_at)s, %(after_id)s::text))
  ORDER BY t.created_at DESC, t.id DESC
  LIMIT %(limit)s;
 
--- name: SQL_LIST['human']
--- A human's todos span their endpoints: the newest page of each endpoint (walking its
--- (endpoint_id, created_at DESC, id) index), then the newest of those, so a page never
--- sorts the whole history.
-SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at
-  FROM endpoints e CROSS JOIN LATERAL (
-    SELECT t.* FROM todos t WHERE t.endpoint_id = e.id
-   AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+-- name: SQL_LIST[('agent', 'updated')]
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at FROM todos t WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
    AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
    AND (NOT %(dead_letter)s OR (t.state = 'failed' AND t.next_retry_at IS NULL))
-   AND (%(after_created)s::timestamptz IS NULL OR (t.created_at, t.id) < (%(after_created)s, %(after_id)s::text))
+   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
+   AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
+        ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
+   AND (%(claimant)s::text IS NULL OR strpos(lower((
+        SELECT a.claimant FROM attempts a WHERE a.todo_id = t.id AND a.seq = t.attempts_total)),
+        lower(%(claimant)s::text)) > 0)
+   AND (%(after_at)s::timestamptz IS NULL OR (t.updated_at, t.id) < (%(after_at)s, %(after_id)s::text))
+ ORDER BY t.updated_at DESC, t.id DESC
+ LIMIT %(limit)s;
+
+-- name: SQL_LIST[('human', 'created')]
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, l.*
+  FROM (SELECT t.* FROM endpoints e CROSS JOIN LATERAL (
+          SELECT t.* FROM todos t
+           WHERE t.endpoint_id = e.id
+             AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+   AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
+   AND (NOT %(dead_letter)s OR (t.state = 'failed' AND t.next_retry_at IS NULL))
+   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
+   AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
+        ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
+   AND (%(claimant)s::text IS NULL OR strpos(lower((
+        SELECT a.claimant FROM attempts a WHERE a.todo_id = t.id AND a.seq = t.attempts_total)),
+        lower(%(claimant)s::text)) > 0)
+   AND (%(after_at)s::timestamptz IS NULL OR (t.created_at, t.id) < (%(after_at)s, %(after_id)s::text))
  ORDER BY t.created_at DESC, t.id DESC
  LIMIT %(limit)s) t
- WHERE e.user_id = %(user_id)s
- ORDER BY t.created_at DESC, t.id DESC
- LIMIT %(limit)s;
+         WHERE e.user_id = %(user_id)s
+         ORDER BY t.created_at DESC, t.id DESC
+         LIMIT %(limit)s) t
+  LEFT JOIN LATERAL (
+    SELECT a.seq AS last_seq, a.outcome::text AS last_outcome, a.claimant AS last_claimant,
+           left(s.line, 80) AS last_summary, length(s.line) > 80 AS last_summary_cut
+      FROM attempts a CROSS JOIN LATERAL (SELECT btrim(regexp_replace(a.summary, '\s+', ' ', 'g')) AS line) s
+     WHERE a.todo_id = t.id AND a.seq = t.attempts_total) l ON true
+ ORDER BY t.created_at DESC, t.id DESC;
+
+-- name: SQL_LIST[('human', 'updated')]
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, l.*
+  FROM (SELECT t.* FROM todos t
+         WHERE t.endpoint_id = ANY (ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
+           AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+   AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
+   AND (NOT %(dead_letter)s OR (t.state = 'failed' AND t.next_retry_at IS NULL))
+   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
+   AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
+        ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
+   AND (%(claimant)s::text IS NULL OR strpos(lower((
+        SELECT a.claimant FROM attempts a WHERE a.todo_id = t.id AND a.seq = t.attempts_total)),
+        lower(%(claimant)s::text)) > 0)
+   AND (%(after_at)s::timestamptz IS NULL OR (t.updated_at, t.id) < (%(after_at)s, %(after_id)s::text))
+ ORDER BY t.updated_at DESC, t.id DESC
+ LIMIT %(limit)s) t
+  LEFT JOIN LATERAL (
+    SELECT a.seq AS last_seq, a.outcome::text AS last_outcome, a.claimant AS last_claimant,
+           left(s.line, 80) AS last_summary, length(s.line) > 80 AS last_summary_cut
+      FROM attempts a CROSS JOIN LATERAL (SELECT btrim(regexp_replace(a.summary, '\s+', ' ', 'g')) AS line) s
+     WHERE a.todo_id = t.id AND a.seq = t.attempts_total) l ON true
+ ORDER BY t.updated_at DESC, t.id DESC;
+
+-- name: SQL_LIST_ROW
+-- One of a human's todos as a list row, and whether it matches the list's filters (a live
+-- stream's changed todo); nothing when it is not the human's.
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, l.*, coalesce((%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+   AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
+   AND (NOT %(dead_letter)s OR (t.state = 'failed' AND t.next_retry_at IS NULL))
+   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
+   AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
+        ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
+   AND (%(claimant)s::text IS NULL OR strpos(lower((
+        SELECT a.claimant FROM attempts a WHERE a.todo_id = t.id AND a.seq = t.attempts_total)),
+        lower(%(claimant)s::text)) > 0), false) AS matches
+  FROM todos t LEFT JOIN LATERAL (
+    SELECT a.seq AS last_seq, a.outcome::text AS last_outcome, a.claimant AS last_claimant,
+           left(s.line, 80) AS last_summary, length(s.line) > 80 AS last_summary_cut
+      FROM attempts a CROSS JOIN LATERAL (SELECT btrim(regexp_replace(a.summary, '\s+', ' ', 'g')) AS line) s
+     WHERE a.todo_id = t.id AND a.seq = t.attempts_total) l ON true
+ WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
 
 -- name: SQL_QUEUE_STATES
 SELECT queue, state::text AS state, count(*) AS n FROM todos GROUP BY 1, 2;

@@ -13,7 +13,6 @@ state is Conflict (REQ-19). Nothing outside this module catches psycopg errors.
 from __future__ import annotations
 
 import asyncio
-import base64
 import hmac
 import json
 import logging
@@ -39,10 +38,12 @@ from board.inputs import (
     cut_utf8,
     hash_token,
     json_object,
+    list_cursor,
+    list_filters,
     json_value,
     positive_int,
+    read_list_cursor,
     storable,
-    text_problem,
 )
 
 from board.vocabulary import (
@@ -79,6 +80,7 @@ from board.statements import (
     SQL_HOOK_RETRY,
     SQL_INTERRUPT,
     SQL_LIST,
+    SQL_LIST_ROW,
     READS,
     SQL_QUEUE_STATES,
     SQL_READY_TODOS,
@@ -104,6 +106,7 @@ from board.vocabulary import (  # noqa: F401 (the vocabulary is re-exported for 
     INTERRUPT_STATES,
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
+    LIST_SORTS,
     NOTIFY_CHANNEL,
     PRIOR_ATTEMPTS,
     QUEUE_PATTERN,
@@ -186,6 +189,18 @@ def todo_out(row: dict) -> dict:
             "next_retry_at", "dead_letter", "payload", "routing", "result", "attempts_total",
             "attempts_pruned", "created_at", "updated_at")
     return {k: row[k] for k in keys}
+
+
+def _list_row(row: dict) -> dict:
+    """A list row: the todo, its endpoint, and for a human's list its newest attempt (seq,
+    outcome, null while open, claimant, the first 80 characters of its summary on one line
+    and whether there was more), or None before any."""
+    out = todo_out(row) | {"endpoint_id": str(row["endpoint_id"])}
+    if "last_seq" in row:
+        out["last_attempt"] = None if row["last_seq"] is None else {
+            "seq": row["last_seq"], "outcome": row["last_outcome"], "claimant": row["last_claimant"],
+            "summary": row["last_summary"], "summary_cut": bool(row["last_summary_cut"])}
+    return out
 
 
 @dataclass
@@ -312,37 +327,42 @@ class Store(Accounts):
         return todo_out(row)
 
     async def todo_list(self, caller: Caller, *, state: Any = None, queue: Any = None, dead_letter: bool = False,
-                        limit: Any = None, cursor: Any = None) -> dict:
-        """Read: the caller's todos, newest first, keyset-paginated."""
+                        title: Any = None, claimant: Any = None, payload_key: Any = None, payload_value: Any = None,
+                        sort: Any = "created", limit: Any = None, cursor: Any = None) -> dict:
+        """Read: the caller's todos matching every filter given, newest first by the sort's
+        time (created or updated), keyset-paginated; a human's rows carry their newest
+        attempt (last_attempt). Scoped in the same statement (REQ-10)."""
         if isinstance(caller, Agent):
             caller.require("list_todos")
-        states = ("pending", "claimed", "input_required", "auth_required", "done", "failed", "canceled")
-        if state is not None and state not in states:
-            raise Invalid(f"state must be one of {', '.join(states)}", argument="state", op="list_todos")
-        if queue is not None and not isinstance(queue, str):
-            raise Invalid("queue must be a string", argument="queue", op="list_todos")
-        storable(queue, "queue")
+        params = self._params(caller, **list_filters(state=state, queue=queue, dead_letter=dead_letter, title=title,
+                                                     claimant=claimant, payload_key=payload_key,
+                                                     payload_value=payload_value))
+        if sort not in LIST_SORTS:
+            raise Invalid(f"sort must be one of {', '.join(LIST_SORTS)}", argument="sort", op="list_todos")
         limit = LIST_LIMIT_DEFAULT if limit is None else positive_int(limit, "limit", 1, LIST_LIMIT_MAX)
-        after_created = after_id = None
+        after_at = after_id = None
         if cursor is not None:
             try:
-                after_created, after_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-                after_created = datetime.fromisoformat(after_created)
-                if not isinstance(after_id, str) or text_problem(after_id):
-                    raise ValueError(after_id)
-            except Exception:
-                raise Invalid("cursor is not one this server returned", argument="cursor", op="list_todos") from None
+                after_at, after_id = read_list_cursor(cursor, sort)
+            except Invalid as e:
+                e.op = "list_todos"
+                raise
         which = "agent" if isinstance(caller, Agent) else "human"
-        params = self._params(caller, state=state, queue=queue, dead_letter=bool(dead_letter), limit=limit,
-                              after_created=after_created, after_id=after_id)
-        rows = await self._fetch(SQL_LIST[which], params, op="list_todos")
+        params.update(limit=limit, after_at=after_at, after_id=after_id)
+        rows = await self._fetch(SQL_LIST[(which, sort)], params, op="list_todos")
         next_cursor = None
         if len(rows) == limit:
             last = rows[-1]
-            next_cursor = base64.urlsafe_b64encode(
-                json.dumps([last["created_at"].isoformat(), last["id"]]).encode()).decode()
-        return {"todos": [todo_out(r) | {"endpoint_id": str(r["endpoint_id"])} for r in rows],
-                "next_cursor": next_cursor}
+            next_cursor = list_cursor(sort, last[f"{sort}_at"], last["id"])
+        return {"todos": [_list_row(r) for r in rows], "next_cursor": next_cursor}
+
+    async def todo_list_row(self, caller: Human, todo_id: Any, **filters: Any) -> dict | None:
+        """Read: one of the human's todos as a list row, with `matches` saying whether it
+        passes the filters (todo_list's); None when there is no such todo of theirs."""
+        todo_id = checked_todo_id(todo_id)
+        params = self._params(caller, id=todo_id, **list_filters(**filters))
+        row = await self._fetch(SQL_LIST_ROW, params, op="list_todos", todo_id=todo_id, one=True)
+        return None if row is None else _list_row(row) | {"matches": row["matches"]}
 
     async def todo_get(self, caller: Caller, todo_id: Any, *, attempts_limit: Any = None) -> dict:
         """Read (REQ-8): the full todo with its attempts newest first, scoped in one statement."""

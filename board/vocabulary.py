@@ -55,6 +55,8 @@ ATTEMPTS_LIMIT_DEFAULT = 20
 ATTEMPTS_LIMIT_MAX = 50
 LIST_LIMIT_DEFAULT = 50
 LIST_LIMIT_MAX = 200
+# A list is newest first by one of these times.
+LIST_SORTS = ("created", "updated")
 SWEEP_BATCH = 500
 # Board bulk actions: todos per batch, transitions in flight at once, todos per action.
 BULK_BATCH = 100

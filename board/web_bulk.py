@@ -46,8 +46,9 @@ READ_CONCURRENCY = 4
 
 
 def list_args(filters: Filters) -> dict:
-    """The store list's arguments for a view of the Board (as board_context reads it)."""
-    return {"state": filters.state, "queue": filters.queue, "dead_letter": filters.dead}
+    """The store list's arguments for a view of the Board (as board_context reads it): every
+    filter of the view, so "all in this view" is exactly what the search shows."""
+    return filters.store_filters()
 
 
 def view_of(form: dict) -> Filters:

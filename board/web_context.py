@@ -9,7 +9,7 @@ import json
 import logging
 import re
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -19,10 +19,11 @@ from litestar.enums import MediaType
 from litestar.response import Redirect
 
 from board.errors import Invalid
-from board.inputs import text_problem
+from board.inputs import list_filters, read_list_cursor, text_problem
 from board.store import Human
 from board.web_auth import CSRF_FIELD, SESSION_COOKIE, Session, SessionCodec, SignInThrottle
-from board.web_view import STATES, render
+from board.vocabulary import LIST_SORTS, QUEUE_PATTERN, QUEUE_RULE
+from board.web_view import render
 
 log = logging.getLogger("switchboard.web")
 
@@ -198,28 +199,56 @@ async def checked_form(request: Request, session: Session | None) -> dict | Resp
 
 @dataclass(frozen=True)
 class Filters:
+    """The list's filters, sort and page as the Board's URL carries them (bookmarkable).
+    Every value is checked when read: a bad one is Invalid naming its parameter, which the
+    Board answers with its 400 page."""
+
+    title: str | None = None
+    claimant: str | None = None
+    payload_key: str | None = None
+    payload_value: str | None = None
     state: str | None = None
     queue: str | None = None
     dead: bool = False
+    sort: str = "created"
     cursor: str | None = None
+
+    TEXT = ("title", "claimant", "payload_key", "payload_value", "state", "queue", "sort", "cursor")
 
     @classmethod
     def of(cls, params) -> "Filters":
-        state = query_text(params, "state") or None
-        queue = query_text(params, "queue") or None
-        return cls(state=state if state in STATES else None, queue=queue[:64] if queue else None,
-                   dead=query_text(params, "dead") in ("1", "true", "on"), cursor=query_text(params, "cursor") or None)
+        values = {name: query_text(params, name) or None for name in cls.TEXT}
+        dead = query_text(params, "dead") or ""
+        if dead not in ("", "0", "1", "true", "on"):
+            raise Invalid("The dead parameter must be 1 (dead letters only) or empty.", argument="dead")
+        queue = values["queue"]
+        if queue is not None and not QUEUE_PATTERN.fullmatch(queue):
+            raise Invalid(f"The queue parameter must be a queue name: {QUEUE_RULE}.", argument="queue")
+        values["sort"] = values["sort"] or "created"
+        if values["sort"] not in LIST_SORTS:
+            raise Invalid(f"The sort parameter must be one of {', '.join(LIST_SORTS)}.", argument="sort")
+        filters = cls(**values, dead=dead in ("1", "true", "on"))
+        cleaned = list_filters(**filters.store_filters())  # Invalid naming the parameter
+        if filters.cursor is not None:
+            read_list_cursor(filters.cursor, filters.sort)
+        return replace(filters, **{k: v for k, v in cleaned.items() if k in cls.TEXT})
+
+    def store_filters(self) -> dict:
+        """The filters as todo_list and todo_list_row take them."""
+        return {"state": self.state, "queue": self.queue, "dead_letter": self.dead, "title": self.title,
+                "claimant": self.claimant, "payload_key": self.payload_key, "payload_value": self.payload_value}
+
+    @property
+    def searching(self) -> bool:
+        """Whether anything narrows the list (a sort or a page alone does not)."""
+        return any(self.store_filters().values())
 
     def query(self, **override) -> str:
-        values = {"state": self.state, "queue": self.queue, "dead": "1" if self.dead else None,
-                  "cursor": self.cursor} | override
-        q = urlencode({k: v for k, v in values.items() if v})
+        values = {name: getattr(self, name) for name in self.TEXT} | {"dead": "1" if self.dead else None}
+        if values["sort"] == "created":
+            values["sort"] = None  # the default stays out of the URL
+        q = urlencode({k: v for k, v in (values | override).items() if v})
         return f"?{q}" if q else ""
-
-    def matches(self, todo: dict) -> bool:
-        return ((self.state is None or todo["state"] == self.state)
-                and (self.queue is None or todo["queue"] == self.queue)
-                and (not self.dead or todo["dead_letter"]))
 
 
 def mcp_url(request: Request) -> str:

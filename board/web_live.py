@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import OrderedDict
+from dataclasses import replace
 from typing import AsyncIterator
 
 from litestar import Request, get
@@ -71,30 +72,30 @@ def message(event: str, data: dict) -> ServerSentEventMessage:
     return ServerSentEventMessage(event=event, data=json.dumps(data, separators=(",", ":")))
 
 
-async def render_todo(store, human: Human, todo_id: str, watched: bool, csrf: str) -> dict:
-    """The fragments for one changed todo: its row, and its drawer when it is watched."""
+async def render_todo(store, human: Human, todo_id: str, filters: Filters, watched: bool, csrf: str) -> dict:
+    """The fragments for one changed todo: its list row (with whether it still matches the
+    stream's filters), and its drawer when it is watched."""
     try:
-        todo = await store.todo_get(human, todo_id, attempts_limit=ATTEMPTS_SHOWN if watched else 1)
+        row = await store.todo_list_row(human, todo_id, **filters.store_filters())
+        todo = await store.todo_get(human, todo_id, attempts_limit=ATTEMPTS_SHOWN) if watched and row else None
     except (NotFound, Invalid):
+        row = None
+    if row is None:
         return {"id": todo_id, "gone": True}
-    out = {"id": todo_id, "gone": False, "todo": {k: todo[k] for k in ("state", "queue", "dead_letter")},
-           "row": render("_todo_row.html", todo=todo, human=human)}
+    out = {"id": todo_id, "gone": False, "matches": row["matches"],
+           "row": render("_todo_row.html", todo=row, human=human, filters=filters)}
     if watched:
         out["drawer"] = render("_drawer.html", todo=todo, human=human, csrf=csrf, flash=None)
     return out
 
 
 async def snapshot(store, human: Human, filters: Filters, watched: str | None, csrf: str) -> dict:
-    try:
-        listing = await store.todo_list(human, state=filters.state, queue=filters.queue, dead_letter=filters.dead,
-                                        limit=PAGE_SIZE, cursor=filters.cursor)
-    except Invalid:
-        listing = await store.todo_list(human, state=filters.state, queue=filters.queue, dead_letter=filters.dead,
-                                        limit=PAGE_SIZE)
-    rows = "".join(render("_todo_row.html", todo=t, human=human) for t in listing["todos"])
+    listing = await store.todo_list(human, **filters.store_filters(), sort=filters.sort, limit=PAGE_SIZE,
+                                    cursor=filters.cursor)
+    rows = "".join(render("_todo_row.html", todo=t, human=human, filters=filters) for t in listing["todos"])
     out = {"rows": rows, "has_more": listing["next_cursor"] is not None, "drawer": None, "watched": watched}
     if watched:
-        changed = await render_todo(store, human, watched, True, csrf)
+        changed = await render_todo(store, human, watched, filters, True, csrf)
         out["drawer"] = changed.get("drawer")
         out["gone"] = changed["gone"]
     return out
@@ -108,14 +109,9 @@ async def events(request: Request) -> ServerSentEvent:
     state = web_state(request.app)
     shared = _shared(request.app)
     filters = Filters.of(request.query_params)
+    row_key = replace(filters, cursor=None)  # a changed row depends on the filters, not the page
     watched = request.query_params.get("todo") or None
     csrf = session.csrf
-
-    def with_match(rendered: dict) -> dict:
-        data = dict(rendered)
-        if not data["gone"]:
-            data["matches"] = filters.matches(data.pop("todo"))
-        return data
 
     async def stream() -> AsyncIterator[ServerSentEventMessage]:
         try:
@@ -141,7 +137,7 @@ async def events(request: Request) -> ServerSentEvent:
                 except asyncio.TimeoutError:
                     if watching:
                         refresh_at = loop.time() + WATCH_REFRESH_SECONDS
-                        data = with_match(await render_todo(store, human, watching, True, csrf))
+                        data = await render_todo(store, human, watching, filters, True, csrf)
                         if data["gone"]:
                             watching = None
                         yield message("todo", data)
@@ -161,9 +157,9 @@ async def events(request: Request) -> ServerSentEvent:
                 is_watched = todo_id == watching
                 if is_watched:
                     refresh_at = loop.time() + WATCH_REFRESH_SECONDS
-                fut = shared.get(event, (human.user_id, is_watched, csrf if is_watched else None),
-                                 lambda: render_todo(store, human, todo_id, is_watched, csrf))
-                yield message("todo", with_match(await asyncio.shield(fut)))
+                fut = shared.get(event, (human.user_id, row_key, is_watched, csrf if is_watched else None),
+                                 lambda: render_todo(store, human, todo_id, filters, is_watched, csrf))
+                yield message("todo", await asyncio.shield(fut))
 
     return ServerSentEvent(stream(), retry_duration=RETRY_MS, headers={"cache-control": "no-store",
                                                                         "x-accel-buffering": "no"})

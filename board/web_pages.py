@@ -80,8 +80,8 @@ async def logout(request: Request) -> Response:
 
 async def board_context(request: Request, human: Human, filters: Filters) -> dict:
     store = runtime(request).store
-    listing = await store.todo_list(human, state=filters.state, queue=filters.queue, dead_letter=filters.dead,
-                                    limit=PAGE_SIZE, cursor=filters.cursor)
+    listing = await store.todo_list(human, **filters.store_filters(), sort=filters.sort, limit=PAGE_SIZE,
+                                    cursor=filters.cursor)
     endpoints = await store.endpoints_of_user(human.user_id)
     queues = sorted({q for e in endpoints for q in e["queues"]} | ({filters.queue} if filters.queue else set()))
     return {"todos": listing["todos"], "next_cursor": listing["next_cursor"], "filters": filters,
@@ -91,11 +91,7 @@ async def board_context(request: Request, human: Human, filters: Filters) -> dic
 @get("/", name="board")
 async def board_page(request: Request) -> Response:
     human, session = await require_human(request)
-    filters = Filters.of(request.query_params)
-    try:
-        ctx = await board_context(request, human, filters)
-    except Invalid:
-        ctx = await board_context(request, human, Filters(filters.state, filters.queue, filters.dead))
+    ctx = await board_context(request, human, Filters.of(request.query_params))  # bad values: the 400 page
     return page(request, "board.html", session=session, human=human, title="Board", **ctx)
 
 
@@ -107,11 +103,7 @@ async def todo_page(request: Request, todo_id: FromPath[str]) -> Response:
         todo = await store.todo_get(human, todo_id, attempts_limit=ATTEMPTS_SHOWN)
     except (NotFound, Invalid):
         return not_found(request, session, human)
-    filters = Filters.of(request.query_params)
-    try:
-        ctx = await board_context(request, human, filters)
-    except Invalid:
-        ctx = await board_context(request, human, Filters())
+    ctx = await board_context(request, human, Filters.of(request.query_params))
     return page(request, "todo.html", session=session, human=human, title=todo["title"], todo=todo, **ctx)
 
 

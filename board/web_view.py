@@ -14,7 +14,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from board.resources import resource_dir
 from board.inputs import is_https_url
-from board.vocabulary import DIED_OUTCOMES, HOLDER_STATES, STATES, VERBS
+from board.vocabulary import DIED_OUTCOMES, HOLDER_STATES, LIST_SORTS, STATES, VERBS
 
 
 
@@ -71,6 +71,57 @@ def fmt_span(seconds: float) -> str:
     if seconds < 36 * 3600:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.1f} days"
+
+
+def fmt_relative(value: datetime | None, now: datetime) -> str:
+    """How long ago (or how soon) a time is, in words: "3 min ago", "in 40 s". The page's
+    script keeps these current with the same wording (static/board.js, relative())."""
+    value = utc(value)
+    if value is None:
+        return ""
+    seconds = (value - now).total_seconds()
+    span = abs(seconds)
+    if span < 10:
+        return "just now"
+    if span < 90:
+        words = f"{int(span)} s"
+    elif span < 90 * 60:
+        words = f"{int(span / 60 + 0.5)} min"  # rounded half up, as the script's Math.round
+    elif span < 36 * 3600:
+        words = f"{int(span / 3600 + 0.5)} h"
+    else:
+        words = f"{int(span / 86400 + 0.5)} days"
+    return f"in {words}" if seconds > 0 else f"{words} ago"
+
+
+SUMMARY_START_CHARS = 80  # the list statement reads this many (board/statements.py, _LAST_ATTEMPT)
+
+
+def summary_start(text: str | None, cut: bool = False, limit: int = SUMMARY_START_CHARS) -> str:
+    """The start of a summary on one line: whitespace runs made one space, cut to about limit
+    characters (on a character boundary, at a space when one is near) with an ellipsis.
+    cut: the text given is already the start of a longer one."""
+    if not text:
+        return ""
+    line = " ".join(text.split())
+    if len(line) <= limit and not cut:
+        return line
+    line = line[:limit]
+    space = line.rfind(" ")
+    return (line[:space] if space > limit * 3 // 4 else line).rstrip() + "\u2026"
+
+
+def attempt_line(attempt: dict) -> str:
+    """One short line about an attempt, for announcing it: "Attempt 3 failed: tests red"."""
+    seq = attempt["seq"]
+    if attempt.get("outcome") is None:
+        who = attempt.get("claimant")
+        return f"Attempt {seq} opened" + (f" by {who}" if who else "")
+    line = f"Attempt {seq} {state_label(attempt['outcome'])}"
+    if attempt["outcome"] in DIED_OUTCOMES:
+        return f"{line}: died, no report"
+    summary = summary_start(attempt.get("summary"))
+    return f"{line}: {summary}" if summary else line
 
 
 def pretty_json(value: Any) -> str:
@@ -172,9 +223,10 @@ def _env() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(when=fmt_when, iso=fmt_iso, pretty_json=pretty_json, state_label=state_label,
-                       span=fmt_span)
+                       span=fmt_span, summary_start=summary_start)
     env.globals.update(liveness=liveness, holder=holder, deadline=deadline, actions_for=actions_for,
-                       attempt_view=attempt_view, STATES=STATES, VERB_GROUPS=VERB_GROUPS, VERB_HELP=VERB_HELP)
+                       attempt_view=attempt_view, attempt_line=attempt_line, relative=fmt_relative, STATES=STATES, DIED_OUTCOMES=DIED_OUTCOMES,
+                       LIST_SORTS=LIST_SORTS, VERB_GROUPS=VERB_GROUPS, VERB_HELP=VERB_HELP)
     return env
 
 

@@ -142,7 +142,7 @@ async def test_the_drawer_shows_every_outcome_accessibly_with_inert_markup(page:
     await expect(dialog.get_by_role("heading", name="Fix the flaky build")).to_be_focused()
     await live_on(page, watching=tid)
 
-    attempts = dialog.locator("#attempts-live[aria-live=polite] ol > li")
+    attempts = dialog.locator("#attempts-list > li")
     await expect(attempts).to_have_count(6)
     await expect(dialog.get_by_role("heading", name="Attempts", level=3)).to_be_visible()
     outcomes = [await a.locator("h4").inner_text() for a in await attempts.all()]
@@ -256,7 +256,8 @@ async def test_a_claim_made_while_the_drawer_is_open_appears_in_its_live_region(
     await page.evaluate("window.__noReload = true")
 
     await store.todo_claim(agent, todo["id"], claimant="harness/box/fixer/run-7")
-    region = dialog.locator("[aria-live=polite]")
+    region = dialog.locator("#attempts-list")
+    await expect(dialog.locator("[aria-live=polite]")).to_have_text("Attempt 1 opened by harness/box/fixer/run-7")
     await expect(region.locator("li#attempt-1")).to_contain_text("harness/box/fixer/run-7")
     await expect(region.locator("li#attempt-1 h4")).to_have_text("Attempt 1: open")
     await expect(dialog.locator("#drawer-details")).to_contain_text("agent:w1")

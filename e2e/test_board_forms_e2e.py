@@ -97,7 +97,7 @@ async def test_select_all_on_this_page_keeps_its_selection_through_live_updates(
     await every.check()
     await expect(page.get_by_role("checkbox", name="Select Held one")).to_be_checked()
     await store.todo_heartbeat(agent, held[0]["id"], lease_seconds=900)  # the row is redrawn live
-    await expect(page.get_by_role("row", name="Held one")).to_contain_text("lease until")
+    await expect(page.get_by_role("row", name="Held one")).to_contain_text("lease ends in 15 min")  # was "in 10 min"
     await expect(page.get_by_role("checkbox", name="Select Held one")).to_be_checked()
     await page.get_by_role("button", name="Release selected").click()
     await expect(page.get_by_role("heading", name="Release 2 todos?")).to_be_focused()

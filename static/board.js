@@ -10,7 +10,10 @@
     pushed: false,    // we pushed /todos/{id} onto the history
     ignorePop: false,
     source: null,     // the EventSource
-    retry: null
+    retry: null,
+    paused: false,    // the reader paused live updates
+    held: {},         // new rows held back while the reader is in the table: id -> row
+    announce: null    // the pending "N new todos" announcement
   };
 
   function byId(id) { return document.getElementById(id); }
@@ -65,6 +68,8 @@
   }
 
   // -- the todo list -----------------------------------------------------------------
+  // New rows never move the rows under a reader: while focus is in the table (or a drawer is
+  // open over it), they are held and announced ("3 new todos"), and shown on request.
 
   function rowsBody() { return byId("todo-rows"); }
 
@@ -125,18 +130,125 @@
     });
   }
 
+  function parseRows(html) {
+    return Array.prototype.slice.call(parse("<table><tbody>" + html + "</tbody></table>").querySelector("tbody").children);
+  }
+
+  function sortKey(row) { // the time the list is sorted by (newest first), then the id
+    if (rowsBody().dataset.sort === "updated") {
+      var t = row.querySelector("time[data-updated]");
+      return t ? t.getAttribute("datetime") : "";
+    }
+    return row.dataset.created;
+  }
+
+  function newer(a, b) { // does row a sort before row b?
+    var ka = sortKey(a), kb = sortKey(b);
+    return ka > kb || (ka === kb && a.dataset.id > b.dataset.id);
+  }
+
+  // Where a row goes on this page: before that row, at the end (null), or not here at all
+  // (false): past the last row of a page that has more, or above the first of an older page.
+  function placeFor(row) {
+    var body = rowsBody();
+    for (var r = body.firstElementChild; r; r = r.nextElementSibling) {
+      if (r !== row && newer(row, r)) {
+        return r === body.firstElementChild && "olderPage" in body.dataset ? false : r;
+      }
+    }
+    if (row.parentNode === body) return null; // already here, and the oldest
+    return body.dataset.hasMore === "true" && body.children.length ? false : null;
+  }
+
+  function place(row) {
+    var before = placeFor(row);
+    if (before === false) { row.remove(); return false; }
+    rowsBody().insertBefore(row, before);
+    return true;
+  }
+
+  function holding() {
+    var table = rowsBody() && rowsBody().closest("table");
+    var active = document.activeElement;
+    var d = drawer();
+    return Object.keys(state.held).length > 0 || (d && d.open) || !!(table && active && table.contains(active));
+  }
+
+  function heldCount() { return Object.keys(state.held).length; }
+
+  function showHeldNotice() {
+    var n = heldCount(), words = n + " new todo" + (n === 1 ? "" : "s");
+    var button = byId("show-new-todos"), notice = byId("new-todos");
+    if (button) {
+      button.hidden = n === 0;
+      button.textContent = "Show " + words;
+    }
+    clearTimeout(state.announce);
+    if (!notice) return;
+    if (n === 0) { notice.textContent = ""; return; }
+    // A burst of new todos is announced once, when it settles.
+    state.announce = setTimeout(function () { notice.textContent = words; }, 700);
+  }
+
+  function hold(row) {
+    if (placeFor(row) === false) return; // not on this page anyway
+    state.held[row.id] = row;
+    showHeldNotice();
+  }
+
+  function unhold(id) {
+    if (!state.held[id]) return;
+    delete state.held[id];
+    showHeldNotice();
+  }
+
+  function showHeld() {
+    var rows = Object.keys(state.held).map(function (id) { return state.held[id]; });
+    state.held = {};
+    rows.sort(function (a, b) { return newer(a, b) ? -1 : 1; });
+    var first = null;
+    rows.forEach(function (row) { if (place(row) && !first) first = row; });
+    showHeldNotice();
+    updateEmpty();
+    var link = first && first.querySelector("a.todo-link");
+    if (link) link.focus();
+    else if (byId("results-heading")) byId("results-heading").focus();
+  }
+
+  // A fresh row for one already shown: in place while the reader is in the table, else where
+  // it now sorts (an updated row moves up in the updated sort).
+  function refresh(existing, fresh) {
+    var node = replacePreserving(existing, fresh);
+    if (!holding()) place(node);
+    return node;
+  }
+
   function applyRows(html, hasMore) {
     var body = rowsBody();
     if (!body) return;
-    var fresh = parse("<table><tbody>" + html + "</tbody></table>").querySelector("tbody");
-    patchChildren(body, Array.prototype.slice.call(fresh.children));
+    var fresh = parseRows(html);
     body.dataset.hasMore = hasMore ? "true" : "false";
+    if (!holding()) {
+      patchChildren(body, fresh);
+    } else {
+      var seen = {};
+      fresh.forEach(function (row) {
+        seen[row.id] = true;
+        var cur = byId(row.id);
+        if (cur) replacePreserving(cur, row);
+        else hold(row);
+      });
+      // A row shown but not in the snapshot no longer matches, unless it only fell off the
+      // end of a page that has more (the new rows pushed it down).
+      var last = fresh[fresh.length - 1];
+      Array.prototype.slice.call(body.children).concat(Object.keys(state.held).map(function (id) {
+        return state.held[id];
+      })).forEach(function (row) {
+        if (seen[row.id] || (hasMore && last && newer(last, row))) return;
+        if (state.held[row.id]) unhold(row.id); else row.remove();
+      });
+    }
     updateEmpty();
-  }
-
-  function newer(a, b) { // does row a sort before row b (newest first)?
-    var ca = a.dataset.created, cb = b.dataset.created;
-    return ca > cb || (ca === cb && a.dataset.id > b.dataset.id);
   }
 
   function applyRow(data) {
@@ -145,20 +257,38 @@
     var existing = byId("todo-" + data.id);
     if (data.gone || !data.matches) {
       if (existing) existing.remove();
+      unhold("todo-" + data.id);
     } else {
-      var fresh = parse("<table><tbody>" + data.row + "</tbody></table>").querySelector("tr");
-      if (existing) {
-        replacePreserving(existing, fresh);
-      } else {
-        var before = null;
-        for (var r = body.firstElementChild; r; r = r.nextElementSibling) {
-          if (newer(fresh, r)) { before = r; break; }
-        }
-        // Past the last row of a page that has more: it belongs to a later page.
-        if (before || body.dataset.hasMore !== "true") body.insertBefore(fresh, before);
-      }
+      var fresh = parseRows(data.row)[0];
+      if (existing) refresh(existing, fresh);
+      else if (state.held[fresh.id] || holding()) hold(fresh);
+      else place(fresh);
     }
     updateEmpty();
+  }
+
+  function setUpShowHeld() {
+    var button = byId("show-new-todos");
+    if (button) button.addEventListener("click", showHeld);
+  }
+
+  // Relative times ("3 min ago") stay current; the wording is board/web_view.py's fmt_relative.
+  function relative(iso) {
+    var seconds = (Date.parse(iso) - Date.now()) / 1000, span = Math.abs(seconds), words;
+    if (isNaN(span)) return null;
+    if (span < 10) return "just now";
+    if (span < 90) words = Math.floor(span) + " s";
+    else if (span < 5400) words = Math.round(span / 60) + " min";
+    else if (span < 129600) words = Math.round(span / 3600) + " h";
+    else words = Math.round(span / 86400) + " days";
+    return seconds > 0 ? "in " + words : words + " ago";
+  }
+
+  function refreshTimes() {
+    document.querySelectorAll("time[data-relative]").forEach(function (t) {
+      var words = relative(t.getAttribute("datetime"));
+      if (words && t.textContent !== words) t.textContent = words;
+    });
   }
 
   // -- the drawer --------------------------------------------------------------------
@@ -185,7 +315,29 @@
       if (cur) replacePreserving(cur, el);
     });
     var list = d.querySelector("#attempts-list"), freshList = fresh.querySelector("#attempts-list");
-    if (list && freshList) patchChildren(list, Array.prototype.slice.call(freshList.children));
+    if (!list || !freshList) return;
+    var wasOpen = {};
+    Array.prototype.slice.call(list.children).forEach(function (li) {
+      wasOpen[li.id] = li.classList.contains("attempt-open");
+    });
+    var attempts = Array.prototype.slice.call(freshList.children);
+    patchChildren(list, attempts);
+    // Each attempt that opened or closed is one short line in the log, oldest first.
+    attempts.slice().reverse().forEach(function (li) {
+      var before = wasOpen[li.id];
+      if (before === undefined || (before && !li.classList.contains("attempt-open"))) {
+        announceAttempt(d, li.dataset.announce);
+      }
+    });
+  }
+
+  function announceAttempt(d, text) {
+    var log = d.querySelector("#attempts-news");
+    if (!log || !text) return;
+    var line = document.createElement("p");
+    line.textContent = text;
+    log.appendChild(line);
+    while (log.children.length > 5) log.firstElementChild.remove();
   }
 
   function showDrawer(d) {
@@ -285,16 +437,19 @@
     el.textContent = text;
   }
 
+  // The list's URL parameters (board/web_context.py, Filters), which the stream takes too.
+  var FILTERS = ["title", "claimant", "payload_key", "payload_value", "state", "queue", "dead", "sort", "cursor"];
+
   // quiet: a deliberate switch of stream (the drawer opened or closed) is not news for the
   // status region; only a real loss or recovery of the connection is announced.
   function connect(quiet) {
     var board = byId("board");
-    if (!board || !window.EventSource) return;
+    if (!board || !window.EventSource || state.paused) return;
     if (state.source) state.source.close();
     clearTimeout(state.retry);
     var params = new URLSearchParams();
     var here = new URLSearchParams(location.search);
-    ["state", "queue", "dead", "cursor"].forEach(function (k) { if (here.get(k)) params.set(k, here.get(k)); });
+    FILTERS.forEach(function (k) { if (here.get(k)) params.set(k, here.get(k)); });
     if (state.drawerId) params.set("todo", state.drawerId);
     var qs = params.toString();
     var es = new EventSource("/events" + (qs ? "?" + qs : ""));
@@ -323,13 +478,52 @@
     });
   }
 
+  // The pause control: a toggle button; the status line announces the change.
+  function setUpPause() {
+    var button = byId("live-pause");
+    if (!button || !window.EventSource) return;
+    button.hidden = false;
+    button.addEventListener("click", function () {
+      state.paused = !state.paused;
+      button.setAttribute("aria-pressed", state.paused ? "true" : "false");
+      if (state.paused) {
+        if (state.source) state.source.close();
+        state.source = null;
+        clearTimeout(state.retry);
+        setLive("paused", "Live updates: paused");
+      } else {
+        connect();
+      }
+    });
+  }
+
+  // The search form is a plain GET; this leaves its empty fields (and the default sort) out
+  // of the URL, so a search is a short link to bookmark or share.
+  function setUpSearch() {
+    var form = document.querySelector("form.filters");
+    if (!form || !window.URLSearchParams || !window.FormData) return;
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      var params = new URLSearchParams();
+      new FormData(form).forEach(function (value, key) {
+        if (value !== "" && !(key === "sort" && value === "created")) params.append(key, value);
+      });
+      var qs = params.toString();
+      location.assign(form.getAttribute("action") + (qs ? "?" + qs : ""));
+    });
+  }
+
   // -- start -------------------------------------------------------------------------
 
+  setUpSearch();
+  setUpShowHeld();
+  setUpPause();
+  setInterval(refreshTimes, 30000);
   setUpSelectPage();
   setUpCopy();
   var d = drawer();
   if (d) showDrawer(d);
   var focusTarget = document.querySelector("[data-focus-on-load]");
-  if (focusTarget) focusTarget.focus();
+  if (focusTarget && !d) focusTarget.focus();
   connect();
 })();

@@ -42,7 +42,8 @@ async def test_the_board_lists_only_the_humans_todos_with_filters_and_dead_lette
         assert "pending one" in by_queue and "dead one" not in by_queue
         by_state = (await c.get("/?state=pending")).text
         assert "pending one" in by_state and "dead one" not in by_state
-        assert (await c.get("/?state=bogus&cursor=nonsense")).status_code == 200
+        for bad in ("/?state=bogus", "/?cursor=nonsense"):  # a bad filter value: the 400 page
+            assert (await c.get(bad)).status_code == 400, bad
         assert pending["id"] in by_state
 
 
@@ -102,10 +103,14 @@ async def test_the_drawer_shows_every_attempt_as_escaped_data_newest_first(live_
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in drawer
     seqs = [int(s) for s in re.findall(r'<li id="attempt-(\d+)"', drawer)]
     assert seqs == [4, 3, 2, 1]
-    live = re.search(r'<div id="attempts-live" aria-live="polite">.*?</div>', drawer, re.S).group(0)
-    assert "<ol" in live and 'id="attempts-heading">Attempts</h3>' in drawer
+    # A live change is announced as one line in a log, never by re-reading the list's cards.
+    news = re.search(r'<div id="attempts-news"[^>]*>', drawer).group(0)
+    assert 'role="log"' in news and 'aria-live="polite"' in news
+    assert '<ol id="attempts-list"' in drawer and 'id="attempts-heading">Attempts</h3>' in drawer
+    assert re.search(r'aria-live="polite">\s*<ol', drawer) is None
     a3 = re.search(r'<li id="attempt-3".*?</li>', drawer, re.S).group(0)
     assert 'aria-label="died: no report"' in a3 and "Died: no report" in a3 and "reaped" in a3
+    assert 'data-announce="Attempt 3 reaped: died, no report"' in a3
     assert "heartbeat" in a3.lower() and "<time datetime=" in a3
     a2 = re.search(r'<li id="attempt-2".*?</li>', drawer, re.S).group(0)
     assert "Truncated" in a2 and "<code>mcp://cairn/abc-1</code>" in a2 and "<a href" not in a2

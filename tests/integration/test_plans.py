@@ -24,6 +24,11 @@ WHOLE_TABLE = {
     "SQL_RETENTION": "the retention sweep looks for old terminal rows; a LIMITed scan stops at the first batch",
     "SQL_HOOKS_PRUNE": "the hook sweep deletes every delivered event past retention",
     "SQL_REVOKE": "a revocation is a rare operator action that reads the endpoint's rows once",
+    # No index orders todos by updated time: one on updated_at would end a heartbeat's
+    # heap-only update (it sets updated_at). test_the_list_reads_its_rows_in_bounded_shapes
+    # holds these to one pass over the caller's todos.
+    "SQL_LIST[('agent', 'updated')]": "sorted by updated time, a list reads the endpoint's matching todos once",
+    "SQL_LIST[('human', 'updated')]": "sorted by updated time, a list reads the human's matching todos once",
 }
 # Index scans without a key that are bounded by design.
 UNKEYED_OK = {
@@ -101,7 +106,7 @@ async def test_every_statement_reaches_rows_by_key_on_a_table_with_history(store
     problems = []
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
         for family, label, text in statements():
-            if family in WHOLE_TABLE:
+            if family in WHOLE_TABLE or label in WHOLE_TABLE:
                 continue
             params = {name: None for name in re.findall(r"%\((\w+)\)s", text)}
             pq = psycopg._queries.PostgresQuery(psycopg.adapt.Transformer(conn))
@@ -129,3 +134,37 @@ async def test_every_statement_reaches_rows_by_key_on_a_table_with_history(store
                 problems.append(f"function {name}:\n  " + "\n  ".join(line for _, line in bad)
                                 + "\n  full plan:\n    " + "\n    ".join(plan))
     assert not problems, "statements that do not reach their rows by key:\n" + "\n".join(problems)
+
+
+async def generic_plan(conn, text: str) -> list[str]:
+    params = {name: None for name in re.findall(r"%\((\w+)\)s", text)}
+    pq = psycopg._queries.PostgresQuery(psycopg.adapt.Transformer(conn))
+    pq.convert(text, params)
+    cur = await conn.execute(b"EXPLAIN (GENERIC_PLAN, COSTS OFF) " + pq.query)
+    return [row[0] for row in await cur.fetchall()]
+
+
+async def test_the_list_reads_its_rows_in_bounded_shapes(store, db_url):
+    """The Board's list, every filter in the one statement: newest created first, each
+    endpoint walks its created index in order and stops at a page; sorted by updated time,
+    the caller's todos are read in one pass (never once per endpoint); either way each row
+    shown reads its newest attempt by primary key, and so does the claimant filter."""
+    await seed_history(store, db_url)
+    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
+        for (who, sort), text in st.SQL_LIST.items():
+            plan = await generic_plan(conn, text)
+            shown = "\n".join(plan)
+            todo_scans = [line for line in plan if re.search(r"Scan.* on todos t\b", line)]
+            assert len(todo_scans) == 1, shown
+            attempt_probes = [line for line in plan if re.search(r"Index Scan using attempts_pkey on attempts", line)]
+            assert len(attempt_probes) == (2 if who == "human" else 1), shown  # the newest attempt, the claimant
+            assert not re.search(r"Seq Scan on attempts", shown), shown
+            if sort == "created":
+                assert "todos_endpoint_created_idx" in todo_scans[0] and "Presorted Key: t.created_at" in shown, shown
+            if who == "human":
+                endpoint_reads = [i for i, line in enumerate(plan) if "on endpoints e" in line]
+                assert len(endpoint_reads) == 1, shown
+                if sort == "updated":  # the endpoints are read first, once, then the todos once
+                    assert any("InitPlan" in line for line in plan[:endpoint_reads[0]]), shown
+        plan = await generic_plan(conn, st.SQL_LIST_ROW)
+        assert any("Index Scan using todos_pkey on todos t" in line for line in plan), plan

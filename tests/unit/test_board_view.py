@@ -1,0 +1,40 @@
+"""How the Board words a list row: relative times, the start of a summary, and the one
+line a changed attempt is announced with."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from board.web_view import attempt_line, fmt_relative, summary_start
+
+NOW = datetime(2026, 12, 1, 10, 0, tzinfo=timezone.utc)
+
+
+def test_relative_times_read_as_words_before_and_after_now():
+    cases = {0: "just now", -9: "just now", -42: "42 s ago", -180: "3 min ago", 150: "in 3 min",
+             -89 * 60: "89 min ago", -3 * 3600: "3 h ago", -35 * 3600: "35 h ago", -3 * 86400: "3 days ago",
+             -150: "3 min ago"}  # 2.5 min rounds half up, as the page's script does
+    for seconds, words in cases.items():
+        assert fmt_relative(NOW + timedelta(seconds=seconds), NOW) == words, seconds
+    assert fmt_relative(None, NOW) == ""
+
+
+def test_a_summary_start_is_one_line_cut_on_a_character_boundary_near_80():
+    assert summary_start("tests red\n\n  see the log") == "tests red see the log"
+    long = "é" * 100
+    assert summary_start(long) == "é" * 80 + "\u2026"
+    words = " ".join(["word"] * 30)  # 149 characters: cut back to the last space before 80
+    cut = summary_start(words)
+    assert cut.endswith("word\u2026") and len(cut) <= 81
+    assert summary_start("short", cut=True) == "short\u2026"  # the start of a longer text
+    assert summary_start(None) == "" and summary_start("") == ""
+
+
+def test_an_attempt_is_announced_in_one_short_line():
+    assert attempt_line({"seq": 3, "outcome": "failed", "summary": "tests red"}) == "Attempt 3 failed: tests red"
+    assert attempt_line({"seq": 4, "outcome": None, "claimant": "run-8"}) == "Attempt 4 opened by run-8"
+    assert attempt_line({"seq": 5, "outcome": "lease_expired", "summary": None}) == \
+        "Attempt 5 lease expired: died, no report"
+    assert attempt_line({"seq": 6, "outcome": "completed", "summary": None}) == "Attempt 6 completed"
+    line = attempt_line({"seq": 7, "outcome": "released", "summary": "x " * 2000})
+    assert "\n" not in line and len(line) < 110
