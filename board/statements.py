@@ -24,6 +24,11 @@ NOW = "coalesce(%(now)s::timestamptz, now())"
 # tests/integration/test_plans.py holds every statement to keyed lookups.
 _AGENT_SCOPE = "t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)"
 _HUMAN_SCOPE = "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)"
+# The queues the caller's human has paused (migration 0003): a primary-key range of a small
+# table, read once per statement (an InitPlan). Agents claim nothing in a paused queue; the
+# Board's own claim by its human, the reaper and the retry scheduler are not held back.
+_PAUSED = "ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)"
+_NOT_PAUSED = {_AGENT_SCOPE: " AND t.queue <> ALL({paused})", _HUMAN_SCOPE: ""}
 
 _TODO_COLUMNS = {
     "id": "{r}.id", "endpoint_id": "{r}.endpoint_id", "queue": "{r}.queue", "title": "{r}.title",
@@ -63,7 +68,7 @@ def compose(text: str, **parts) -> str:
     """The one way statements are built: fill each {name} slot of text with parts[name]
     ({NOW} with the injectable clock), and again in what was filled in, until no slot is
     left. Other braces (a JSON literal '{}') are text and stay as they are."""
-    parts = {"NOW": NOW, "channel": NOTIFY_CHANNEL, "hook_recent": HOOK_RECENT, **parts}
+    parts = {"NOW": NOW, "channel": NOTIFY_CHANNEL, "hook_recent": HOOK_RECENT, "paused": _PAUSED, **parts}
     while True:
         filled = _SLOT.sub(lambda m: str(parts[m.group(1)]) if m.group(1) in parts else m.group(0), text)
         if filled == text:
@@ -223,7 +228,7 @@ SELECT {todo_cols},
 _CAND_BY_ID = """cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
-   WHERE {scope} AND t.id = %(id)s
+   WHERE {scope} AND t.id = %(id)s{not_paused}
      AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at <= {NOW}
                                   AND t.attempt < t.max_attempts))
    FOR UPDATE OF t
@@ -238,15 +243,23 @@ _CAND_BY_ID = """cand AS (
 _PENDING_SCAN = """
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
-   WHERE {scope} AND t.queue = ANY(%(claim_queues)s) AND t.state = 'pending'
+   WHERE {scope} AND {claimable} AND t.state = 'pending'
    ORDER BY t.created_at, t.id
    LIMIT 1
    FOR UPDATE OF t SKIP LOCKED
 """
+# claim_next takes from the queues asked for that are not paused (read once per statement),
+# and when every one is paused its scans do not run at all (a one-time filter). Phrased as
+# "queue = ANY(the live ones)", which the planner judges as it judges the queues asked for:
+# a "queue <> ALL(the paused ones)" beside it reads to the planner as matching almost no
+# row, and it then scans and sorts the whole table rather than walk the pending index
+# (tests/integration/test_plans.py, on a backlog).
+_LIVE_QUEUES = "ARRAY(SELECT q FROM unnest(%(claim_queues)s::text[]) q WHERE q <> ALL({paused}))"
+_CLAIMABLE = compose("t.queue = ANY({live}) AND cardinality({live}) > 0", live=_LIVE_QUEUES)
 _CAND_NEXT = """lapsed_cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
-   WHERE {scope} AND t.queue = ANY(%(claim_queues)s) AND t.state = 'claimed' AND t.lease_expires_at <= {NOW}
+   WHERE {scope} AND {claimable} AND t.state = 'claimed' AND t.lease_expires_at <= {NOW}
      AND t.attempt < t.max_attempts
    ORDER BY t.lease_expires_at
    LIMIT 1
@@ -263,7 +276,8 @@ cand AS (
 
 
 def _claim_sql(scope: str, by_id: bool) -> str:
-    cand = compose(_CAND_BY_ID if by_id else _CAND_NEXT, scope=scope, pending_scan=_PENDING_SCAN.strip("\n"))
+    cand = compose(_CAND_BY_ID if by_id else _CAND_NEXT, scope=scope, pending_scan=_PENDING_SCAN.strip("\n"),
+                   not_paused=_NOT_PAUSED[scope], claimable=_CLAIMABLE)
     return compose(
         _CLAIM,
         cand=cand,
@@ -298,7 +312,7 @@ RETURNING {todo_cols},
 _PENDING_BY_ID = """cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
-   WHERE {scope} AND t.id = %(id)s AND t.state = 'pending'
+   WHERE {scope} AND t.id = %(id)s AND t.state = 'pending'{not_paused}
    FOR UPDATE OF t
 )"""
 
@@ -309,7 +323,8 @@ def _claim_fast_sql(scope: str, by_id: bool) -> str:
     else:  # the pending scan of claim_next alone
         cand = "cand AS (\n{pending_scan}\n)"
     return compose(
-        _CLAIM_FAST, cand=compose(cand, scope=scope, pending_scan=_PENDING_SCAN.strip("\n")),
+        _CLAIM_FAST, cand=compose(cand, scope=scope, pending_scan=_PENDING_SCAN.strip("\n"),
+                                  not_paused=_NOT_PAUSED[scope], claimable=_CLAIMABLE),
         open_attempt=compose(_OPEN_FROM_CAND, claimer=_CLAIMER[scope]), lease=_LEASE,
         todo_cols=_todo_cols("t", CLAIM_KNOWN),
         prior=PRIOR_ATTEMPTS,
@@ -670,7 +685,8 @@ SELECT {todo_cols}
 # Classify a miss: the todo as the caller may see it, or nothing (REQ-19).
 SQL_CLASSIFY = {
     name: compose("SELECT t.state::text AS state, t.owner, t.lease_expires_at <= {NOW} AS lapsed, "
-                  "t.next_retry_at FROM todos t WHERE t.id = %(id)s AND {scope}", scope=scope)
+                  "t.next_retry_at, t.queue, t.queue = ANY({paused}) AS paused FROM todos t WHERE t.id = %(id)s AND {scope}",
+                  scope=scope)
     for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
 }
 
@@ -803,15 +819,106 @@ SQL_QUEUE_STATES = "SELECT queue, state::text AS state, count(*) AS n FROM todos
 # newest it knows (migrations apply in order, so every earlier one is applied too).
 SQL_SCHEMA_VERSION = "SELECT coalesce(max(version), 0) AS version FROM schema_migrations"
 # The doorbell heartbeat: each listening endpoint's oldest pending todos (ids only), so one
-# busy endpoint can never starve another's. Walks the pending index per endpoint.
+# busy endpoint can never starve another's. Walks the pending index per endpoint; passes
+# over the queues the endpoint's human paused (nothing there can be claimed); with a queue,
+# that queue only (a resumed queue rings its ready todos).
 SQL_READY_TODOS = """
 SELECT t.id, t.endpoint_id::text AS endpoint_id, t.queue
-  FROM unnest(%(endpoint_ids)s::uuid[]) AS e(id)
+  FROM endpoints e
   CROSS JOIN LATERAL (
     SELECT t.id, t.endpoint_id, t.queue FROM todos t
      WHERE t.endpoint_id = e.id AND t.state = 'pending'
+       AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
+       AND t.queue <> ALL(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = e.user_id))
      ORDER BY t.created_at, t.id LIMIT %(limit)s) t
+ WHERE e.id = ANY(%(endpoint_ids)s::uuid[])
 """
+
+# -- queue pauses (migration 0003), each scoped to the owning human in the statement
+# a queue of the human's endpoints -> paused (already paused: no row, nothing notified)
+SQL_QUEUE_PAUSE = compose("""
+WITH ins AS (
+  INSERT INTO queue_pauses (user_id, queue, paused_at)
+  SELECT %(user_id)s, %(queue)s, {NOW}
+   WHERE EXISTS (SELECT 1 FROM endpoints e WHERE e.user_id = %(user_id)s AND %(queue)s::text = ANY(e.queues))
+  ON CONFLICT (user_id, queue) DO NOTHING
+  RETURNING queue, paused_at
+)
+SELECT ins.queue, ins.paused_at,
+       pg_notify('{channel}', json_build_object('kind', 'queue_paused', 'user', %(user_id)s::bigint,
+                                                'queue', ins.queue)::text)
+  FROM ins
+""")
+# paused -> resumed; every process's doorbell then rings the queue's ready todos
+SQL_QUEUE_RESUME = compose("""
+WITH del AS (
+  DELETE FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = %(queue)s
+  RETURNING p.queue
+)
+SELECT del.queue,
+       pg_notify('{channel}', json_build_object('kind', 'queue_resumed', 'user', %(user_id)s::bigint,
+                                                'queue', del.queue)::text)
+  FROM del
+""")
+# Classify a pause or resume that changed nothing: is the queue one of the human's, and is
+# it paused (since when)?
+SQL_QUEUE_PAUSE_STATE = """
+SELECT EXISTS (SELECT 1 FROM endpoints e WHERE e.user_id = %(user_id)s AND %(queue)s::text = ANY(e.queues)) AS known,
+       (SELECT p.paused_at FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = %(queue)s) AS paused_at
+"""
+# /metrics: how many humans have paused each queue (read at scrape; one row per pause).
+SQL_QUEUE_PAUSES_ALL = "SELECT p.queue, count(*) AS n FROM queue_pauses p GROUP BY 1"
+
+# -- the Board's overview, each scoped to the human in the statement (REQ-10)
+# Counts of the human's todos by queue and state: per endpoint of theirs, an index-only scan
+# of its (endpoint_id, created_at, id) index, which carries queue, state and next_retry_at
+# (an aggregate per endpoint, so the planner cannot turn it into a scan of every todo).
+# Every queue of their live endpoints and every paused one is listed, with no todos too.
+SQL_OVERVIEW_COUNTS = """
+SELECT coalesce(c.queue, g.queue) AS queue, coalesce(c.pending, 0) AS pending, coalesce(c.claimed, 0) AS claimed,
+       coalesce(c.input_required, 0) AS input_required, coalesce(c.auth_required, 0) AS auth_required,
+       coalesce(c.retrying, 0) AS retrying, coalesce(c.dead, 0) AS dead, coalesce(c.done, 0) AS done,
+       coalesce(c.canceled, 0) AS canceled, p.paused_at
+  FROM (
+    SELECT x.queue, sum(x.pending)::bigint AS pending, sum(x.claimed)::bigint AS claimed,
+           sum(x.input_required)::bigint AS input_required, sum(x.auth_required)::bigint AS auth_required,
+           sum(x.retrying)::bigint AS retrying, sum(x.dead)::bigint AS dead, sum(x.done)::bigint AS done,
+           sum(x.canceled)::bigint AS canceled
+      FROM endpoints e
+      CROSS JOIN LATERAL (
+        SELECT t.queue,
+               count(*) FILTER (WHERE t.state = 'pending') AS pending,
+               count(*) FILTER (WHERE t.state = 'claimed') AS claimed,
+               count(*) FILTER (WHERE t.state = 'input_required') AS input_required,
+               count(*) FILTER (WHERE t.state = 'auth_required') AS auth_required,
+               count(*) FILTER (WHERE t.state = 'failed' AND t.next_retry_at IS NOT NULL) AS retrying,
+               count(*) FILTER (WHERE t.state = 'failed' AND t.next_retry_at IS NULL) AS dead,
+               count(*) FILTER (WHERE t.state = 'done') AS done,
+               count(*) FILTER (WHERE t.state = 'canceled') AS canceled
+          FROM todos t WHERE t.endpoint_id = e.id GROUP BY t.queue) x
+     WHERE e.user_id = %(user_id)s
+     GROUP BY x.queue) c
+  FULL JOIN (
+    SELECT unnest(e.queues) AS queue FROM endpoints e WHERE e.user_id = %(user_id)s AND e.revoked_at IS NULL
+    UNION SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s) g ON g.queue = c.queue
+  LEFT JOIN queue_pauses p ON p.user_id = %(user_id)s AND p.queue = coalesce(c.queue, g.queue)
+ ORDER BY 1
+"""
+# The overview's chart: attempts of the human's todos closed in the window, by queue,
+# outcome and bucket (0: the newest), through the index of closed attempts by ended_at:
+# bounded by the attempts closed in the window, never by the history. The scope is the
+# human's endpoints as an array read once; the planner joins the window's attempts to the
+# human's todos by key, from whichever side it finds smaller.
+SQL_OVERVIEW_OUTCOMES = compose("""
+SELECT t.queue, a.outcome::text AS outcome,
+       floor(extract(epoch FROM {NOW} - a.ended_at) / %(bucket_seconds)s)::int AS bucket,
+       count(*) AS n
+  FROM attempts a JOIN todos t ON t.id = a.todo_id
+ WHERE a.ended_at > {NOW} - %(window_seconds)s * interval '1 second' AND a.ended_at <= {NOW}
+   AND a.outcome IN ('completed', 'failed', 'released', 'lease_expired', 'reaped')
+   AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
+ GROUP BY 1, 2, 3
+""")
 
 
 # -- durable hook delivery (the outbox rows written by the transitions above)
@@ -846,5 +953,6 @@ SQL_ATTEMPT_SUMMARY = compose("SELECT {summary} AS summary FROM todos t WHERE t.
 READS = frozenset({
     *SQL_GET.values(), *SQL_LIST.values(), *SQL_CLASSIFY.values(), SQL_REPLAY_LOOKUP,
     SQL_USER_BY_NAME, SQL_USER_BY_ID, SQL_ENDPOINT_AUTH, SQL_ENDPOINTS_OF_USER, SQL_ENDPOINT_OWNER,
-    SQL_QUEUE_STATES, SQL_READY_TODOS, SQL_ATTEMPT_SUMMARY,
+    SQL_QUEUE_STATES, SQL_READY_TODOS, SQL_ATTEMPT_SUMMARY, SQL_QUEUE_PAUSE_STATE, SQL_QUEUE_PAUSES_ALL,
+    SQL_OVERVIEW_COUNTS, SQL_OVERVIEW_OUTCOMES,
 })
