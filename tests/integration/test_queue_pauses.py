@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from board.errors import Conflict, NotFound
+from board.web_overview import BUCKET_SECONDS, WINDOW_SECONDS, overview_data
 from tests.conftest import make_agent, make_user
 
 
@@ -175,7 +176,14 @@ async def test_the_chart_counts_the_attempts_closed_in_the_last_hour_by_five_min
     await closed(agent, "reap", 12)
     await closed(bob_agent, "complete", 1)  # Bob's: never in Ada's chart
 
-    rows = await store.queue_outcomes(ada, window_seconds=3600, bucket_seconds=300, now=now)
+    rows = await store.queue_outcomes(ada, window_seconds=WINDOW_SECONDS, bucket_seconds=BUCKET_SECONDS, now=now)
     assert sorted((r["outcome"], r["bucket"], r["n"]) for r in rows) == [
         ("completed", 0, 2), ("failed", 6, 1), ("reaped", 2, 1), ("released", 11, 1)]
 
+    data = await overview_data(store, ada, now=now)
+    [q] = data["queues"]
+    assert q["totals"] == {"completed": 2, "released": 1, "failed": 1, "died": 1}
+    assert q["summary"] == "2 completed, 1 released, 1 failed, 1 died"
+    assert {bar["outcome"] for bar in q["bars"]} == {"completed", "released", "failed", "died"}
+    newest = [bar for bar in q["bars"] if bar["outcome"] == "completed"]
+    assert len(newest) == 1 and newest[0]["x"] == 111  # the newest bucket is the rightmost bar
