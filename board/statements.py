@@ -905,8 +905,8 @@ SELECT coalesce(c.queue, g.queue) AS queue, coalesce(c.pending, 0) AS pending, c
  ORDER BY 1
 """
 # The overview's chart: attempts of the human's todos closed in the window, by queue,
-# outcome and bucket (0: the newest), through the index of closed attempts by ended_at:
-# bounded by the attempts closed in the window, never by the history. The scope is the
+# outcome and bucket (0: the newest), through the BRIN index on ended_at: the page ranges
+# that hold attempts closed in the window, never the whole history. The scope is the
 # human's endpoints as an array read once; the planner joins the window's attempts to the
 # human's todos by key, from whichever side it finds smaller.
 SQL_OVERVIEW_OUTCOMES = compose("""
