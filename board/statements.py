@@ -24,11 +24,17 @@ NOW = "coalesce(%(now)s::timestamptz, now())"
 # tests/integration/test_plans.py holds every statement to keyed lookups.
 _AGENT_SCOPE = "t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)"
 _HUMAN_SCOPE = "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)"
-# The queues the caller's human has paused (migration 0003): a primary-key range of a small
-# table, read once per statement (an InitPlan). Agents claim nothing in a paused queue; the
-# Board's own claim by its human, the reaper and the retry scheduler are not held back.
+# A queue the caller's human has paused (migration 0003): agents claim nothing in it; the
+# Board's own claim by its human, the reaper and the retry scheduler are not held back. In
+# the claims, a probe of the small queue_pauses table by its key for each candidate row (an
+# anti-join: the scan stops at the first row of a live queue, and the planner judges it as
+# passing nearly every row, so claim_next still walks the pending index). Cheaper there than
+# an array of the paused queues read once per statement: each sub-select that a claim
+# evaluates costs it a few per cent (measured side by side; REQ-18 holds the claim's cost).
+_NOT_PAUSED_ROW = "NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)"
+_NOT_PAUSED = {_AGENT_SCOPE: " AND " + _NOT_PAUSED_ROW, _HUMAN_SCOPE: ""}
+# The same, as an array, where one statement reads it once (classifying a miss).
 _PAUSED = "ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)"
-_NOT_PAUSED = {_AGENT_SCOPE: " AND t.queue <> ALL({paused})", _HUMAN_SCOPE: ""}
 
 _TODO_COLUMNS = {
     "id": "{r}.id", "endpoint_id": "{r}.endpoint_id", "queue": "{r}.queue", "title": "{r}.title",
@@ -68,7 +74,7 @@ def compose(text: str, **parts) -> str:
     """The one way statements are built: fill each {name} slot of text with parts[name]
     ({NOW} with the injectable clock), and again in what was filled in, until no slot is
     left. Other braces (a JSON literal '{}') are text and stay as they are."""
-    parts = {"NOW": NOW, "channel": NOTIFY_CHANNEL, "hook_recent": HOOK_RECENT, "paused": _PAUSED, **parts}
+    parts = {"NOW": NOW, "channel": NOTIFY_CHANNEL, "hook_recent": HOOK_RECENT, **parts}
     while True:
         filled = _SLOT.sub(lambda m: str(parts[m.group(1)]) if m.group(1) in parts else m.group(0), text)
         if filled == text:
@@ -243,24 +249,22 @@ _CAND_BY_ID = """cand AS (
 _PENDING_SCAN = """
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
-   WHERE {scope} AND {claimable} AND t.state = 'pending'
+   WHERE {scope} AND t.queue = ANY(%(claim_queues)s) AND t.state = 'pending'{not_paused}
    ORDER BY t.created_at, t.id
    LIMIT 1
    FOR UPDATE OF t SKIP LOCKED
 """
-# claim_next takes from the queues asked for that are not paused (read once per statement),
-# and when every one is paused its scans do not run at all (a one-time filter). Phrased as
-# "queue = ANY(the live ones)", which the planner judges as it judges the queues asked for:
-# a "queue <> ALL(the paused ones)" beside it reads to the planner as matching almost no
-# row, and it then scans and sorts the whole table rather than walk the pending index
-# (tests/integration/test_plans.py, on a backlog).
-_LIVE_QUEUES = "ARRAY(SELECT q FROM unnest(%(claim_queues)s::text[]) q WHERE q <> ALL({paused}))"
-_CLAIMABLE = compose("t.queue = ANY({live}) AND cardinality({live}) > 0", live=_LIVE_QUEUES)
+# claim_next passes over the rows of paused queues ({not_paused}). Not phrased as
+# "queue <> ALL(the paused ones)": the planner reads that as matching almost no row and then
+# scans and sorts the whole table rather than walk the pending index
+# (tests/integration/test_plans.py, on a backlog). When every queue asked for is paused, the
+# scan walks the endpoint's pending rows of them and finds nothing; the doorbell does not
+# ring for them meanwhile.
 _CAND_NEXT = """lapsed_cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
-   WHERE {scope} AND {claimable} AND t.state = 'claimed' AND t.lease_expires_at <= {NOW}
-     AND t.attempt < t.max_attempts
+   WHERE {scope} AND t.queue = ANY(%(claim_queues)s) AND t.state = 'claimed' AND t.lease_expires_at <= {NOW}
+     AND t.attempt < t.max_attempts{not_paused}
    ORDER BY t.lease_expires_at
    LIMIT 1
    FOR UPDATE OF t SKIP LOCKED
@@ -277,7 +281,7 @@ cand AS (
 
 def _claim_sql(scope: str, by_id: bool) -> str:
     cand = compose(_CAND_BY_ID if by_id else _CAND_NEXT, scope=scope, pending_scan=_PENDING_SCAN.strip("\n"),
-                   not_paused=_NOT_PAUSED[scope], claimable=_CLAIMABLE)
+                   not_paused=_NOT_PAUSED[scope])
     return compose(
         _CLAIM,
         cand=cand,
@@ -324,7 +328,7 @@ def _claim_fast_sql(scope: str, by_id: bool) -> str:
         cand = "cand AS (\n{pending_scan}\n)"
     return compose(
         _CLAIM_FAST, cand=compose(cand, scope=scope, pending_scan=_PENDING_SCAN.strip("\n"),
-                                  not_paused=_NOT_PAUSED[scope], claimable=_CLAIMABLE),
+                                  not_paused=_NOT_PAUSED[scope]),
         open_attempt=compose(_OPEN_FROM_CAND, claimer=_CLAIMER[scope]), lease=_LEASE,
         todo_cols=_todo_cols("t", CLAIM_KNOWN),
         prior=PRIOR_ATTEMPTS,
@@ -686,7 +690,7 @@ SELECT {todo_cols}
 SQL_CLASSIFY = {
     name: compose("SELECT t.state::text AS state, t.owner, t.lease_expires_at <= {NOW} AS lapsed, "
                   "t.next_retry_at, t.queue, t.queue = ANY({paused}) AS paused FROM todos t WHERE t.id = %(id)s AND {scope}",
-                  scope=scope)
+                  scope=scope, paused=_PAUSED)
     for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
 }
 

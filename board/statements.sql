@@ -127,7 +127,7 @@ RETURNING t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner
 WITH cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
-   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.id = %(id)s AND t.queue <> ALL(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s))
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.id = %(id)s AND NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)
      AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
                                   AND t.attempt < t.max_attempts))
    FOR UPDATE OF t
@@ -194,7 +194,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
 WITH cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
-   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.id = %(id)s AND t.state = 'pending' AND t.queue <> ALL(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s))
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.id = %(id)s AND t.state = 'pending' AND NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)
    FOR UPDATE OF t
 ),
 ins AS (
@@ -313,8 +313,8 @@ RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.le
 WITH lapsed_cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
-   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(ARRAY(SELECT q FROM unnest(%(claim_queues)s::text[]) q WHERE q <> ALL(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)))) AND cardinality(ARRAY(SELECT q FROM unnest(%(claim_queues)s::text[]) q WHERE q <> ALL(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)))) > 0 AND t.state = 'claimed' AND t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
-     AND t.attempt < t.max_attempts
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s) AND t.state = 'claimed' AND t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
+     AND t.attempt < t.max_attempts AND NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)
    ORDER BY t.lease_expires_at
    LIMIT 1
    FOR UPDATE OF t SKIP LOCKED
@@ -322,7 +322,7 @@ WITH lapsed_cand AS (
 pending_cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
-   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(ARRAY(SELECT q FROM unnest(%(claim_queues)s::text[]) q WHERE q <> ALL(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)))) AND cardinality(ARRAY(SELECT q FROM unnest(%(claim_queues)s::text[]) q WHERE q <> ALL(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)))) > 0 AND t.state = 'pending'
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s) AND t.state = 'pending' AND NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)
    ORDER BY t.created_at, t.id
    LIMIT 1
    FOR UPDATE OF t SKIP LOCKED
@@ -394,7 +394,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
 WITH cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
-   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(ARRAY(SELECT q FROM unnest(%(claim_queues)s::text[]) q WHERE q <> ALL(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)))) AND cardinality(ARRAY(SELECT q FROM unnest(%(claim_queues)s::text[]) q WHERE q <> ALL(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)))) > 0 AND t.state = 'pending'
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s) AND t.state = 'pending' AND NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)
    ORDER BY t.created_at, t.id
    LIMIT 1
    FOR UPDATE OF t SKIP LOCKED
