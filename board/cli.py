@@ -1,4 +1,5 @@
-"""The `switchboard` command line: serve, migrate, user add, endpoint vend/revoke, demo."""
+"""The `switchboard` command line: serve, migrate, user add, endpoint vend/revoke, queue
+pause/resume, demo."""
 
 from __future__ import annotations
 
@@ -74,6 +75,14 @@ def _parser() -> argparse.ArgumentParser:
     revoke = endpoint.add_parser("revoke", help="revoke an endpoint; its held todos are dead-lettered")
     revoke.add_argument("endpoint_id")
 
+    queue = sub.add_parser("queue", help="pause or resume a user's queue").add_subparsers(
+        dest="queue_command", required=True)
+    for verb, helptext in (("pause", "agents claim nothing in the queue until it is resumed"),
+                           ("resume", "agents may claim in the queue again; listening agents are told")):
+        q = queue.add_parser(verb, help=helptext)
+        q.add_argument("--user", required=True)
+        q.add_argument("queue")
+
     demo = sub.add_parser("demo", help="a live demo: server, embedded Postgres, seeded todos, simulated agents")
     demo.add_argument("--port", type=int, default=8000)
     demo.add_argument("--host", default="127.0.0.1")
@@ -117,6 +126,23 @@ async def _endpoint_revoke(settings: Settings, endpoint_id: str) -> str:
     return f"revoked endpoint {endpoint_id}; {n} held todo(s) dead-lettered"
 
 
+async def _queue_toggle(settings: Settings, args) -> str:
+    from board.store import Human
+
+    async with open_store(settings) as store:
+        user = await store.user_by_name(args.user)
+        if user is None:
+            raise CliError(f"no user named {args.user!r}")
+        human = Human(user["id"], user["username"])
+        if args.queue_command == "pause":
+            done = await store.queue_pause(human, args.queue)
+        else:
+            done = await store.queue_resume(human, args.queue)
+    if not done["changed"]:
+        return f"queue {args.queue} of {args.user} was {'already' if args.queue_command == 'pause' else 'not'} paused"
+    return f"{args.queue_command}d queue {args.queue} of {args.user}"
+
+
 async def _migrate(settings: Settings) -> str:
     async with open_store(settings):
         pass
@@ -150,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             out = asyncio.run(_migrate(settings))
         elif args.command == "user":
             out = asyncio.run(_user_add(settings, args.name, args.password_stdin))
+        elif args.command == "queue":
+            out = asyncio.run(_queue_toggle(settings, args))
         elif args.command == "endpoint" and args.endpoint_command == "vend":
             out = asyncio.run(_endpoint_vend(settings, args))
         else:

@@ -16,7 +16,9 @@ Two protocol generations, one doorbell:
 
 One task per process consumes the LISTEN fan-out (board/live.py). A todo is ready when it
 is added, released, re-queued by the retry scheduler, retried by hand, or reaped back to
-pending. Rings go only to doorways of the todo's own endpoint whose queues include the
+pending. When a human resumes a paused queue (queue_resumed), every process rings that
+queue's pending todos on the doorways of that human's endpoints, gate or not; the heartbeat
+passes over paused queues (nothing in them can be claimed). Rings go only to doorways of the todo's own endpoint whose queues include the
 todo's queue and whose scope may drain (claim or claim_next): never to another endpoint.
 A per-todo gate (doorbell_gate_seconds) suppresses a second ring of the same todo inside
 its window; a re-queue by the retry scheduler clears the todo's gate entry, so it rings
@@ -109,6 +111,8 @@ class Doorbell:
         self.gate: dict[str, float] = {}
         self.considered = 0  # fan-out events handled so far (tests wait on it, not on a clock)
         self._doorways: dict[str, set[Doorway]] = {}
+        self._endpoint_user: dict[str, int] = {}  # the owning human of each endpoint with a doorway
+        self._resumes: set[asyncio.Task] = set()
         self._sessions: dict[str, LegacySession] = {}
         self._session_noted = asyncio.Event()
         self._sweep_now = asyncio.Event()
@@ -127,7 +131,7 @@ class Doorbell:
         for ways in list(self._doorways.values()):
             for doorway in list(ways):
                 doorway.wake()  # listen streams end gracefully
-        await cancel_and_wait(self._tasks)
+        await cancel_and_wait([*self._tasks, *self._resumes])
         self._tasks.clear()
 
     # -- doorways ----------------------------------------------------------------------
@@ -135,6 +139,7 @@ class Doorbell:
     def open(self, agent: Agent, uris: frozenset[str] | None = None) -> Doorway:
         doorway = Doorway(agent.endpoint_id, frozenset(agent.queues) if may_drain(agent) else frozenset(), uris)
         self._doorways.setdefault(agent.endpoint_id, set()).add(doorway)
+        self._endpoint_user[agent.endpoint_id] = agent.user_id
         if doorway.queues:
             self._sweep_now.set()  # tell a new listener about work already waiting (under the gate)
         return doorway
@@ -145,6 +150,7 @@ class Doorbell:
             ways.discard(doorway)
             if not ways:
                 del self._doorways[doorway.endpoint_id]
+                self._endpoint_user.pop(doorway.endpoint_id, None)
 
     def live_doorways(self, endpoint_id: str | None = None) -> int:
         if endpoint_id is None:
@@ -164,6 +170,9 @@ class Doorbell:
         if kind == "resync":  # notifications were missed: ring every ready todo again, gate or not
             self.gate.clear()
             self._sweep_now.set()
+            return
+        if kind == "queue_resumed":
+            self._on_resumed(event.get("user"), event.get("queue"))
             return
         todo_id, endpoint_id, queue = event.get("todo"), event.get("endpoint"), event.get("queue")
         if not (isinstance(todo_id, str) and isinstance(endpoint_id, str) and isinstance(queue, str)):
@@ -190,6 +199,26 @@ class Doorbell:
             doorway.ring(uri)
         self._prune_gate(now)
         return True
+
+    def _on_resumed(self, user_id: Any, queue: Any) -> None:
+        endpoints = [e for e, u in self._endpoint_user.items() if u == user_id]
+        if not endpoints or not isinstance(queue, str):
+            return  # none of that human's endpoints listens here
+        task = asyncio.create_task(self.ring_resumed(endpoints, queue), name="doorbell-resumed")
+        self._resumes.add(task)
+        task.add_done_callback(self._resumes.discard)
+
+    async def ring_resumed(self, endpoint_ids: list[str], queue: str) -> int:
+        """Ring a resumed queue's pending todos (oldest first) on these endpoints' doorways,
+        opening the gate of each first: while paused they were rung for nothing."""
+        rung = 0
+        try:
+            for row in await self.store.ready_todos(endpoint_ids, limit=500, queue=queue):
+                self.gate.pop(row["id"], None)
+                rung += self.ring(row["id"], str(row["endpoint_id"]), row["queue"])
+        except Unavailable:  # the heartbeat rings them once the database is back
+            log.warning("doorbell: the database is unavailable; a resumed queue rings on the next sweep")
+        return rung
 
     def _prune_gate(self, now: float) -> None:
         if now - self._last_prune < max(self.settings.doorbell_gate_seconds, 1.0):

@@ -47,6 +47,9 @@ class Metrics:
             ["tool", "code"], registry=r,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
         self.sse_subscribers = Gauge("switchboard_sse_subscribers", "Open Board live-update streams.", registry=r)
+        self.queue_paused = Gauge(
+            "switchboard_queue_paused", "Owners who have paused the queue (0: live for everyone), read at scrape time.",
+            ["queue"], registry=r)
 
     def queue_label(self, queue: str) -> str:
         with self._lock:
@@ -84,6 +87,14 @@ class Metrics:
         self.todos.clear()
         for (queue, state), n in counts.items():
             self.todos.labels(queue, state).set(n)
+        # Every queue with todos is 0 unless paused, so an alert can test for 1.
+        paused = dict.fromkeys((queue for queue, _ in counts), 0)
+        for row in await store.queue_paused_counts():
+            label = self.queue_label(row["queue"])
+            paused[label] = paused.get(label, 0) + int(row["n"])
+        self.queue_paused.clear()
+        for queue, n in paused.items():
+            self.queue_paused.labels(queue).set(n)
         return generate_latest(self.registry)
 
     def route(self):

@@ -24,6 +24,17 @@ NOW = "coalesce(%(now)s::timestamptz, now())"
 # tests/integration/test_plans.py holds every statement to keyed lookups.
 _AGENT_SCOPE = "t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)"
 _HUMAN_SCOPE = "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)"
+# A queue the caller's human has paused (migration 0003): agents claim nothing in it; the
+# Board's own claim by its human, the reaper and the retry scheduler are not held back. In
+# the claims, a probe of the small queue_pauses table by its key for each candidate row (an
+# anti-join: the scan stops at the first row of a live queue, and the planner judges it as
+# passing nearly every row, so claim_next still walks the pending index). Cheaper there than
+# an array of the paused queues read once per statement: each sub-select that a claim
+# evaluates costs it a few per cent (measured side by side; REQ-18 holds the claim's cost).
+_NOT_PAUSED_ROW = "NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)"
+_NOT_PAUSED = {_AGENT_SCOPE: " AND " + _NOT_PAUSED_ROW, _HUMAN_SCOPE: ""}
+# The same, as an array, where one statement reads it once (classifying a miss).
+_PAUSED = "ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)"
 
 _TODO_COLUMNS = {
     "id": "{r}.id", "endpoint_id": "{r}.endpoint_id", "queue": "{r}.queue", "title": "{r}.title",
@@ -223,7 +234,7 @@ SELECT {todo_cols},
 _CAND_BY_ID = """cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
-   WHERE {scope} AND t.id = %(id)s
+   WHERE {scope} AND t.id = %(id)s{not_paused}
      AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at <= {NOW}
                                   AND t.attempt < t.max_attempts))
    FOR UPDATE OF t
@@ -238,16 +249,22 @@ _CAND_BY_ID = """cand AS (
 _PENDING_SCAN = """
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
-   WHERE {scope} AND t.queue = ANY(%(claim_queues)s) AND t.state = 'pending'
+   WHERE {scope} AND t.queue = ANY(%(claim_queues)s) AND t.state = 'pending'{not_paused}
    ORDER BY t.created_at, t.id
    LIMIT 1
    FOR UPDATE OF t SKIP LOCKED
 """
+# claim_next passes over the rows of paused queues ({not_paused}). Not phrased as
+# "queue <> ALL(the paused ones)": the planner reads that as matching almost no row and then
+# scans and sorts the whole table rather than walk the pending index
+# (tests/integration/test_plans.py, on a backlog). When every queue asked for is paused, the
+# scan walks the endpoint's pending rows of them and finds nothing; the doorbell does not
+# ring for them meanwhile.
 _CAND_NEXT = """lapsed_cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
    WHERE {scope} AND t.queue = ANY(%(claim_queues)s) AND t.state = 'claimed' AND t.lease_expires_at <= {NOW}
-     AND t.attempt < t.max_attempts
+     AND t.attempt < t.max_attempts{not_paused}
    ORDER BY t.lease_expires_at
    LIMIT 1
    FOR UPDATE OF t SKIP LOCKED
@@ -263,7 +280,8 @@ cand AS (
 
 
 def _claim_sql(scope: str, by_id: bool) -> str:
-    cand = compose(_CAND_BY_ID if by_id else _CAND_NEXT, scope=scope, pending_scan=_PENDING_SCAN.strip("\n"))
+    cand = compose(_CAND_BY_ID if by_id else _CAND_NEXT, scope=scope, pending_scan=_PENDING_SCAN.strip("\n"),
+                   not_paused=_NOT_PAUSED[scope])
     return compose(
         _CLAIM,
         cand=cand,
@@ -298,7 +316,7 @@ RETURNING {todo_cols},
 _PENDING_BY_ID = """cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
-   WHERE {scope} AND t.id = %(id)s AND t.state = 'pending'
+   WHERE {scope} AND t.id = %(id)s AND t.state = 'pending'{not_paused}
    FOR UPDATE OF t
 )"""
 
@@ -309,7 +327,8 @@ def _claim_fast_sql(scope: str, by_id: bool) -> str:
     else:  # the pending scan of claim_next alone
         cand = "cand AS (\n{pending_scan}\n)"
     return compose(
-        _CLAIM_FAST, cand=compose(cand, scope=scope, pending_scan=_PENDING_SCAN.strip("\n")),
+        _CLAIM_FAST, cand=compose(cand, scope=scope, pending_scan=_PENDING_SCAN.strip("\n"),
+                                  not_paused=_NOT_PAUSED[scope]),
         open_attempt=compose(_OPEN_FROM_CAND, claimer=_CLAIMER[scope]), lease=_LEASE,
         todo_cols=_todo_cols("t", CLAIM_KNOWN),
         prior=PRIOR_ATTEMPTS,
@@ -716,7 +735,8 @@ SELECT {todo_cols}, l.*, coalesce({match}, false) AS matches
 # Classify a miss: the todo as the caller may see it, or nothing (REQ-19).
 SQL_CLASSIFY = {
     name: compose("SELECT t.state::text AS state, t.owner, t.lease_expires_at <= {NOW} AS lapsed, "
-                  "t.next_retry_at FROM todos t WHERE t.id = %(id)s AND {scope}", scope=scope)
+                  "t.next_retry_at, t.queue, t.queue = ANY({paused}) AS paused FROM todos t WHERE t.id = %(id)s AND {scope}",
+                  scope=scope, paused=_PAUSED)
     for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
 }
 
@@ -849,15 +869,106 @@ SQL_QUEUE_STATES = "SELECT queue, state::text AS state, count(*) AS n FROM todos
 # newest it knows (migrations apply in order, so every earlier one is applied too).
 SQL_SCHEMA_VERSION = "SELECT coalesce(max(version), 0) AS version FROM schema_migrations"
 # The doorbell heartbeat: each listening endpoint's oldest pending todos (ids only), so one
-# busy endpoint can never starve another's. Walks the pending index per endpoint.
+# busy endpoint can never starve another's. Walks the pending index per endpoint; passes
+# over the queues the endpoint's human paused (nothing there can be claimed); with a queue,
+# that queue only (a resumed queue rings its ready todos).
 SQL_READY_TODOS = """
 SELECT t.id, t.endpoint_id::text AS endpoint_id, t.queue
-  FROM unnest(%(endpoint_ids)s::uuid[]) AS e(id)
+  FROM endpoints e
   CROSS JOIN LATERAL (
     SELECT t.id, t.endpoint_id, t.queue FROM todos t
      WHERE t.endpoint_id = e.id AND t.state = 'pending'
+       AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
+       AND t.queue <> ALL(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = e.user_id))
      ORDER BY t.created_at, t.id LIMIT %(limit)s) t
+ WHERE e.id = ANY(%(endpoint_ids)s::uuid[])
 """
+
+# -- queue pauses (migration 0003), each scoped to the owning human in the statement
+# a queue of the human's endpoints -> paused (already paused: no row, nothing notified)
+SQL_QUEUE_PAUSE = compose("""
+WITH ins AS (
+  INSERT INTO queue_pauses (user_id, queue, paused_at)
+  SELECT %(user_id)s, %(queue)s, {NOW}
+   WHERE EXISTS (SELECT 1 FROM endpoints e WHERE e.user_id = %(user_id)s AND %(queue)s::text = ANY(e.queues))
+  ON CONFLICT (user_id, queue) DO NOTHING
+  RETURNING queue, paused_at
+)
+SELECT ins.queue, ins.paused_at,
+       pg_notify('{channel}', json_build_object('kind', 'queue_paused', 'user', %(user_id)s::bigint,
+                                                'queue', ins.queue)::text)
+  FROM ins
+""")
+# paused -> resumed; every process's doorbell then rings the queue's ready todos
+SQL_QUEUE_RESUME = compose("""
+WITH del AS (
+  DELETE FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = %(queue)s
+  RETURNING p.queue
+)
+SELECT del.queue,
+       pg_notify('{channel}', json_build_object('kind', 'queue_resumed', 'user', %(user_id)s::bigint,
+                                                'queue', del.queue)::text)
+  FROM del
+""")
+# Classify a pause or resume that changed nothing: is the queue one of the human's, and is
+# it paused (since when)?
+SQL_QUEUE_PAUSE_STATE = """
+SELECT EXISTS (SELECT 1 FROM endpoints e WHERE e.user_id = %(user_id)s AND %(queue)s::text = ANY(e.queues)) AS known,
+       (SELECT p.paused_at FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = %(queue)s) AS paused_at
+"""
+# /metrics: how many humans have paused each queue (read at scrape; one row per pause).
+SQL_QUEUE_PAUSES_ALL = "SELECT p.queue, count(*) AS n FROM queue_pauses p GROUP BY 1"
+
+# -- the Board's overview, each scoped to the human in the statement (REQ-10)
+# Counts of the human's todos by queue and state: per endpoint of theirs, an index-only scan
+# of its (endpoint_id, created_at, id) index, which carries queue, state and next_retry_at
+# (an aggregate per endpoint, so the planner cannot turn it into a scan of every todo).
+# Every queue of their live endpoints and every paused one is listed, with no todos too.
+SQL_OVERVIEW_COUNTS = """
+SELECT coalesce(c.queue, g.queue) AS queue, coalesce(c.pending, 0) AS pending, coalesce(c.claimed, 0) AS claimed,
+       coalesce(c.input_required, 0) AS input_required, coalesce(c.auth_required, 0) AS auth_required,
+       coalesce(c.retrying, 0) AS retrying, coalesce(c.dead, 0) AS dead, coalesce(c.done, 0) AS done,
+       coalesce(c.canceled, 0) AS canceled, p.paused_at
+  FROM (
+    SELECT x.queue, sum(x.pending)::bigint AS pending, sum(x.claimed)::bigint AS claimed,
+           sum(x.input_required)::bigint AS input_required, sum(x.auth_required)::bigint AS auth_required,
+           sum(x.retrying)::bigint AS retrying, sum(x.dead)::bigint AS dead, sum(x.done)::bigint AS done,
+           sum(x.canceled)::bigint AS canceled
+      FROM endpoints e
+      CROSS JOIN LATERAL (
+        SELECT t.queue,
+               count(*) FILTER (WHERE t.state = 'pending') AS pending,
+               count(*) FILTER (WHERE t.state = 'claimed') AS claimed,
+               count(*) FILTER (WHERE t.state = 'input_required') AS input_required,
+               count(*) FILTER (WHERE t.state = 'auth_required') AS auth_required,
+               count(*) FILTER (WHERE t.state = 'failed' AND t.next_retry_at IS NOT NULL) AS retrying,
+               count(*) FILTER (WHERE t.state = 'failed' AND t.next_retry_at IS NULL) AS dead,
+               count(*) FILTER (WHERE t.state = 'done') AS done,
+               count(*) FILTER (WHERE t.state = 'canceled') AS canceled
+          FROM todos t WHERE t.endpoint_id = e.id GROUP BY t.queue) x
+     WHERE e.user_id = %(user_id)s
+     GROUP BY x.queue) c
+  FULL JOIN (
+    SELECT unnest(e.queues) AS queue FROM endpoints e WHERE e.user_id = %(user_id)s AND e.revoked_at IS NULL
+    UNION SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s) g ON g.queue = c.queue
+  LEFT JOIN queue_pauses p ON p.user_id = %(user_id)s AND p.queue = coalesce(c.queue, g.queue)
+ ORDER BY 1
+"""
+# The overview's chart: attempts of the human's todos closed in the window, by queue,
+# outcome and bucket (0: the newest), through the BRIN index on ended_at: the page ranges
+# that hold attempts closed in the window, never the whole history. The scope is the
+# human's endpoints as an array read once; the planner joins the window's attempts to the
+# human's todos by key, from whichever side it finds smaller.
+SQL_OVERVIEW_OUTCOMES = compose("""
+SELECT t.queue, a.outcome::text AS outcome,
+       floor(extract(epoch FROM {NOW} - a.ended_at) / %(bucket_seconds)s)::int AS bucket,
+       count(*) AS n
+  FROM attempts a JOIN todos t ON t.id = a.todo_id
+ WHERE a.ended_at > {NOW} - %(window_seconds)s * interval '1 second' AND a.ended_at <= {NOW}
+   AND a.outcome IN ('completed', 'failed', 'released', 'lease_expired', 'reaped')
+   AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
+ GROUP BY 1, 2, 3
+""")
 
 
 # -- durable hook delivery (the outbox rows written by the transitions above)
@@ -892,5 +1003,6 @@ SQL_ATTEMPT_SUMMARY = compose("SELECT {summary} AS summary FROM todos t WHERE t.
 READS = frozenset({
     *SQL_GET.values(), *SQL_LIST.values(), SQL_LIST_ROW, *SQL_CLASSIFY.values(), SQL_REPLAY_LOOKUP,
     SQL_USER_BY_NAME, SQL_USER_BY_ID, SQL_ENDPOINT_AUTH, SQL_ENDPOINTS_OF_USER, SQL_ENDPOINT_OWNER,
-    SQL_QUEUE_STATES, SQL_READY_TODOS, SQL_ATTEMPT_SUMMARY,
+    SQL_QUEUE_STATES, SQL_READY_TODOS, SQL_ATTEMPT_SUMMARY, SQL_QUEUE_PAUSE_STATE, SQL_QUEUE_PAUSES_ALL,
+    SQL_OVERVIEW_COUNTS, SQL_OVERVIEW_OUTCOMES,
 })

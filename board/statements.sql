@@ -127,7 +127,7 @@ RETURNING t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner
 WITH cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
-   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.id = %(id)s
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.id = %(id)s AND NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)
      AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
                                   AND t.attempt < t.max_attempts))
    FOR UPDATE OF t
@@ -194,7 +194,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
 WITH cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
-   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.id = %(id)s AND t.state = 'pending'
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.id = %(id)s AND t.state = 'pending' AND NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)
    FOR UPDATE OF t
 ),
 ins AS (
@@ -314,7 +314,7 @@ WITH lapsed_cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
    WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s) AND t.state = 'claimed' AND t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
-     AND t.attempt < t.max_attempts
+     AND t.attempt < t.max_attempts AND NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)
    ORDER BY t.lease_expires_at
    LIMIT 1
    FOR UPDATE OF t SKIP LOCKED
@@ -322,7 +322,7 @@ WITH lapsed_cand AS (
 pending_cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
-   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s) AND t.state = 'pending'
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s) AND t.state = 'pending' AND NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)
    ORDER BY t.created_at, t.id
    LIMIT 1
    FOR UPDATE OF t SKIP LOCKED
@@ -394,7 +394,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
 WITH cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
-   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s) AND t.state = 'pending'
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s) AND t.state = 'pending' AND NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)
    ORDER BY t.created_at, t.id
    LIMIT 1
    FOR UPDATE OF t SKIP LOCKED
@@ -420,11 +420,11 @@ RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.le
 
 -- name: SQL_CLASSIFY['agent']
 -- Classify a miss: the todo as the caller may see it, or nothing (REQ-19).
-SELECT t.state::text AS state, t.owner, t.lease_expires_at <= coalesce(%(now)s::timestamptz, now()) AS lapsed, t.next_retry_at FROM todos t WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s);
+SELECT t.state::text AS state, t.owner, t.lease_expires_at <= coalesce(%(now)s::timestamptz, now()) AS lapsed, t.next_retry_at, t.queue, t.queue = ANY(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)) AS paused FROM todos t WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s);
 
 -- name: SQL_CLASSIFY['human']
 -- Classify a miss: the todo as the caller may see it, or nothing (REQ-19).
-SELECT t.state::text AS state, t.owner, t.lease_expires_at <= coalesce(%(now)s::timestamptz, now()) AS lapsed, t.next_retry_at FROM todos t WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
+SELECT t.state::text AS state, t.owner, t.lease_expires_at <= coalesce(%(now)s::timestamptz, now()) AS lapsed, t.next_retry_at, t.queue, t.queue = ANY(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)) AS paused FROM todos t WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
 
 -- name: SQL_CLOSE_AGENT[('complete', 'unfenced')]
 -- Agent statements: the owner check always, the fence guard when UNFENCED.
@@ -1178,18 +1178,109 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
      WHERE a.todo_id = t.id AND a.seq = t.attempts_total) l ON true
  WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
 
+-- name: SQL_OVERVIEW_COUNTS
+-- the Board's overview, each scoped to the human in the statement (REQ-10)
+-- Counts of the human's todos by queue and state: per endpoint of theirs, an index-only scan
+-- of its (endpoint_id, created_at, id) index, which carries queue, state and next_retry_at
+-- (an aggregate per endpoint, so the planner cannot turn it into a scan of every todo).
+-- Every queue of their live endpoints and every paused one is listed, with no todos too.
+SELECT coalesce(c.queue, g.queue) AS queue, coalesce(c.pending, 0) AS pending, coalesce(c.claimed, 0) AS claimed,
+       coalesce(c.input_required, 0) AS input_required, coalesce(c.auth_required, 0) AS auth_required,
+       coalesce(c.retrying, 0) AS retrying, coalesce(c.dead, 0) AS dead, coalesce(c.done, 0) AS done,
+       coalesce(c.canceled, 0) AS canceled, p.paused_at
+  FROM (
+    SELECT x.queue, sum(x.pending)::bigint AS pending, sum(x.claimed)::bigint AS claimed,
+           sum(x.input_required)::bigint AS input_required, sum(x.auth_required)::bigint AS auth_required,
+           sum(x.retrying)::bigint AS retrying, sum(x.dead)::bigint AS dead, sum(x.done)::bigint AS done,
+           sum(x.canceled)::bigint AS canceled
+      FROM endpoints e
+      CROSS JOIN LATERAL (
+        SELECT t.queue,
+               count(*) FILTER (WHERE t.state = 'pending') AS pending,
+               count(*) FILTER (WHERE t.state = 'claimed') AS claimed,
+               count(*) FILTER (WHERE t.state = 'input_required') AS input_required,
+               count(*) FILTER (WHERE t.state = 'auth_required') AS auth_required,
+               count(*) FILTER (WHERE t.state = 'failed' AND t.next_retry_at IS NOT NULL) AS retrying,
+               count(*) FILTER (WHERE t.state = 'failed' AND t.next_retry_at IS NULL) AS dead,
+               count(*) FILTER (WHERE t.state = 'done') AS done,
+               count(*) FILTER (WHERE t.state = 'canceled') AS canceled
+          FROM todos t WHERE t.endpoint_id = e.id GROUP BY t.queue) x
+     WHERE e.user_id = %(user_id)s
+     GROUP BY x.queue) c
+  FULL JOIN (
+    SELECT unnest(e.queues) AS queue FROM endpoints e WHERE e.user_id = %(user_id)s AND e.revoked_at IS NULL
+    UNION SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s) g ON g.queue = c.queue
+  LEFT JOIN queue_pauses p ON p.user_id = %(user_id)s AND p.queue = coalesce(c.queue, g.queue)
+ ORDER BY 1;
+
+-- name: SQL_OVERVIEW_OUTCOMES
+-- The overview's chart: attempts of the human's todos closed in the window, by queue,
+-- outcome and bucket (0: the newest), through the BRIN index on ended_at: the page ranges
+-- that hold attempts closed in the window, never the whole history. The scope is the
+-- human's endpoints as an array read once; the planner joins the window's attempts to the
+-- human's todos by key, from whichever side it finds smaller.
+SELECT t.queue, a.outcome::text AS outcome,
+       floor(extract(epoch FROM coalesce(%(now)s::timestamptz, now()) - a.ended_at) / %(bucket_seconds)s)::int AS bucket,
+       count(*) AS n
+  FROM attempts a JOIN todos t ON t.id = a.todo_id
+ WHERE a.ended_at > coalesce(%(now)s::timestamptz, now()) - %(window_seconds)s * interval '1 second' AND a.ended_at <= coalesce(%(now)s::timestamptz, now())
+   AND a.outcome IN ('completed', 'failed', 'released', 'lease_expired', 'reaped')
+   AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
+ GROUP BY 1, 2, 3;
+
+-- name: SQL_QUEUE_PAUSE
+-- queue pauses (migration 0003), each scoped to the owning human in the statement
+-- a queue of the human's endpoints -> paused (already paused: no row, nothing notified)
+WITH ins AS (
+  INSERT INTO queue_pauses (user_id, queue, paused_at)
+  SELECT %(user_id)s, %(queue)s, coalesce(%(now)s::timestamptz, now())
+   WHERE EXISTS (SELECT 1 FROM endpoints e WHERE e.user_id = %(user_id)s AND %(queue)s::text = ANY(e.queues))
+  ON CONFLICT (user_id, queue) DO NOTHING
+  RETURNING queue, paused_at
+)
+SELECT ins.queue, ins.paused_at,
+       pg_notify('switchboard_v1', json_build_object('kind', 'queue_paused', 'user', %(user_id)s::bigint,
+                                                'queue', ins.queue)::text)
+  FROM ins;
+
+-- name: SQL_QUEUE_PAUSES_ALL
+-- /metrics: how many humans have paused each queue (read at scrape; one row per pause).
+SELECT p.queue, count(*) AS n FROM queue_pauses p GROUP BY 1;
+
+-- name: SQL_QUEUE_PAUSE_STATE
+-- Classify a pause or resume that changed nothing: is the queue one of the human's, and is
+-- it paused (since when)?
+SELECT EXISTS (SELECT 1 FROM endpoints e WHERE e.user_id = %(user_id)s AND %(queue)s::text = ANY(e.queues)) AS known,
+       (SELECT p.paused_at FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = %(queue)s) AS paused_at;
+
+-- name: SQL_QUEUE_RESUME
+-- paused -> resumed; every process's doorbell then rings the queue's ready todos
+WITH del AS (
+  DELETE FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = %(queue)s
+  RETURNING p.queue
+)
+SELECT del.queue,
+       pg_notify('switchboard_v1', json_build_object('kind', 'queue_resumed', 'user', %(user_id)s::bigint,
+                                                'queue', del.queue)::text)
+  FROM del;
+
 -- name: SQL_QUEUE_STATES
 SELECT queue, state::text AS state, count(*) AS n FROM todos GROUP BY 1, 2;
 
 -- name: SQL_READY_TODOS
 -- The doorbell heartbeat: each listening endpoint's oldest pending todos (ids only), so one
--- busy endpoint can never starve another's. Walks the pending index per endpoint.
+-- busy endpoint can never starve another's. Walks the pending index per endpoint; passes
+-- over the queues the endpoint's human paused (nothing there can be claimed); with a queue,
+-- that queue only (a resumed queue rings its ready todos).
 SELECT t.id, t.endpoint_id::text AS endpoint_id, t.queue
-  FROM unnest(%(endpoint_ids)s::uuid[]) AS e(id)
+  FROM endpoints e
   CROSS JOIN LATERAL (
     SELECT t.id, t.endpoint_id, t.queue FROM todos t
      WHERE t.endpoint_id = e.id AND t.state = 'pending'
-     ORDER BY t.created_at, t.id LIMIT %(limit)s) t;
+       AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
+       AND t.queue <> ALL(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = e.user_id))
+     ORDER BY t.created_at, t.id LIMIT %(limit)s) t
+ WHERE e.id = ANY(%(endpoint_ids)s::uuid[]);
 
 -- name: SQL_REAP
 -- reaper: claimed, lease lapsed -> pending (attempt < max) or failed dead letter; closes

@@ -82,6 +82,12 @@ from board.statements import (
     SQL_LIST,
     SQL_LIST_ROW,
     READS,
+    SQL_OVERVIEW_COUNTS,
+    SQL_OVERVIEW_OUTCOMES,
+    SQL_QUEUE_PAUSE,
+    SQL_QUEUE_PAUSE_STATE,
+    SQL_QUEUE_PAUSES_ALL,
+    SQL_QUEUE_RESUME,
     SQL_QUEUE_STATES,
     SQL_READY_TODOS,
     SQL_REAP,
@@ -256,7 +262,8 @@ class Store(Accounts):
 
     def _params(self, caller: Caller, **extra) -> dict:
         if isinstance(caller, Agent):
-            params = {"endpoint_id": caller.endpoint_id, "queues": list(caller.queues), "owner": caller.owner}
+            params = {"endpoint_id": caller.endpoint_id, "queues": list(caller.queues), "owner": caller.owner,
+                      "user_id": caller.user_id}  # the owning human, whose queue pauses hold
         else:
             params = {"user_id": caller.user_id, "owner": caller.owner}
         params.update(extra)
@@ -277,6 +284,9 @@ class Store(Accounts):
             msg = "the lease does not match this attempt"
         elif expected and state in HOLDER_STATES and row["owner"] != caller.owner:
             msg = "the todo is held by another claimer"
+        elif (op == "claim" and isinstance(caller, Agent) and row["paused"]
+              and (state == "pending" or (state == "claimed" and row["lapsed"]))):
+            msg = f"the queue {row['queue']} is paused; nothing in it can be claimed until it is resumed"
         elif state == "claimed" and op == "claim" and row["lapsed"]:
             msg = "the lease of the todo's last allowed attempt lapsed; the reaper dead-letters it"
         elif state == "claimed" and op == "claim":
@@ -748,12 +758,62 @@ class Store(Accounts):
             return False
         return row["version"] >= known_version
 
-    async def ready_todos(self, endpoint_ids: Iterable[str], limit: int = 500) -> list[dict]:
-        """Each endpoint's oldest pending todos, ids and queues only (the doorbell heartbeat)."""
+    async def ready_todos(self, endpoint_ids: Iterable[str], limit: int = 500, *, queue: str | None = None) -> list[dict]:
+        """Each endpoint's oldest pending todos outside paused queues (in one queue, if given),
+        ids and queues only (the doorbell heartbeat, and a resumed queue's ring)."""
         ids = list(endpoint_ids)
         if not ids:
             return []
-        return await self._fetch(SQL_READY_TODOS, {"endpoint_ids": ids, "limit": limit}, op="ready")
+        return await self._fetch(SQL_READY_TODOS, {"endpoint_ids": ids, "limit": limit, "queue": queue}, op="ready")
+
+    async def queue_paused_counts(self) -> list[dict]:
+        """Aggregates only, for /metrics: how many humans paused each queue."""
+        return await self._fetch(SQL_QUEUE_PAUSES_ALL, {}, op="metrics")
+
+    # -- queues: pause, resume, the overview (a human's own, scoped in each statement) -----
+
+    def _queue_name(self, queue: Any, op: str) -> str:
+        if not isinstance(queue, str) or not QUEUE_PATTERN.fullmatch(queue):
+            raise Invalid(f"queue must be {QUEUE_RULE}", argument="queue", op=op)
+        return queue
+
+    async def queue_pause(self, caller: Human, queue: Any, *, now: datetime | None = None) -> dict:
+        """A queue of the human's endpoints -> paused: agents claim nothing in it until it is
+        resumed. Pausing a paused queue changes nothing (changed: false)."""
+        queue = self._queue_name(queue, "queue_pause")
+        params = {"user_id": caller.user_id, "queue": queue, "now": now}
+        row = await self._fetch(SQL_QUEUE_PAUSE, params, op="queue_pause", one=True)
+        if row is not None:
+            return {"queue": queue, "paused_at": row["paused_at"], "changed": True}
+        state = await self._fetch(SQL_QUEUE_PAUSE_STATE, params, op="queue_pause", one=True)
+        if state["paused_at"] is None and not state["known"]:
+            raise NotFound("no endpoint of this user is granted that queue", argument="queue", op="queue_pause")
+        return {"queue": queue, "paused_at": state["paused_at"], "changed": False}
+
+    async def queue_resume(self, caller: Human, queue: Any) -> dict:
+        """paused -> resumed; the doorbell rings the queue's ready todos (queue_resumed).
+        Resuming a queue that is not paused changes nothing (changed: false)."""
+        queue = self._queue_name(queue, "queue_resume")
+        params = {"user_id": caller.user_id, "queue": queue}
+        row = await self._fetch(SQL_QUEUE_RESUME, params, op="queue_resume", one=True)
+        if row is not None:
+            return {"queue": queue, "paused_at": None, "changed": True}
+        state = await self._fetch(SQL_QUEUE_PAUSE_STATE, params, op="queue_resume", one=True)
+        if not state["known"]:
+            raise NotFound("no endpoint of this user is granted that queue", argument="queue", op="queue_resume")
+        return {"queue": queue, "paused_at": None, "changed": False}
+
+    async def queue_overview(self, caller: Human) -> list[dict]:
+        """Read: each of the human's queues with its todos counted by state and its pause."""
+        return await self._fetch(SQL_OVERVIEW_COUNTS, {"user_id": caller.user_id}, op="overview")
+
+    async def queue_outcomes(self, caller: Human, *, window_seconds: int, bucket_seconds: int,
+                             now: datetime | None = None) -> list[dict]:
+        """Read: attempts of the human's todos closed in the last window_seconds, counted by
+        queue, outcome and bucket (0: the newest bucket_seconds)."""
+        return await self._fetch(SQL_OVERVIEW_OUTCOMES, {"user_id": caller.user_id, "now": now,
+                                                          "window_seconds": window_seconds,
+                                                          "bucket_seconds": bucket_seconds}, op="overview")
 
     async def todo_attempt_summary(self, todo_id: str) -> dict | None:
         """The exact attempt summary (counts by outcome, recent tokens, omitted), or None."""

@@ -36,6 +36,8 @@ TRANSITION_KINDS = (
 )
 # Kinds of notifications about endpoints rather than todos (no subscriber re-reads a todo).
 CONTROL_KINDS = ("endpoint_revoked",)
+# Kinds of notifications about a human's queue (its pause), for the Board and the doorbell.
+QUEUE_KINDS = ("queue_paused", "queue_resumed")
 # The kind of the transition each closing verb commits.
 CLOSED_BY = {"complete": "completed", "fail": "failed", "release": "released", "cancel": "canceled"}
 

@@ -15,7 +15,7 @@ from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from board import web_bulk, web_live, web_pages, web_todo_forms
+from board import web_bulk, web_live, web_overview, web_pages, web_todo_forms
 from board.errors import SwitchboardError
 from board.resources import resource_dir
 from board.web_view import ENV
@@ -65,7 +65,8 @@ def _no_nul_in_static_path(request) -> None:
 def route_handlers() -> list:
     static = create_static_files_router(path="/static", directories=[resource_dir("static")], name="static",
                                         before_request=_no_nul_in_static_path)
-    return [*web_pages.handlers(), *web_bulk.handlers(), *web_todo_forms.handlers(), *web_live.handlers(), static]
+    return [*web_pages.handlers(), *web_overview.handlers(), *web_bulk.handlers(), *web_todo_forms.handlers(),
+            *web_live.handlers(), static]
 
 
 def _with_security_headers(handler):

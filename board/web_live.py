@@ -6,6 +6,11 @@ an endpoint never changes owner) and drops anything that is not its own human's;
 own, it re-reads the todo through the store with the human as the caller (the owning-human
 predicate in the same statement as the read) and renders the same partials the pages use.
 
+The overview of the human's queues (board/web_overview.py) comes with every snapshot and is
+sent again, as an `overview` event, when the human's todos change (coalesced: at most one
+refresh per stream every OVERVIEW_MIN_SECONDS, one read shared by the human's streams), when
+one of their queues is paused or resumed, and every OVERVIEW_IDLE_SECONDS regardless.
+
 On connect, and whenever the fan-out asks for a resync (its LISTEN connection came back,
 or this stream fell behind), the stream sends a full snapshot of what the page shows, so a
 reconnecting browser and a reconnecting database both end in a full refresh. A read that
@@ -30,7 +35,9 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from board.errors import Invalid, NotFound, Unavailable
 from board.store import Human
+from board.vocabulary import QUEUE_KINDS
 from board.web_context import ATTEMPTS_SHOWN, PAGE_SIZE, Filters, require_human, runtime, web_state
+from board.web_overview import RefreshSchedule, overview_reads, render_overview
 from board.web_view import render
 
 PING_SECONDS = 15.0
@@ -89,11 +96,12 @@ async def render_todo(store, human: Human, todo_id: str, filters: Filters, watch
     return out
 
 
-async def snapshot(store, human: Human, filters: Filters, watched: str | None, csrf: str) -> dict:
+async def snapshot(store, human: Human, filters: Filters, watched: str | None, csrf: str, overview) -> dict:
     listing = await store.todo_list(human, **filters.store_filters(), sort=filters.sort, limit=PAGE_SIZE,
                                     cursor=filters.cursor)
     rows = "".join(render("_todo_row.html", todo=t, human=human, filters=filters) for t in listing["todos"])
-    out = {"rows": rows, "has_more": listing["next_cursor"] is not None, "drawer": None, "watched": watched}
+    out = {"rows": rows, "has_more": listing["next_cursor"] is not None, "drawer": None, "watched": watched,
+           "overview": render_overview(await asyncio.shield(overview), csrf=csrf, back="/" + filters.query())}
     if watched:
         changed = await render_todo(store, human, watched, filters, True, csrf)
         out["drawer"] = changed.get("drawer")
@@ -120,22 +128,36 @@ async def events(request: Request) -> ServerSentEvent:
         except Unavailable:  # a read met the database away: end cleanly; the browser comes back
             yield ServerSentEventMessage(comment="the database is unavailable", retry=RETRY_MS)
 
+    overviews = overview_reads(request.app)
+    back = "/" + filters.query()
+
     async def live() -> AsyncIterator[ServerSentEventMessage]:
         watching = watched
         async with fanout.subscription() as sub:
             # Subscribed first, then the snapshot: nothing committed in between is missed.
-            first = await snapshot(store, human, filters, watching, csrf)
+            first = await snapshot(store, human, filters, watching, csrf, overviews.get(store, human, fresh=True))
             yield message("snapshot", first)
             if first.get("gone"):
                 watching = None  # absent, or not this human's: nothing more to watch
             loop = asyncio.get_running_loop()
             refresh_at = loop.time() + WATCH_REFRESH_SECONDS
+            # The overview: refreshed when this human's todos change, coalesced (RefreshSchedule),
+            # and now and then while nothing changes, so the chart's hour moves on.
+            overview = RefreshSchedule.starting(loop.time())
             while True:
-                wait = max(0.0, refresh_at - loop.time()) if watching else PING_SECONDS
+                now = loop.time()
+                if overview.due(now):  # checked first, so a stream of events cannot hold it off
+                    overview.sent(now)
+                    data = await asyncio.shield(overviews.get(store, human))
+                    yield message("overview", {"overview": render_overview(data, csrf=csrf, back=back)})
+                    continue
+                wait = min(refresh_at if watching else now + PING_SECONDS, overview.at) - now
                 try:
-                    event = await asyncio.wait_for(sub.get(), timeout=wait)
+                    event = await asyncio.wait_for(sub.get(), timeout=max(0.0, wait))
                 except asyncio.TimeoutError:
-                    if watching:
+                    if overview.due(loop.time()):
+                        continue
+                    elif watching:
                         refresh_at = loop.time() + WATCH_REFRESH_SECONDS
                         data = await render_todo(store, human, watching, filters, True, csrf)
                         if data["gone"]:
@@ -147,13 +169,21 @@ async def events(request: Request) -> ServerSentEvent:
                 if event.get("kind") == "shutdown":
                     return  # the server is stopping: end the stream; the browser reconnects
                 if event.get("kind") == "resync":
-                    yield message("snapshot", await snapshot(store, human, filters, watching, csrf))
+                    yield message("snapshot", await snapshot(store, human, filters, watching, csrf,
+                                                             overviews.get(store, human, fresh=True)))
+                    overview.sent(loop.time())
+                    continue
+                if event.get("kind") in QUEUE_KINDS:
+                    if event.get("user") == human.user_id:  # one of this human's queues paused or resumed
+                        overviews.forget(human.user_id)
+                        overview.at_once(loop.time())
                     continue
                 endpoint, todo_id = event.get("endpoint"), event.get("todo")
                 if not endpoint or not todo_id:
                     continue
                 if await state.owner_of(store, str(endpoint)) != human.user_id:
                     continue  # another human's todo: nothing of it reaches this stream
+                overview.changed(loop.time())
                 is_watched = todo_id == watching
                 if is_watched:
                     refresh_at = loop.time() + WATCH_REFRESH_SECONDS

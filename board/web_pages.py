@@ -13,7 +13,7 @@ from litestar.enums import MediaType
 from litestar.params import FromPath
 from litestar.response import Redirect
 
-from board import auth, logs
+from board import auth, logs, web_overview
 from board.errors import Conflict, Invalid, NotFound, SwitchboardError, Unavailable
 from board.store import Human
 from board.web_auth import new_session, safe_next
@@ -84,8 +84,9 @@ async def board_context(request: Request, human: Human, filters: Filters) -> dic
                                     cursor=filters.cursor)
     endpoints = await store.endpoints_of_user(human.user_id)
     queues = sorted({q for e in endpoints for q in e["queues"]} | ({filters.queue} if filters.queue else set()))
+    overview = web_overview.overview_context(await web_overview.overview_data(store, human), "/" + filters.query())
     return {"todos": listing["todos"], "next_cursor": listing["next_cursor"], "filters": filters,
-            "queues": queues, "has_endpoints": bool(endpoints), "active": "board"}
+            "queues": queues, "has_endpoints": bool(endpoints), "active": "board", **overview}
 
 
 @get("/", name="board")

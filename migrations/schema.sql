@@ -170,6 +170,12 @@ CREATE TABLE public.hook_events (
     last_error text,
     CONSTRAINT hook_events_event_check CHECK ((event = ANY (ARRAY['todo.ready'::text, 'todo.dead_lettered'::text])))
 );
+CREATE TABLE public.queue_pauses (
+    user_id bigint NOT NULL,
+    queue text NOT NULL,
+    paused_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT queue_pauses_queue_check CHECK ((queue ~ '^[A-Za-z0-9_.:-]{1,64}$'::text))
+);
 CREATE TABLE public.todos (
     id text DEFAULT (gen_random_uuid())::text NOT NULL COLLATE pg_catalog."C",
     endpoint_id uuid NOT NULL,
@@ -215,17 +221,20 @@ ALTER TABLE ONLY public.endpoints
     ADD CONSTRAINT endpoints_token_hash_key UNIQUE (token_hash);
 ALTER TABLE ONLY public.hook_events
     ADD CONSTRAINT hook_events_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY public.queue_pauses
+    ADD CONSTRAINT queue_pauses_pkey PRIMARY KEY (user_id, queue);
 ALTER TABLE ONLY public.todos
     ADD CONSTRAINT todos_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_username_key UNIQUE (username);
+CREATE INDEX attempts_ended_brin ON public.attempts USING brin (ended_at) WITH (autosummarize='on');
 CREATE INDEX endpoints_user_idx ON public.endpoints USING btree (user_id);
 CREATE INDEX hook_events_delivered_brin ON public.hook_events USING brin (delivered_at);
 CREATE INDEX hook_events_due_idx ON public.hook_events USING btree (next_attempt_at) WHERE (delivered_at IS NULL);
 CREATE INDEX todos_claimed_idx ON public.todos USING btree (endpoint_id) WHERE (state = 'claimed'::public.todo_state);
-CREATE INDEX todos_endpoint_created_idx ON public.todos USING btree (endpoint_id, created_at DESC, id);
+CREATE INDEX todos_endpoint_created_idx ON public.todos USING btree (endpoint_id, created_at DESC, id) INCLUDE (queue, state, next_retry_at);
 CREATE INDEX todos_pending_idx ON public.todos USING btree (endpoint_id, created_at, id) WHERE (state = 'pending'::public.todo_state);
 CREATE INDEX todos_retry_idx ON public.todos USING btree (next_retry_at) WHERE ((state = 'failed'::public.todo_state) AND (next_retry_at IS NOT NULL));
 CREATE INDEX todos_updated_brin ON public.todos USING brin (updated_at);
@@ -235,5 +244,7 @@ ALTER TABLE ONLY public.attempts
     ADD CONSTRAINT attempts_todo_id_fkey FOREIGN KEY (todo_id) REFERENCES public.todos(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.endpoints
     ADD CONSTRAINT endpoints_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.queue_pauses
+    ADD CONSTRAINT queue_pauses_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.todos
     ADD CONSTRAINT todos_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.endpoints(id) ON DELETE CASCADE;

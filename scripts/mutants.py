@@ -35,6 +35,7 @@ RACES = "tests/integration/test_concurrency.py"
 MODEL = "tests/integration/test_store_model.py"
 INVARIANTS = "tests/integration/test_attempt_invariants.py"
 BOUNDARIES = "tests/integration/test_boundaries.py"
+PAUSES = "tests/integration/test_queue_pauses.py"
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,23 @@ MUTANTS: tuple[Mutant, ...] = (
            '_HUMAN_SCOPE = "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)"',
            '_HUMAN_SCOPE = "t.endpoint_id IN (SELECT e.id FROM endpoints e)"',
            (LIFECYCLE,), "a human reaches another human's todos"),
+    # -- queue pauses and the overview (migration 0003) --------------------------------
+    Mutant("pause-claims", "pause", "board/statements.py",
+           '_NOT_PAUSED = {_AGENT_SCOPE: " AND " + _NOT_PAUSED_ROW, _HUMAN_SCOPE: ""}',
+           '_NOT_PAUSED = {_AGENT_SCOPE: "", _HUMAN_SCOPE: ""}',
+           (PAUSES,), "an agent claims in a paused queue, next or by id"),
+    Mutant("pause-scope", "pause", "board/statements.py",
+           "FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)",
+           "FROM queue_pauses p WHERE p.queue = t.queue)",
+           (PAUSES,), "one human's pause holds another human's agents back"),
+    Mutant("overview-counts-scope", "pause", "board/statements.py",
+           "     WHERE e.user_id = %(user_id)s\n     GROUP BY x.queue) c",
+           "     GROUP BY x.queue) c",
+           (PAUSES,), "the overview counts another human's todos"),
+    Mutant("overview-chart-scope", "pause", "board/statements.py",
+           "   AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))",
+           "   AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e))",
+           (PAUSES,), "the overview's chart counts another human's attempts"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the

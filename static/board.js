@@ -291,6 +291,36 @@
     });
   }
 
+  // -- the overview of the queues -----------------------------------------------------
+
+  // Rows by id, and in a row that stays, cells by id: only what changed is replaced, so
+  // the Pause/Resume button under a keyboard user's focus stays put while its queue is busy.
+  function applyOverview(html) {
+    var cur = byId("overview");
+    if (!cur || !html) return;
+    var fresh = parse(html).querySelector("#overview");
+    if (!fresh) return;
+    var body = byId("overview-rows"), freshBody = fresh.querySelector("#overview-rows");
+    if (!body || !freshBody) { replacePreserving(cur, fresh); return; }
+    var rows = Array.prototype.slice.call(freshBody.children).map(function (row) {
+      var old = byId(row.id);
+      if (!old || old.parentNode !== body) return row;
+      patchChildren(old, Array.prototype.slice.call(row.children));
+      return old;
+    });
+    patchChildren(body, rows);
+    var help = byId("overview-help"), freshHelp = fresh.querySelector("#overview-help");
+    if (help && freshHelp) replacePreserving(help, freshHelp);
+  }
+
+  // After a Pause or Resume the page comes back with the control's id as its fragment:
+  // focus it, where the keyboard user left it.
+  function focusFragment() {
+    var m = location.hash.match(/^#(queue-toggle-.+)$/);
+    var el = m && byId(decodeURIComponent(m[1]));
+    if (el) el.focus();
+  }
+
   // -- the drawer --------------------------------------------------------------------
 
   function applyDrawer(html, gone) {
@@ -459,6 +489,7 @@
     es.addEventListener("snapshot", function (ev) {
       var data = JSON.parse(ev.data);
       applyRows(data.rows, data.has_more);
+      applyOverview(data.overview);
       if (data.watched && data.watched === state.drawerId) applyDrawer(data.drawer, data.gone);
       setLive("on", "Live updates: on");
       byId("live-status").dataset.watching = data.watched || "";
@@ -467,6 +498,9 @@
       var data = JSON.parse(ev.data);
       applyRow(data);
       if (data.id === state.drawerId && (data.drawer || data.gone)) applyDrawer(data.drawer, data.gone);
+    });
+    es.addEventListener("overview", function (ev) {
+      applyOverview(JSON.parse(ev.data).overview);
     });
     es.addEventListener("error", function () {
       if (es.readyState === EventSource.CLOSED) {
@@ -525,5 +559,6 @@
   if (d) showDrawer(d);
   var focusTarget = document.querySelector("[data-focus-on-load]");
   if (focusTarget && !d) focusTarget.focus();
+  if (!d) focusFragment();
   connect();
 })();

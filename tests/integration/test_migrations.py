@@ -28,9 +28,9 @@ SCHEMA_HEADER = """-- The schema the migrations build, as pg_dump --schema-only 
 
 async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
     applied = await migrate(empty_db_url)
-    assert applied == ["0001_base", "0002_attempt_history"]
+    assert applied == ["0001_base", "0002_attempt_history", "0003_queue_pauses"]
     rows = await sql_rows(empty_db_url, "SELECT version, name FROM schema_migrations ORDER BY version")
-    assert [(r["version"], r["name"]) for r in rows] == [(1, "base"), (2, "attempt_history")]
+    assert [(r["version"], r["name"]) for r in rows] == [(1, "base"), (2, "attempt_history"), (3, "queue_pauses")]
     assert await migrate(empty_db_url) == []  # idempotent
 
 
@@ -64,7 +64,7 @@ async def test_a_database_from_an_older_development_build_gets_a_one_line_error(
     await migrate(empty_db_url)
     async with await psycopg.AsyncConnection.connect(empty_db_url, autocommit=True) as conn:
         await conn.execute("INSERT INTO schema_migrations (version, name, checksum)"
-                           " VALUES (3, 'pruned_outcome_counts', 'x')")
+                           " VALUES (%s, 'pruned_outcome_counts', 'x')", (len(load_migrations()) + 1,))
     with pytest.raises(MigrationError) as refused:
         await migrate(empty_db_url)
     message = str(refused.value)
@@ -74,7 +74,8 @@ async def test_a_database_from_an_older_development_build_gets_a_one_line_error(
 async def test_switchboard_migrate_on_an_older_build_s_database_prints_one_line_and_exits_2(empty_db_url):
     await migrate(empty_db_url)
     async with await psycopg.AsyncConnection.connect(empty_db_url, autocommit=True) as conn:
-        await conn.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (3, 'old', 'x')")
+        await conn.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, 'old', 'x')",
+                           (len(load_migrations()) + 1,))
     env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
     ran = subprocess.run([sys.executable, "-m", "board", "migrate"], env={**env, "DATABASE_URL": empty_db_url},
                          capture_output=True, text=True, timeout=120)

@@ -1,0 +1,222 @@
+"""The Board's overview of a human's queues: todos counted by state in each queue, each count
+a link to the filtered list; the outcomes of the last hour as a small server-rendered SVG
+chart with its text; and the Pause/Resume control of each queue (its form posts are here).
+
+Both reads go through the store with the signed-in human as the caller (scoped in the
+statements). Live streams (web_live) refresh the overview when the human's todos change, at
+most once per OVERVIEW_MIN_SECONDS, and share one read among the streams of one human that
+refresh within that time (OverviewReads).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from litestar import Request, Response, post
+from litestar.params import FromPath
+
+from board.errors import Invalid, NotFound
+from board.store import Human
+from board.vocabulary import DIED_OUTCOMES
+from board.web_auth import safe_next
+from board.web_context import Filters, checked_form, not_found, redirect, require_human, runtime
+from board.web_view import render
+
+WINDOW_SECONDS = 3600
+BUCKET_SECONDS = 300
+BUCKETS = WINDOW_SECONDS // BUCKET_SECONDS
+# The chart's outcomes, bottom of a bar first; a died attempt's lease lapsed (lease_expired
+# on a takeover, reaped by the reaper).
+CHART_OUTCOMES = ("completed", "released", "failed", "died")
+CHART_WIDTH, CHART_HEIGHT, BAR_WIDTH = BUCKETS * 10, 32, 8
+# Live refreshes: at most one per stream this often while its todos change, and one at
+# least this often while nothing does, so the chart's window moves on.
+OVERVIEW_MIN_SECONDS = 2.0
+OVERVIEW_IDLE_SECONDS = 60.0
+
+# Where each count's link goes: the list's own filters (state, queue, dead). The list has no
+# filter for "retrying" alone, so that count opens the queue's failed todos (the dead
+# letters among them are marked); each interrupt state has its own.
+# Each column: its key, its heading, its link's filters, and what its link says after the
+# count to a screen reader ("3 pending in builds").
+COUNT_COLUMNS = (
+    ("pending", "Pending", {"state": "pending"}, "pending"),
+    ("claimed", "Claimed", {"state": "claimed"}, "claimed"),
+    ("interrupted", "Interrupted", None, "interrupted"),  # input_required and auth_required, linked apart
+    ("retrying", "Retrying", {"state": "failed"}, "retrying"),
+    ("dead", "Dead letters", {"dead": True}, "dead-lettered"),
+    ("done", "Done", {"state": "done"}, "done"),
+    ("canceled", "Canceled", {"state": "canceled"}, "canceled"),
+)
+
+
+def list_link(queue: str, **filters: Any) -> str:
+    return "/" + Filters(queue=queue, **filters).query()
+
+
+def toggle_id(queue: str) -> str:
+    """The id of a queue's Pause/Resume button (queue names are valid in an id and a URL fragment)."""
+    return f"queue-toggle-{queue}"
+
+
+def chart_bars(buckets: list[dict[str, int]], scale: int) -> list[dict]:
+    """Stacked bars, oldest bucket at the left: one rect per outcome with a count. A count
+    too small for the scale still shows as a 1-unit sliver."""
+    bars = []
+    for i, bucket in enumerate(buckets):
+        y = float(CHART_HEIGHT)
+        for outcome in CHART_OUTCOMES:
+            n = bucket[outcome]
+            if not n:
+                continue
+            h = min(y, max(1.0, n * (CHART_HEIGHT - 2) / scale))
+            y -= h
+            bars.append({"outcome": outcome, "x": i * 10 + 1, "y": round(y, 2), "w": BAR_WIDTH, "h": round(h, 2)})
+    return bars
+
+
+def summary_text(totals: dict[str, int]) -> str:
+    if not any(totals.values()):
+        return "no attempts closed"
+    return ", ".join(f"{totals[o]} {o}" for o in CHART_OUTCOMES)
+
+
+async def overview_data(store, human: Human, now: datetime | None = None) -> dict:
+    """The overview as the template shows it: each queue's counts, pause and chart."""
+    now = now or datetime.now(timezone.utc)
+    rows = await store.queue_overview(human)
+    closed = await store.queue_outcomes(human, window_seconds=WINDOW_SECONDS, bucket_seconds=BUCKET_SECONDS, now=now)
+    per_queue: dict[str, list[dict[str, int]]] = {}
+    for r in closed:
+        bucket = int(r["bucket"])
+        if not 0 <= bucket < BUCKETS:
+            continue
+        outcome = "died" if r["outcome"] in DIED_OUTCOMES else r["outcome"]
+        buckets = per_queue.setdefault(r["queue"], [dict.fromkeys(CHART_OUTCOMES, 0) for _ in range(BUCKETS)])
+        buckets[BUCKETS - 1 - bucket][outcome] += int(r["n"])  # bucket 0 is the newest: at the right
+    empty = [dict.fromkeys(CHART_OUTCOMES, 0) for _ in range(BUCKETS)]
+    scale = max([sum(b.values()) for bs in per_queue.values() for b in bs] + [1])
+    queues = []
+    for r in rows:
+        buckets = per_queue.get(r["queue"], empty)
+        totals = {o: sum(b[o] for b in buckets) for o in CHART_OUTCOMES}
+        counts = {k: int(r[k]) for k in ("pending", "claimed", "input_required", "auth_required", "retrying",
+                                          "dead", "done", "canceled")}
+        counts["interrupted"] = counts["input_required"] + counts["auth_required"]
+        queues.append({"name": r["queue"], "paused_at": r["paused_at"], "counts": counts, "totals": totals,
+                       "summary": summary_text(totals), "bars": chart_bars(buckets, scale)})
+    return {"queues": queues, "now": now}
+
+
+def overview_context(data: dict, back: str) -> dict:
+    """What _overview.html reads, as one `overview` value: the data, the count columns and
+    their links, the chart's size, and back (where a Pause/Resume post returns, a local path)."""
+    return {"overview": dict(data, columns=COUNT_COLUMNS, link=list_link, toggle_id=toggle_id, back=back,
+                             chart={"w": CHART_WIDTH, "h": CHART_HEIGHT})}
+
+
+def render_overview(data: dict, *, csrf: str, back: str) -> str:
+    """The overview partial alone, for the live updates."""
+    return render("_overview.html", csrf=csrf, now=data["now"], **overview_context(data, back))
+
+
+@dataclass
+class RefreshSchedule:
+    """When one live stream sends the overview next: a change of the human's todos asks for
+    a refresh at once, but never sooner than min_gap after the last one (changes in between
+    coalesce into it); with no change, idle after the last one; a pause or resume at once."""
+
+    sent_at: float
+    at: float
+    min_gap: float = OVERVIEW_MIN_SECONDS
+    idle: float = OVERVIEW_IDLE_SECONDS
+
+    @classmethod
+    def starting(cls, now: float) -> "RefreshSchedule":
+        return cls(sent_at=now, at=now + OVERVIEW_IDLE_SECONDS)
+
+    def changed(self, now: float) -> None:
+        self.at = min(self.at, max(now, self.sent_at + self.min_gap))
+
+    def at_once(self, now: float) -> None:
+        self.at = now
+
+    def due(self, now: float) -> bool:
+        return now >= self.at
+
+    def sent(self, now: float) -> None:
+        self.sent_at, self.at = now, now + self.idle
+
+
+class OverviewReads:
+    """One overview read per human shared by the streams that refresh it within max_age; a
+    pause or resume drops the human's entry, so the next read is fresh."""
+
+    def __init__(self, max_age: float = OVERVIEW_MIN_SECONDS / 2):
+        self.max_age = max_age
+        self._entries: dict[int, tuple[float, asyncio.Future]] = {}
+
+    def get(self, store, human: Human, *, fresh: bool = False) -> asyncio.Future:
+        now = time.monotonic()
+        entry = self._entries.get(human.user_id)
+        if entry is not None and not fresh and now - entry[0] < self.max_age:
+            return entry[1]
+        fut = asyncio.ensure_future(overview_data(store, human))
+        self._entries[human.user_id] = (now, fut)
+        if len(self._entries) > 1024:  # bound memory: forget stale humans
+            for user_id in [u for u, (at, _) in self._entries.items() if now - at >= self.max_age]:
+                del self._entries[user_id]
+        return fut
+
+    def forget(self, user_id: int) -> None:
+        self._entries.pop(user_id, None)
+
+
+def overview_reads(app) -> OverviewReads:
+    reads = app.state.get("board_overview_reads")
+    if reads is None:
+        reads = OverviewReads()
+        app.state["board_overview_reads"] = reads
+    return reads
+
+
+# -- pause and resume --------------------------------------------------------------------
+
+TOGGLED = {
+    "pause": "Paused queue {q}: agents claim nothing from it until you resume it.",
+    "resume": "Resumed queue {q}: agents can claim its todos again, and listening agents were told.",
+}
+UNCHANGED = {"pause": "Queue {q} was already paused.", "resume": "Queue {q} was not paused."}
+
+
+@post("/queues/{queue:str}/{action:str}")
+async def queue_toggle(request: Request, queue: FromPath[str], action: FromPath[str]) -> Response:
+    """Pause or resume one of the human's queues, then back to the page it was posted from,
+    with focus on the same control (the URL fragment names it; board.js focuses it)."""
+    human, session = await require_human(request)
+    form = await checked_form(request, session)
+    if isinstance(form, Response):
+        return form
+    if action not in TOGGLED:
+        return not_found(request, session, human)
+    store = runtime(request).store
+    try:
+        if action == "pause":
+            result = await store.queue_pause(human, queue)
+        else:
+            result = await store.queue_resume(human, queue)
+    except (NotFound, Invalid):
+        return not_found(request, session, human)
+    overview_reads(request.app).forget(human.user_id)
+    session.set_flash("success" if result["changed"] else "info",
+                      (TOGGLED if result["changed"] else UNCHANGED)[action].format(q=queue))
+    back = safe_next(form.get("next")).split("#", 1)[0]
+    return redirect(request, f"{back}#{toggle_id(queue)}", session)
+
+
+def handlers() -> list:
+    return [queue_toggle]
