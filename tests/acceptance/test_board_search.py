@@ -37,8 +37,9 @@ def timeless(row: str) -> str:
 
 
 def header_cells(page: str) -> list[str]:
-    """The list's column headings (a row-selection column, if any, left out)."""
-    thead = re.search(r"<thead>.*?</thead>", page, re.S).group(0)
+    """The list's column headings (a row-selection column, if any, left out; the overview's
+    table above it is not the list)."""
+    thead = re.search(r'<table class="todos">.*?(<thead>.*?</thead>)', page, re.S).group(1)
     return [re.sub(r"<[^>]+>", "", c).strip()
             for c in re.findall(r"<th scope=\"col\"(?! class=\"select\")[^>]*>.*?</th>", thead, re.S)]
 
