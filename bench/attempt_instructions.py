@@ -52,12 +52,12 @@ from board.db import EmbeddedPostgres, open_pool  # noqa: E402
 VARIANTS = {
     "baseline": (cc.BASELINE_CLAIM_NEXT, cc.BASELINE_COMPLETE, "pre-change"),
     "no-attempts": (cc.BASELINE_CLAIM_NEXT, cc.BASELINE_COMPLETE, "today"),
-    "attempts": (st.SQL_CLAIM_NEXT_FAST, st.SQL_CLOSE_AGENT[("complete", st.UNFENCED)], "today"),
+    "attempts": (st.SQL_CLAIM_NEXT_FAST_UNPAUSED, st.SQL_CLOSE_AGENT[("complete", st.UNFENCED)], "today"),
 }
 DESCRIBED = {
     "baseline": "before SPEC-0034: its statements on its schema (0001)",
     "no-attempts": "the same statements on today's schema",
-    "attempts": "the shipped claim_next and complete on today's schema",
+    "attempts": "the shipped claim_next (no queue paused) and complete on today's schema",
 }
 
 

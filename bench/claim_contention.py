@@ -61,6 +61,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from board import store as st  # noqa: E402
 from board.config import Settings  # noqa: E402
 from board.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
+from board.live import Fanout  # noqa: E402
+from board.pause_cache import PauseCache  # noqa: E402
 
 # The baseline is the system before SPEC-0034: its schema (migration 0001, with the CHECK
 # constraints that 0002 turns into triggers, and no attempts table) and its claim and complete,
@@ -237,8 +239,8 @@ def drop(admin: str, name: str) -> None:
 async def show_plans(url: str, token: str) -> None:
     """The generic plans the pool runs (plan_cache_mode=force_generic_plan), scans only."""
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        for title, text in (("claim_next (fast path)", st.SQL_CLAIM_NEXT_FAST),
-                            ("claim_next (takeover/pruning path)", st.SQL_CLAIM_NEXT),
+        for title, text in (("claim_next (fast path)", st.SQL_CLAIM_NEXT_FAST_UNPAUSED),
+                            ("claim_next (takeover/pruning path)", st.SQL_CLAIM_NEXT_UNPAUSED),
                             ("complete", st.SQL_CLOSE_AGENT[("complete", st.UNFENCED)])):
             query = PostgresQuery(Transformer(conn))
             query.convert(text, {name: None for name in re.findall(r"%\((\w+)\)s", text)})
@@ -263,9 +265,16 @@ class Case:
         self.pool = await open_pool(url, min_size=self.workers + 1, max_size=self.workers + 2)
         pre_change_statements = self.variant in ("baseline", "no-attempts")
         self.store = (BaselineStore if pre_change_statements else st.Store)(self.pool, Settings())
+        # One LISTEN connection, as a server process has, which every variant's notifications
+        # reach; the shipped store's claims consult its pause cache, as a server's do.
+        self.fanout = Fanout(url)
+        if not pre_change_statements:
+            self.store.pauses = PauseCache(self.store, self.fanout)
+        await self.fanout.start()
         self.agent = await self.store.endpoint_authenticate(self.token)
 
     async def close(self) -> None:
+        await self.fanout.stop()
         await self.pool.close()
         drop(self.admin, self.name)
 

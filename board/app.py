@@ -23,6 +23,7 @@ from board.db import EmbeddedPostgres, database_label, migrate, open_pool
 from board.hooks import HookDelivery, TransitionHooks
 from board.live import Fanout
 from board.mcp_server import McpSurface
+from board.pause_cache import PauseCache
 from board.store import Store
 from board.sweeps import Sweeps
 
@@ -87,6 +88,7 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
             store = Store(pool, settings)
             store.observers.append(metrics.observe)
             fanout = Fanout(url)
+            store.pauses = PauseCache(store, fanout)
             await fanout.start()
             sweeps = Sweeps(store, settings)
             hooks = TransitionHooks(store)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable
 
 from board.db import listening
-from board.vocabulary import CONTROL_KINDS, NOTIFY_CHANNEL
+from board.vocabulary import CONTROL_KINDS, NOTIFY_CHANNEL, QUEUE_KINDS
 from board.tasks import cancel_and_wait
 
 log = logging.getLogger("switchboard.live")
@@ -155,9 +155,10 @@ class Fanout:
                             event = json.loads(payload)
                         except ValueError:
                             continue
-                        if event.get("kind") in CONTROL_KINDS:
-                            self._tell_control(event)
-                        else:
+                        kind = event.get("kind")
+                        if kind in CONTROL_KINDS or kind in QUEUE_KINDS:
+                            self._tell_control(event)  # the caches first: no subscriber acts on a stale one
+                        if kind not in CONTROL_KINDS:
                             self.publish(event)
             except asyncio.CancelledError:
                 raise

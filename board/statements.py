@@ -31,6 +31,9 @@ _HUMAN_SCOPE = "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id =
 # passing nearly every row, so claim_next still walks the pending index). Cheaper there than
 # an array of the paused queues read once per statement: each sub-select that a claim
 # evaluates costs it a few per cent (measured side by side; REQ-18 holds the claim's cost).
+# Even so the probe is 2-3% of a claim_next cycle's server work (bench/attempt_instructions.py),
+# so a server process runs claim_next without it while its pause cache vouches for the
+# caller's paused queues (SQL_CLAIM_NEXT_*_UNPAUSED below); claim by id always probes.
 _NOT_PAUSED_ROW = "NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)"
 _NOT_PAUSED = {_AGENT_SCOPE: " AND " + _NOT_PAUSED_ROW, _HUMAN_SCOPE: ""}
 # The same, as an array, where one statement reads it once (classifying a miss).
@@ -279,9 +282,10 @@ cand AS (
 )"""
 
 
-def _claim_sql(scope: str, by_id: bool) -> str:
+def _claim_sql(scope: str, by_id: bool, not_paused: str | None = None) -> str:
+    not_paused = _NOT_PAUSED[scope] if not_paused is None else not_paused
     cand = compose(_CAND_BY_ID if by_id else _CAND_NEXT, scope=scope, pending_scan=_PENDING_SCAN.strip("\n"),
-                   not_paused=_NOT_PAUSED[scope])
+                   not_paused=not_paused)
     return compose(
         _CLAIM,
         cand=cand,
@@ -321,14 +325,15 @@ _PENDING_BY_ID = """cand AS (
 )"""
 
 
-def _claim_fast_sql(scope: str, by_id: bool) -> str:
+def _claim_fast_sql(scope: str, by_id: bool, not_paused: str | None = None) -> str:
+    not_paused = _NOT_PAUSED[scope] if not_paused is None else not_paused
     if by_id:
         cand = _PENDING_BY_ID
     else:  # the pending scan of claim_next alone
         cand = "cand AS (\n{pending_scan}\n)"
     return compose(
         _CLAIM_FAST, cand=compose(cand, scope=scope, pending_scan=_PENDING_SCAN.strip("\n"),
-                                  not_paused=_NOT_PAUSED[scope]),
+                                  not_paused=not_paused),
         open_attempt=compose(_OPEN_FROM_CAND, claimer=_CLAIMER[scope]), lease=_LEASE,
         todo_cols=_todo_cols("t", CLAIM_KNOWN),
         prior=PRIOR_ATTEMPTS,
@@ -341,6 +346,10 @@ SQL_CLAIM_BY_AGENT_FAST = _claim_fast_sql(_AGENT_SCOPE, by_id=True)
 SQL_CLAIM_BY_HUMAN_FAST = _claim_fast_sql(_HUMAN_SCOPE, by_id=True)
 
 SQL_CLAIM_NEXT = _claim_sql(_AGENT_SCOPE, by_id=False)
+# claim_next when the process's pause cache (board/pause_cache.py) has already left the
+# caller's paused queues out of claim_queues: no probe of queue_pauses per claim.
+SQL_CLAIM_NEXT_FAST_UNPAUSED = _claim_fast_sql(_AGENT_SCOPE, by_id=False, not_paused="")
+SQL_CLAIM_NEXT_UNPAUSED = _claim_sql(_AGENT_SCOPE, by_id=False, not_paused="")
 SQL_CLAIM_BY_AGENT = _claim_sql(_AGENT_SCOPE, by_id=True)
 SQL_CLAIM_BY_HUMAN = _claim_sql(_HUMAN_SCOPE, by_id=True)
 
@@ -916,6 +925,8 @@ SQL_QUEUE_PAUSE_STATE = """
 SELECT EXISTS (SELECT 1 FROM endpoints e WHERE e.user_id = %(user_id)s AND %(queue)s::text = ANY(e.queues)) AS known,
        (SELECT p.paused_at FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = %(queue)s) AS paused_at
 """
+# One human's paused queues, for the process's pause cache.
+SQL_QUEUES_PAUSED_BY = "SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s"
 # /metrics: how many humans have paused each queue (read at scrape; one row per pause).
 SQL_QUEUE_PAUSES_ALL = "SELECT p.queue, count(*) AS n FROM queue_pauses p GROUP BY 1"
 
@@ -1004,5 +1015,5 @@ READS = frozenset({
     *SQL_GET.values(), *SQL_LIST.values(), SQL_LIST_ROW, *SQL_CLASSIFY.values(), SQL_REPLAY_LOOKUP,
     SQL_USER_BY_NAME, SQL_USER_BY_ID, SQL_ENDPOINT_AUTH, SQL_ENDPOINTS_OF_USER, SQL_ENDPOINT_OWNER,
     SQL_QUEUE_STATES, SQL_READY_TODOS, SQL_ATTEMPT_SUMMARY, SQL_QUEUE_PAUSE_STATE, SQL_QUEUE_PAUSES_ALL,
-    SQL_OVERVIEW_COUNTS, SQL_OVERVIEW_OUTCOMES,
+    SQL_QUEUES_PAUSED_BY, SQL_OVERVIEW_COUNTS, SQL_OVERVIEW_OUTCOMES,
 })

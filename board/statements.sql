@@ -418,6 +418,117 @@ RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.le
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
   'kind', 'claimed')::text);
 
+-- name: SQL_CLAIM_NEXT_FAST_UNPAUSED
+-- claim_next when the process's pause cache (board/pause_cache.py) has already left the
+-- caller's paused queues out of claim_queues: no probe of queue_pauses per claim.
+WITH cand AS (
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
+    FROM todos t
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s) AND t.state = 'pending'
+   ORDER BY t.created_at, t.id
+   LIMIT 1
+   FOR UPDATE OF t SKIP LOCKED
+),
+ins AS (
+  INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
+                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
+  SELECT cand.id, cand.prev_total + 1, cand.prev_attempt + 1, 'endpoint'::attempt_claimer_kind, %(endpoint_id)s::uuid, %(claimer_session)s::text, %(owner)s, %(claimant)s::text, coalesce(%(now)s::timestamptz, now()),
+         coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second', %(token_hash)s::bytea
+    FROM cand WHERE cand.prev_state = 'pending' AND cand.prev_total < %(history_max)s
+  RETURNING todo_id, seq
+)
+UPDATE todos t
+   SET state = 'claimed', owner = %(owner)s, lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second',
+       attempt = t.attempt + 1, attempts_total = t.attempts_total + 1, updated_at = coalesce(%(now)s::timestamptz, now())
+  FROM ins
+ WHERE t.id = ins.todo_id
+RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.lease_expires_at, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
+       CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, 5) END AS prior_attempts,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'claimed')::text);
+
+-- name: SQL_CLAIM_NEXT_UNPAUSED
+WITH lapsed_cand AS (
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
+    FROM todos t
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s) AND t.state = 'claimed' AND t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
+     AND t.attempt < t.max_attempts
+   ORDER BY t.lease_expires_at
+   LIMIT 1
+   FOR UPDATE OF t SKIP LOCKED
+),
+pending_cand AS (
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
+    FROM todos t
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s) AND t.state = 'pending'
+   ORDER BY t.created_at, t.id
+   LIMIT 1
+   FOR UPDATE OF t SKIP LOCKED
+),
+cand AS (
+  SELECT * FROM pending_cand
+  UNION ALL
+  SELECT * FROM lapsed_cand WHERE NOT EXISTS (SELECT 1 FROM pending_cand)
+),
+lapsed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'lease_expired', disposition = 'requeued'
+    FROM cand
+   WHERE cand.prev_state = 'claimed' AND a.todo_id = cand.id AND a.seq = cand.prev_total
+     AND a.outcome IS NULL
+  RETURNING a.seq, a.attempt, a.claimant, a.claimer_kind, a.claimed_at, a.last_heartbeat_at,
+            a.lease_expires_at, a.ended_at, a.outcome, a.disposition, a.summary,
+            a.summary_truncated, a.artifact, attempt_public(a) AS public
+),
+pruned AS (
+  DELETE FROM attempts a USING cand
+   WHERE cand.prev_total >= %(history_max)s
+     AND a.todo_id = cand.id AND a.seq <= cand.prev_total + 1 - %(history_max)s
+     AND a.ended_at IS NOT NULL
+  RETURNING a.seq, a.outcome
+),
+upd AS (
+  UPDATE todos t
+     SET state = 'claimed', owner = %(owner)s,
+         lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second',
+         attempt = t.attempt + 1, attempts_total = t.attempts_total + 1,
+         attempts_pruned = t.attempts_pruned + (SELECT count(*) FROM pruned),
+         pruned_outcomes = CASE WHEN cand.prev_total < %(history_max)s THEN t.pruned_outcomes
+           ELSE t.pruned_outcomes || coalesce((
+             SELECT jsonb_object_agg(p.outcome, p.n + coalesce((t.pruned_outcomes ->> p.outcome)::int, 0))
+               FROM (SELECT outcome::text AS outcome, count(*) AS n FROM pruned GROUP BY 1) p), '{}') END,
+         updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM cand
+   WHERE t.id = cand.id
+     AND (cand.prev_state = 'pending' OR EXISTS (SELECT 1 FROM lapsed))
+  RETURNING t.*
+),
+ins AS (
+  INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
+                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
+  SELECT upd.id, upd.attempts_total, upd.attempt, 'endpoint'::attempt_claimer_kind, %(endpoint_id)s::uuid, %(claimer_session)s::text, %(owner)s, %(claimant)s::text, coalesce(%(now)s::timestamptz, now()),
+         upd.lease_expires_at, %(token_hash)s::bytea
+    FROM upd 
+  RETURNING todo_id, seq
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       (SELECT to_jsonb(l) - 'public' FROM lapsed l) AS lapsed,
+       CASE WHEN upd.attempts_total > 1 THEN  -- a first claim has no prior attempts (null: none)
+       (SELECT coalesce(json_agg(x.p ORDER BY x.seq DESC), '[]'::json) FROM (
+          SELECT y.seq, y.p FROM (
+            SELECT l.seq, l.public AS p FROM lapsed l
+            UNION ALL
+            (SELECT a.seq, attempt_public(a) FROM attempts a
+              WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
+                AND a.seq NOT IN (SELECT seq FROM pruned)
+              ORDER BY a.seq DESC LIMIT 5)
+          ) y ORDER BY y.seq DESC LIMIT 5) x) END AS prior_attempts,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'claimed')::text)
+  FROM upd, ins;
+
 -- name: SQL_CLASSIFY['agent']
 -- Classify a miss: the todo as the caller may see it, or nothing (REQ-19).
 SELECT t.state::text AS state, t.owner, t.lease_expires_at <= coalesce(%(now)s::timestamptz, now()) AS lapsed, t.next_retry_at, t.queue, t.queue = ANY(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)) AS paused FROM todos t WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s);
@@ -1227,6 +1338,10 @@ SELECT t.queue, a.outcome::text AS outcome,
    AND a.outcome IN ('completed', 'failed', 'released', 'lease_expired', 'reaped')
    AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
  GROUP BY 1, 2, 3;
+
+-- name: SQL_QUEUES_PAUSED_BY
+-- One human's paused queues, for the process's pause cache.
+SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s;
 
 -- name: SQL_QUEUE_PAUSE
 -- queue pauses (migration 0003), each scoped to the owning human in the statement

@@ -68,6 +68,8 @@ from board.statements import (
     SQL_CLAIM_BY_HUMAN_FAST,
     SQL_CLAIM_NEXT,
     SQL_CLAIM_NEXT_FAST,
+    SQL_CLAIM_NEXT_FAST_UNPAUSED,
+    SQL_CLAIM_NEXT_UNPAUSED,
     SQL_CLASSIFY,
     SQL_CLOSE_AGENT,
     SQL_CLOSE_HUMAN,
@@ -87,6 +89,7 @@ from board.statements import (
     SQL_QUEUE_PAUSE,
     SQL_QUEUE_PAUSE_STATE,
     SQL_QUEUE_PAUSES_ALL,
+    SQL_QUEUES_PAUSED_BY,
     SQL_QUEUE_RESUME,
     SQL_QUEUE_STATES,
     SQL_READY_TODOS,
@@ -214,6 +217,9 @@ class Store(Accounts):
     pool: AsyncConnectionPool
     settings: Settings
     observers: list[Observer] = field(default_factory=list)
+    # A server process's cache of each human's paused queues (board/pause_cache.py); None:
+    # every claim_next checks queue_pauses itself.
+    pauses: Any = None
     _away: bool = field(default=False, init=False, repr=False)  # see _connection
 
     # -- plumbing --------------------------------------------------------------------
@@ -419,7 +425,12 @@ class Store(Accounts):
             raise Forbidden(f"this endpoint is not granted queue {queue}", argument="queue", op="claim_next")
         else:
             raise Invalid("queue must be a string", argument="queue", op="claim_next")
-        return await self._claim(caller, (SQL_CLAIM_NEXT_FAST, SQL_CLAIM_NEXT), {"claim_queues": queues}, claimant,
+        sqls = (SQL_CLAIM_NEXT_FAST, SQL_CLAIM_NEXT)
+        paused = await self.pauses.paused_queues(caller.user_id) if self.pauses is not None else None
+        if paused is not None:  # the cache vouches for them: ask for the open queues only
+            queues = [q for q in queues if q not in paused]
+            sqls = (SQL_CLAIM_NEXT_FAST_UNPAUSED, SQL_CLAIM_NEXT_UNPAUSED)
+        return await self._claim(caller, sqls, {"claim_queues": queues}, claimant,
                                  require_fence, lease_seconds, now, op="claim_next", todo_id=None)
 
     def _lease(self, lease_seconds: Any) -> float:
@@ -770,6 +781,11 @@ class Store(Accounts):
         """Aggregates only, for /metrics: how many humans paused each queue."""
         return await self._fetch(SQL_QUEUE_PAUSES_ALL, {}, op="metrics")
 
+    async def queues_paused_by(self, user_id: int) -> frozenset[str]:
+        """Read, for the pause cache: the queues this human has paused."""
+        rows = await self._fetch(SQL_QUEUES_PAUSED_BY, {"user_id": user_id}, op="claim_next")
+        return frozenset(r["queue"] for r in rows)
+
     # -- queues: pause, resume, the overview (a human's own, scoped in each statement) -----
 
     def _queue_name(self, queue: Any, op: str) -> str:
@@ -783,6 +799,8 @@ class Store(Accounts):
         queue = self._queue_name(queue, "queue_pause")
         params = {"user_id": caller.user_id, "queue": queue, "now": now}
         row = await self._fetch(SQL_QUEUE_PAUSE, params, op="queue_pause", one=True)
+        if self.pauses is not None:  # here at once; other processes on its notification
+            self.pauses.forget(caller.user_id)
         if row is not None:
             return {"queue": queue, "paused_at": row["paused_at"], "changed": True}
         state = await self._fetch(SQL_QUEUE_PAUSE_STATE, params, op="queue_pause", one=True)
@@ -796,6 +814,8 @@ class Store(Accounts):
         queue = self._queue_name(queue, "queue_resume")
         params = {"user_id": caller.user_id, "queue": queue}
         row = await self._fetch(SQL_QUEUE_RESUME, params, op="queue_resume", one=True)
+        if self.pauses is not None:
+            self.pauses.forget(caller.user_id)
         if row is not None:
             return {"queue": queue, "paused_at": None, "changed": True}
         state = await self._fetch(SQL_QUEUE_PAUSE_STATE, params, op="queue_resume", one=True)

@@ -230,7 +230,7 @@ async def test_claim_next_walks_the_pending_index_past_a_big_backlog_with_its_pa
             " SELECT %(ep)s, 'work', 'job ' || g, now() + g * interval '1 us' FROM generate_series(1, 30000) g",
             {"ep": agent.endpoint_id})
         await conn.execute("VACUUM ANALYZE todos")
-        for name in ("SQL_CLAIM_NEXT_FAST", "SQL_CLAIM_NEXT"):
+        for name in ("SQL_CLAIM_NEXT_FAST", "SQL_CLAIM_NEXT", "SQL_CLAIM_NEXT_FAST_UNPAUSED", "SQL_CLAIM_NEXT_UNPAUSED"):
             plan = await generic_plan(conn, getattr(st, name))
             text = "\n".join(plan)
             assert "Index Scan using todos_pending_idx on todos" in text, f"{name}:\n{text}"
