@@ -145,9 +145,9 @@ async def selection_of(request: Request, human: Human, form: dict, view: Filters
     return await chosen(store, human, posted_ids(form))
 
 
-@post("/todos/bulk", name="bulk_confirm")
-async def bulk_confirm(request: Request) -> Response:
-    """The confirmation page: what the action would do to the selection. Changes nothing."""
+async def bulk_form(request: Request):
+    """A bulk form's human, session, fields, Board view and action; or the response that
+    refuses it (no session, a bad CSRF token, no action named)."""
     human, session = await require_human(request)
     form = await checked_form(request, session)
     if isinstance(form, Response):
@@ -157,6 +157,16 @@ async def bulk_confirm(request: Request) -> Response:
     if action not in BULK_ACTIONS:
         session.set_flash("error", "Choose Retry, Release or Cancel for the selected todos.")
         return redirect(request, "/" + view.query(), session)
+    return human, session, form, view, action
+
+
+@post("/todos/bulk", name="bulk_confirm")
+async def bulk_confirm(request: Request) -> Response:
+    """The confirmation page: what the action would do to the selection. Changes nothing."""
+    posted = await bulk_form(request)
+    if isinstance(posted, Response):
+        return posted
+    human, session, form, view, action = posted
     if form.get("scope") != "filter" and not posted_ids(form):
         session.set_flash("error", "Select at least one todo first, or choose all todos matching this view.")
         return redirect(request, "/" + view.query(), session)
@@ -172,15 +182,10 @@ async def bulk_confirm(request: Request) -> Response:
 @post("/todos/bulk/apply", name="bulk_apply")
 async def bulk_apply(request: Request) -> Response:
     """Apply the confirmed action, then back to the Board view with the counts."""
-    human, session = await require_human(request)
-    form = await checked_form(request, session)
-    if isinstance(form, Response):
-        return form
-    view = view_of(form)
-    action = form.get("action")
-    if action not in BULK_ACTIONS:
-        session.set_flash("error", "Choose Retry, Release or Cancel for the selected todos.")
-        return redirect(request, "/" + view.query(), session)
+    posted = await bulk_form(request)
+    if isinstance(posted, Response):
+        return posted
+    human, session, form, view, action = posted
     if form.get("scope") == "filter":
         # Resolved again here, through the human's own list: never ids from the form.
         selection = await matching(runtime(request).store, human, view)
