@@ -86,7 +86,7 @@ async def test_a_search_result_and_its_drawer_pass_axe(page: Page, live_server):
 
     await page.goto("/?dead=1&claimant=deployer")
     await expect(page.locator("#todo-rows > tr")).to_have_count(3)
-    await expect(page.locator("thead th:not(.select)")).to_have_text(["Title", "Queue", "State", "Attempt",
+    await expect(page.locator("table.todos thead th:not(.select)")).to_have_text(["Title", "Queue", "State", "Attempt",
                                                                       "Last attempt", "Created", "Updated"])
     await assert_accessible(page, "the dead letters of one claimant")
 
