@@ -1,0 +1,69 @@
+-- Working context that outlives the worker, as one additive migration: notes on an attempt,
+-- continuation chains of todos, and usage per attempt.
+--
+-- attempt_notes: what a worker (or the owning human) wrote while an attempt was open. A note
+-- belongs to its attempt and goes with it (ON DELETE CASCADE: an attempt pruned by the
+-- per-todo cap, or deleted with its todo, takes its notes along, REQ-11). Numbered within
+-- the attempt from 1; the oldest past the per-attempt cap are deleted in the transaction
+-- that adds the newest, and counted on the attempt (notes_pruned), so notes_count stays the
+-- number ever written. last_note_at is activity for derived liveness; nothing about
+-- liveness itself is stored.
+--
+-- Usage: the closing verb's report of tokens, cost and model, on the attempt it closes.
+-- todos.pruned_usage folds in the usage of attempts the per-todo cap deleted (like
+-- pruned_outcomes), so a todo's totals stay exact; NULL while nothing with usage was pruned.
+--
+-- continues_id: the todo this one continues. At most one todo continues any todo (the
+-- partial unique index todos_one_successor), and it never changes after insert, except that
+-- deleting the predecessor (retention) clears it (ON DELETE SET NULL).
+--
+-- Every new column is nullable with no default, and the bounds are domains, checked only
+-- where a statement assigns the column: a claim or a complete that uses none of this writes
+-- no wider rows and evaluates no new check. The trigger fires only for an UPDATE that names
+-- continues_id.
+
+CREATE DOMAIN attempt_note_text AS text CHECK (octet_length(VALUE) BETWEEN 1 AND 2048);
+CREATE DOMAIN attempt_tokens AS bigint CHECK (VALUE BETWEEN 0 AND 1000000000000);
+CREATE DOMAIN attempt_cost_usd AS numeric(18, 6) CHECK (VALUE BETWEEN 0 AND 1000000000);
+CREATE DOMAIN attempt_model AS text CHECK (octet_length(VALUE) BETWEEN 1 AND 128);
+
+CREATE TABLE attempt_notes (
+  todo_id     text COLLATE "C" NOT NULL,
+  seq         attempt_number NOT NULL,
+  n           integer NOT NULL CHECK (n >= 1),
+  at          timestamptz NOT NULL,
+  author_kind attempt_claimer_kind NOT NULL,
+  text        attempt_note_text NOT NULL,
+  truncated   boolean NOT NULL DEFAULT false,
+  PRIMARY KEY (todo_id, seq, n),
+  FOREIGN KEY (todo_id, seq) REFERENCES attempts (todo_id, seq) ON DELETE CASCADE
+);
+
+ALTER TABLE attempts
+  ADD COLUMN notes_count   integer,  -- notes ever written on this attempt (NULL: none)
+  ADD COLUMN notes_pruned  integer,  -- of those, deleted past the cap (NULL: none)
+  ADD COLUMN last_note_at  timestamptz,
+  ADD COLUMN input_tokens  attempt_tokens,
+  ADD COLUMN output_tokens attempt_tokens,
+  ADD COLUMN cost_usd      attempt_cost_usd,
+  ADD COLUMN model         attempt_model;
+
+ALTER TABLE todos
+  ADD COLUMN continues_id text COLLATE "C" REFERENCES todos (id) ON DELETE SET NULL,
+  ADD COLUMN pruned_usage jsonb;  -- {"input_tokens", "output_tokens", "cost_usd"} summed
+
+CREATE UNIQUE INDEX todos_one_successor ON todos (continues_id) WHERE continues_id IS NOT NULL;
+
+CREATE FUNCTION todos_continues_fixed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.continues_id IS NOT NULL THEN
+    RAISE EXCEPTION 'new row for relation "todos" violates check constraint "todos_continues_fixed"'
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'todos_continues_fixed', TABLE = 'todos',
+            DETAIL = 'continues_id never changes after insert';
+  END IF;
+  RETURN NEW;  -- cleared: the predecessor was deleted
+END
+$$;
+CREATE TRIGGER todos_continues_fixed BEFORE UPDATE OF continues_id ON todos
+  FOR EACH ROW WHEN (OLD.continues_id IS DISTINCT FROM NEW.continues_id)
+  EXECUTE FUNCTION todos_continues_fixed();
