@@ -67,3 +67,40 @@ $$;
 CREATE TRIGGER todos_continues_fixed BEFORE UPDATE OF continues_id ON todos
   FOR EACH ROW WHEN (OLD.continues_id IS DISTINCT FROM NEW.continues_id)
   EXECUTE FUNCTION todos_continues_fixed();
+
+-- An attempt as agents and the Board see it, now with its notes' counters and the time of its
+-- last note (columns of the row: the planner still inlines the one expression).
+CREATE OR REPLACE FUNCTION attempt_public(a attempts) RETURNS json LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT json_build_object('seq', a.seq, 'attempt', a.attempt,
+    'claimer_kind', a.claimer_kind, 'claimant', a.claimant, 'claimed_at', a.claimed_at,
+    'last_heartbeat_at', a.last_heartbeat_at, 'lease_expires_at', a.lease_expires_at,
+    'ended_at', a.ended_at, 'outcome', a.outcome, 'disposition', a.disposition,
+    'died', coalesce(a.outcome IN ('lease_expired', 'reaped'), false),
+    'summary', a.summary, 'summary_truncated', a.summary_truncated, 'artifact', a.artifact,
+    'notes_count', coalesce(a.notes_count, 0), 'notes_pruned', coalesce(a.notes_pruned, 0),
+    'last_note_at', a.last_note_at)
+$$;
+
+-- An attempt's n newest notes, newest first ('[]' when none): a walk of the primary key.
+CREATE FUNCTION attempt_notes_newest(todo_id text, seq integer, n integer) RETURNS json
+  LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT coalesce(json_agg(json_build_object('at', x.at, 'text', x.text, 'truncated', x.truncated,
+                                             'author_kind', x.author_kind) ORDER BY x.n DESC), '[]'::json)
+    FROM (SELECT w.n, w.at, w.text, w.truncated, w.author_kind FROM attempt_notes w
+           WHERE w.todo_id = $1 AND w.seq = $2 ORDER BY w.n DESC LIMIT $3) x
+$$;
+
+-- The public attempt with its n newest notes (the attempt entries of a claim's prior_attempts
+-- and of get_todo). An attempt with no notes never looks the notes up.
+CREATE FUNCTION attempt_public_notes(a attempts, n integer) RETURNS json LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT (attempt_public(a)::jsonb || jsonb_build_object('notes',
+            CASE WHEN a.notes_count IS NULL OR $2 = 0 THEN '[]'::json
+                 ELSE attempt_notes_newest(a.todo_id, a.seq, $2) END))::json
+$$;
+
+-- A claim's prior attempts, each with its 3 newest notes (board/vocabulary.py PRIOR_NOTES).
+CREATE OR REPLACE FUNCTION attempt_prior(todo_id text, n integer) RETURNS json LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json)
+    FROM (SELECT a.seq, attempt_public_notes(a, 3) AS j FROM attempts a
+           WHERE a.todo_id = $1 AND a.ended_at IS NOT NULL ORDER BY a.seq DESC LIMIT $2) x
+$$;

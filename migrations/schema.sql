@@ -50,11 +50,19 @@ CREATE TYPE public.todo_state AS ENUM (
     'failed',
     'canceled'
 );
+CREATE FUNCTION public.attempt_notes_newest(todo_id text, seq integer, n integer) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $_$
+  SELECT coalesce(json_agg(json_build_object('at', x.at, 'text', x.text, 'truncated', x.truncated,
+                                             'author_kind', x.author_kind) ORDER BY x.n DESC), '[]'::json)
+    FROM (SELECT w.n, w.at, w.text, w.truncated, w.author_kind FROM attempt_notes w
+           WHERE w.todo_id = $1 AND w.seq = $2 ORDER BY w.n DESC LIMIT $3) x
+$_$;
 CREATE FUNCTION public.attempt_prior(todo_id text, n integer) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $_$
   SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json)
-    FROM (SELECT a.seq, attempt_public(a) AS j FROM attempts a
+    FROM (SELECT a.seq, attempt_public_notes(a, 3) AS j FROM attempts a
            WHERE a.todo_id = $1 AND a.ended_at IS NOT NULL ORDER BY a.seq DESC LIMIT $2) x
 $_$;
 CREATE TABLE public.attempts (
@@ -92,8 +100,17 @@ CREATE FUNCTION public.attempt_public(a public.attempts) RETURNS json
     'last_heartbeat_at', a.last_heartbeat_at, 'lease_expires_at', a.lease_expires_at,
     'ended_at', a.ended_at, 'outcome', a.outcome, 'disposition', a.disposition,
     'died', coalesce(a.outcome IN ('lease_expired', 'reaped'), false),
-    'summary', a.summary, 'summary_truncated', a.summary_truncated, 'artifact', a.artifact)
+    'summary', a.summary, 'summary_truncated', a.summary_truncated, 'artifact', a.artifact,
+    'notes_count', coalesce(a.notes_count, 0), 'notes_pruned', coalesce(a.notes_pruned, 0),
+    'last_note_at', a.last_note_at)
 $$;
+CREATE FUNCTION public.attempt_public_notes(a public.attempts, n integer) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $_$
+  SELECT (attempt_public(a)::jsonb || jsonb_build_object('notes',
+            CASE WHEN a.notes_count IS NULL OR $2 = 0 THEN '[]'::json
+                 ELSE attempt_notes_newest(a.todo_id, a.seq, $2) END))::json
+$_$;
 CREATE FUNCTION public.todos_consistent() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
