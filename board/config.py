@@ -47,6 +47,13 @@ class Settings:
     secret_key: str | None = None
     attempt_summary_from_result: bool = False
     attempt_history_max_per_todo: int = 50
+    # Notes kept per attempt; past it the oldest are deleted and counted (notes_pruned).
+    attempt_notes_max: int = 100
+    # Derived liveness of an open attempt (board/liveness.py): quiet once no activity was
+    # heard for this fraction of the lease last set; an ended lease is overdue, and lapsed
+    # once it has been over for this many seconds.
+    liveness_quiet_fraction: float = 0.5
+    liveness_lapsed_seconds: float = 30.0
     lease_seconds: float = 60.0
     lease_seconds_max: float = 3600.0
     retry_base_seconds: float = 10.0
@@ -98,6 +105,9 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         )
     numbers = {
         "SWITCHBOARD_ATTEMPT_HISTORY_MAX_PER_TODO": ("attempt_history_max_per_todo", int, 5),
+        "SWITCHBOARD_ATTEMPT_NOTES_MAX": ("attempt_notes_max", int, 1),
+        "SWITCHBOARD_LIVENESS_QUIET_FRACTION": ("liveness_quiet_fraction", float, 0.01),
+        "SWITCHBOARD_LIVENESS_LAPSED_SECONDS": ("liveness_lapsed_seconds", float, 0),
         "SWITCHBOARD_LEASE_SECONDS": ("lease_seconds", float, 1),
         "SWITCHBOARD_LEASE_SECONDS_MAX": ("lease_seconds_max", float, 1),
         "SWITCHBOARD_RETRY_BASE_SECONDS": ("retry_base_seconds", float, 0),
@@ -120,6 +130,9 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
     for name, (attr, kind, minimum) in numbers.items():
         if get(name):
             changes[attr] = _number(name, env[name], kind, minimum)
+    if changes.get("liveness_quiet_fraction", 0) > 1:
+        raise Invalid("SWITCHBOARD_LIVENESS_QUIET_FRACTION must be at most 1, not "
+                      f"{env['SWITCHBOARD_LIVENESS_QUIET_FRACTION']!r}", argument="SWITCHBOARD_LIVENESS_QUIET_FRACTION")
     if get("SWITCHBOARD_METRICS_TOKEN"):
         changes["metrics_token"] = get("SWITCHBOARD_METRICS_TOKEN")
     if get("SWITCHBOARD_ALLOWED_HOSTS"):

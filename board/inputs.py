@@ -72,6 +72,19 @@ def clean_claimant(claimant: Any) -> str | None:
     return cut_utf8(stripped, CLAIMANT_MAX_BYTES)[0]
 
 
+def clean_note(text: Any, limit: int) -> tuple[str, bool]:
+    """A note's text: control characters other than newline and tab removed, surrounding
+    whitespace stripped, cut to limit UTF-8 bytes on a character boundary (truncated: it was
+    cut). Empty after cleaning (nothing but control characters or spaces) is invalid."""
+    if not isinstance(text, str):
+        raise Invalid("text must be a string", argument="text")
+    kept = "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) != "Cc").strip()
+    storable(kept, "text")  # control characters (NUL among them) are gone; a lone surrogate is not
+    if not kept:
+        raise Invalid("text must not be empty (after control characters are removed)", argument="text")
+    return cut_utf8(kept, limit)
+
+
 def clean_artifact(artifact: Any) -> str | None:
     if artifact is None:
         return None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from board.vocabulary import CLOSED_BY, NOTIFY_CHANNEL, PRIOR_ATTEMPTS
+from board.vocabulary import CLOSED_BY, NOTIFY_CHANNEL, PRIOR_ATTEMPTS, PRIOR_NOTES
 
 # -- SQL -------------------------------------------------------------------------------
 # {NOW} is the injectable clock: tests pass now= to move time without sleeping.
@@ -190,7 +190,7 @@ lapsed AS (
      AND a.outcome IS NULL
   RETURNING a.seq, a.attempt, a.claimant, a.claimer_kind, a.claimed_at, a.last_heartbeat_at,
             a.lease_expires_at, a.ended_at, a.outcome, a.disposition, a.summary,
-            a.summary_truncated, a.artifact, attempt_public(a) AS public
+            a.summary_truncated, a.artifact, attempt_public_notes(a, {prior_notes}) AS public
 ),
 pruned AS (
   DELETE FROM attempts a USING cand
@@ -223,7 +223,7 @@ SELECT {todo_cols},
           SELECT y.seq, y.p FROM (
             SELECT l.seq, l.public AS p FROM lapsed l
             UNION ALL
-            (SELECT a.seq, attempt_public(a) FROM attempts a
+            (SELECT a.seq, attempt_public_notes(a, {prior_notes}) FROM attempts a
               WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
                 AND a.seq NOT IN (SELECT seq FROM pruned)
               ORDER BY a.seq DESC LIMIT {prior})
@@ -291,7 +291,7 @@ def _claim_sql(scope: str, by_id: bool, not_paused: str | None = None) -> str:
         cand=cand,
         open_attempt=compose(_OPEN_FROM_UPD, claimer=_CLAIMER[scope]),
         todo_cols=_todo_cols("upd", CLAIM_KNOWN),
-        prior=PRIOR_ATTEMPTS,
+        prior=PRIOR_ATTEMPTS, prior_notes=PRIOR_NOTES,
         notify=compose(_NOTIFY, r="upd", kind="claimed"),
     )
 
@@ -537,6 +537,49 @@ SQL_HEARTBEAT = {
     for mode in (UNFENCED, TOKEN_CHECKED)
 }
 
+# -- note: held -> held, unchanged; appends a note to the open attempt, sets its last_note_at
+# (activity, not a lease: the lease stays as it is), and deletes the oldest notes past the
+# per-attempt cap, counted in notes_pruned, in the same statement. The todo row is locked
+# first (todo before attempt, as everywhere), and the todo itself is not written.
+_NOTE = """
+WITH cur AS (
+  SELECT t.id, t.endpoint_id, t.queue, t.state, t.attempts_total FROM todos t
+   WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) {owner}
+   FOR UPDATE OF t
+),
+att AS (
+  UPDATE attempts a
+     SET notes_count = coalesce(a.notes_count, 0) + 1,
+         notes_pruned = nullif(greatest(coalesce(a.notes_pruned, 0), coalesce(a.notes_count, 0) + 1 - %(notes_max)s), 0),
+         last_note_at = {NOW}
+    FROM cur
+   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.outcome IS NULL {fence}
+  RETURNING a.todo_id, a.seq, a.notes_count, a.notes_pruned, a.last_note_at
+),
+ins AS (
+  INSERT INTO attempt_notes (todo_id, seq, n, at, author_kind, text, truncated)
+  SELECT att.todo_id, att.seq, att.notes_count, att.last_note_at, {author}, %(text)s, %(truncated)s FROM att
+  RETURNING n
+),
+pruned AS (
+  DELETE FROM attempt_notes x USING att
+   WHERE x.todo_id = att.todo_id AND x.seq = att.seq AND x.n <= att.notes_count - %(notes_max)s
+  RETURNING 1
+)
+SELECT cur.id, cur.endpoint_id, cur.queue, att.seq, att.notes_count, coalesce(att.notes_pruned, 0) AS notes_pruned,
+       att.last_note_at AS at, {notify}
+  FROM cur JOIN att ON true JOIN ins ON true
+"""
+# An agent notes on its own attempt, fenced as heartbeat is (UNFENCED / TOKEN_CHECKED); the
+# owning human on any open attempt of their todos (exempt from the fence, REQ-6).
+SQL_NOTE = {
+    mode: compose(_NOTE, scope=_AGENT_SCOPE, owner="AND t.owner = %(owner)s", fence=_FENCE_GUARD[mode],
+                  author="'endpoint'::attempt_claimer_kind", notify=compose(_NOTIFY, r="cur", kind="noted"))
+    for mode in (UNFENCED, TOKEN_CHECKED)
+}
+SQL_NOTE_HUMAN = compose(_NOTE, scope=_HUMAN_SCOPE, owner="", fence="", author="'owner'::attempt_claimer_kind",
+                         notify=compose(_NOTIFY, r="cur", kind="noted"))
+
 # -- interrupt: claimed -> input_required | auth_required; resume: back to claimed with a
 # fresh lease. The attempt stays open across both (REQ-2); resume refreshes its lease.
 _INTERRUPT = """
@@ -660,7 +703,7 @@ SELECT {todo_cols}, a.seq AS closed_seq, a.attempt AS closed_attempt, a.outcome:
 _GET = """
 SELECT {todo_cols}, t.pruned_outcomes,
        (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
-          SELECT a.seq, attempt_public(a) AS j FROM attempts a
+          SELECT a.seq, attempt_public_notes(a, %(notes_limit)s::int) AS j FROM attempts a
            WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,
        (SELECT coalesce(json_object_agg(o.outcome, o.n), '{}'::json) FROM (
           SELECT a.outcome::text AS outcome, count(*) AS n FROM attempts a

@@ -140,7 +140,7 @@ lapsed AS (
      AND a.outcome IS NULL
   RETURNING a.seq, a.attempt, a.claimant, a.claimer_kind, a.claimed_at, a.last_heartbeat_at,
             a.lease_expires_at, a.ended_at, a.outcome, a.disposition, a.summary,
-            a.summary_truncated, a.artifact, attempt_public(a) AS public
+            a.summary_truncated, a.artifact, attempt_public_notes(a, 3) AS public
 ),
 pruned AS (
   DELETE FROM attempts a USING cand
@@ -180,7 +180,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
           SELECT y.seq, y.p FROM (
             SELECT l.seq, l.public AS p FROM lapsed l
             UNION ALL
-            (SELECT a.seq, attempt_public(a) FROM attempts a
+            (SELECT a.seq, attempt_public_notes(a, 3) FROM attempts a
               WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
                 AND a.seq NOT IN (SELECT seq FROM pruned)
               ORDER BY a.seq DESC LIMIT 5)
@@ -233,7 +233,7 @@ lapsed AS (
      AND a.outcome IS NULL
   RETURNING a.seq, a.attempt, a.claimant, a.claimer_kind, a.claimed_at, a.last_heartbeat_at,
             a.lease_expires_at, a.ended_at, a.outcome, a.disposition, a.summary,
-            a.summary_truncated, a.artifact, attempt_public(a) AS public
+            a.summary_truncated, a.artifact, attempt_public_notes(a, 3) AS public
 ),
 pruned AS (
   DELETE FROM attempts a USING cand
@@ -273,7 +273,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
           SELECT y.seq, y.p FROM (
             SELECT l.seq, l.public AS p FROM lapsed l
             UNION ALL
-            (SELECT a.seq, attempt_public(a) FROM attempts a
+            (SELECT a.seq, attempt_public_notes(a, 3) FROM attempts a
               WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
                 AND a.seq NOT IN (SELECT seq FROM pruned)
               ORDER BY a.seq DESC LIMIT 5)
@@ -340,7 +340,7 @@ lapsed AS (
      AND a.outcome IS NULL
   RETURNING a.seq, a.attempt, a.claimant, a.claimer_kind, a.claimed_at, a.last_heartbeat_at,
             a.lease_expires_at, a.ended_at, a.outcome, a.disposition, a.summary,
-            a.summary_truncated, a.artifact, attempt_public(a) AS public
+            a.summary_truncated, a.artifact, attempt_public_notes(a, 3) AS public
 ),
 pruned AS (
   DELETE FROM attempts a USING cand
@@ -380,7 +380,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
           SELECT y.seq, y.p FROM (
             SELECT l.seq, l.public AS p FROM lapsed l
             UNION ALL
-            (SELECT a.seq, attempt_public(a) FROM attempts a
+            (SELECT a.seq, attempt_public_notes(a, 3) FROM attempts a
               WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
                 AND a.seq NOT IN (SELECT seq FROM pruned)
               ORDER BY a.seq DESC LIMIT 5)
@@ -1013,7 +1013,7 @@ SELECT a.lease_token_hash
 -- reads, each filtered by the owner scope in the same statement (REQ-10)
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.pruned_outcomes,
        (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
-          SELECT a.seq, attempt_public(a) AS j FROM attempts a
+          SELECT a.seq, attempt_public_notes(a, %(notes_limit)s::int) AS j FROM attempts a
            WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,
        (SELECT coalesce(json_object_agg(o.outcome, o.n), '{}'::json) FROM (
           SELECT a.outcome::text AS outcome, count(*) AS n FROM attempts a
@@ -1025,7 +1025,7 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 -- reads, each filtered by the owner scope in the same statement (REQ-10)
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.pruned_outcomes,
        (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
-          SELECT a.seq, attempt_public(a) AS j FROM attempts a
+          SELECT a.seq, attempt_public_notes(a, %(notes_limit)s::int) AS j FROM attempts a
            WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,
        (SELECT coalesce(json_object_agg(o.outcome, o.n), '{}'::json) FROM (
           SELECT a.outcome::text AS outcome, count(*) AS n FROM attempts a
@@ -1288,6 +1288,103 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
       FROM attempts a CROSS JOIN LATERAL (SELECT btrim(regexp_replace(a.summary, '\s+', ' ', 'g')) AS line) s
      WHERE a.todo_id = t.id AND a.seq = t.attempts_total) l ON true
  WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
+
+-- name: SQL_NOTE['unfenced']
+-- An agent notes on its own attempt, fenced as heartbeat is (UNFENCED / TOKEN_CHECKED); the
+-- owning human on any open attempt of their todos (exempt from the fence, REQ-6).
+WITH cur AS (
+  SELECT t.id, t.endpoint_id, t.queue, t.state, t.attempts_total FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+att AS (
+  UPDATE attempts a
+     SET notes_count = coalesce(a.notes_count, 0) + 1,
+         notes_pruned = nullif(greatest(coalesce(a.notes_pruned, 0), coalesce(a.notes_count, 0) + 1 - %(notes_max)s), 0),
+         last_note_at = coalesce(%(now)s::timestamptz, now())
+    FROM cur
+   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.outcome IS NULL AND a.lease_token_hash IS NULL
+  RETURNING a.todo_id, a.seq, a.notes_count, a.notes_pruned, a.last_note_at
+),
+ins AS (
+  INSERT INTO attempt_notes (todo_id, seq, n, at, author_kind, text, truncated)
+  SELECT att.todo_id, att.seq, att.notes_count, att.last_note_at, 'endpoint'::attempt_claimer_kind, %(text)s, %(truncated)s FROM att
+  RETURNING n
+),
+pruned AS (
+  DELETE FROM attempt_notes x USING att
+   WHERE x.todo_id = att.todo_id AND x.seq = att.seq AND x.n <= att.notes_count - %(notes_max)s
+  RETURNING 1
+)
+SELECT cur.id, cur.endpoint_id, cur.queue, att.seq, att.notes_count, coalesce(att.notes_pruned, 0) AS notes_pruned,
+       att.last_note_at AS at, pg_notify('switchboard_v1', json_build_object(
+  'todo', cur.id, 'endpoint', cur.endpoint_id, 'queue', cur.queue, 'state', cur.state,
+  'kind', 'noted')::text)
+  FROM cur JOIN att ON true JOIN ins ON true;
+
+-- name: SQL_NOTE['token_checked']
+-- An agent notes on its own attempt, fenced as heartbeat is (UNFENCED / TOKEN_CHECKED); the
+-- owning human on any open attempt of their todos (exempt from the fence, REQ-6).
+WITH cur AS (
+  SELECT t.id, t.endpoint_id, t.queue, t.state, t.attempts_total FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+att AS (
+  UPDATE attempts a
+     SET notes_count = coalesce(a.notes_count, 0) + 1,
+         notes_pruned = nullif(greatest(coalesce(a.notes_pruned, 0), coalesce(a.notes_count, 0) + 1 - %(notes_max)s), 0),
+         last_note_at = coalesce(%(now)s::timestamptz, now())
+    FROM cur
+   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.outcome IS NULL 
+  RETURNING a.todo_id, a.seq, a.notes_count, a.notes_pruned, a.last_note_at
+),
+ins AS (
+  INSERT INTO attempt_notes (todo_id, seq, n, at, author_kind, text, truncated)
+  SELECT att.todo_id, att.seq, att.notes_count, att.last_note_at, 'endpoint'::attempt_claimer_kind, %(text)s, %(truncated)s FROM att
+  RETURNING n
+),
+pruned AS (
+  DELETE FROM attempt_notes x USING att
+   WHERE x.todo_id = att.todo_id AND x.seq = att.seq AND x.n <= att.notes_count - %(notes_max)s
+  RETURNING 1
+)
+SELECT cur.id, cur.endpoint_id, cur.queue, att.seq, att.notes_count, coalesce(att.notes_pruned, 0) AS notes_pruned,
+       att.last_note_at AS at, pg_notify('switchboard_v1', json_build_object(
+  'todo', cur.id, 'endpoint', cur.endpoint_id, 'queue', cur.queue, 'state', cur.state,
+  'kind', 'noted')::text)
+  FROM cur JOIN att ON true JOIN ins ON true;
+
+-- name: SQL_NOTE_HUMAN
+WITH cur AS (
+  SELECT t.id, t.endpoint_id, t.queue, t.state, t.attempts_total FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s) AND t.state = ANY(%(from_states)s::todo_state[]) 
+   FOR UPDATE OF t
+),
+att AS (
+  UPDATE attempts a
+     SET notes_count = coalesce(a.notes_count, 0) + 1,
+         notes_pruned = nullif(greatest(coalesce(a.notes_pruned, 0), coalesce(a.notes_count, 0) + 1 - %(notes_max)s), 0),
+         last_note_at = coalesce(%(now)s::timestamptz, now())
+    FROM cur
+   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.outcome IS NULL 
+  RETURNING a.todo_id, a.seq, a.notes_count, a.notes_pruned, a.last_note_at
+),
+ins AS (
+  INSERT INTO attempt_notes (todo_id, seq, n, at, author_kind, text, truncated)
+  SELECT att.todo_id, att.seq, att.notes_count, att.last_note_at, 'owner'::attempt_claimer_kind, %(text)s, %(truncated)s FROM att
+  RETURNING n
+),
+pruned AS (
+  DELETE FROM attempt_notes x USING att
+   WHERE x.todo_id = att.todo_id AND x.seq = att.seq AND x.n <= att.notes_count - %(notes_max)s
+  RETURNING 1
+)
+SELECT cur.id, cur.endpoint_id, cur.queue, att.seq, att.notes_count, coalesce(att.notes_pruned, 0) AS notes_pruned,
+       att.last_note_at AS at, pg_notify('switchboard_v1', json_build_object(
+  'todo', cur.id, 'endpoint', cur.endpoint_id, 'queue', cur.queue, 'state', cur.state,
+  'kind', 'noted')::text)
+  FROM cur JOIN att ON true JOIN ins ON true;
 
 -- name: SQL_OVERVIEW_COUNTS
 -- the Board's overview, each scoped to the human in the statement (REQ-10)

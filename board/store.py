@@ -19,7 +19,7 @@ import logging
 import secrets
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Callable, Iterable
 
 import psycopg
@@ -27,7 +27,7 @@ from psycopg import errors as pgerrors
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from board import logs
+from board import liveness, logs
 from board.config import Settings
 from board.accounts import Accounts
 from board.errors import Conflict, Forbidden, Internal, Invalid, NotFound, SwitchboardError, Unavailable
@@ -35,6 +35,7 @@ from board.inputs import (
     checked_todo_id,
     clean_artifact,
     clean_claimant,
+    clean_note,
     cut_utf8,
     hash_token,
     json_object,
@@ -83,6 +84,8 @@ from board.statements import (
     SQL_INTERRUPT,
     SQL_LIST,
     SQL_LIST_ROW,
+    SQL_NOTE,
+    SQL_NOTE_HUMAN,
     READS,
     SQL_OVERVIEW_COUNTS,
     SQL_OVERVIEW_OUTCOMES,
@@ -116,8 +119,12 @@ from board.vocabulary import (  # noqa: F401 (the vocabulary is re-exported for 
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
     LIST_SORTS,
+    NOTE_MAX_BYTES,
+    NOTES_LIMIT_DEFAULT,
+    NOTES_LIMIT_MAX,
     NOTIFY_CHANNEL,
     PRIOR_ATTEMPTS,
+    PRIOR_NOTES,
     QUEUE_PATTERN,
     QUEUE_RULE,
     RESULT_MAX_BYTES,
@@ -130,7 +137,7 @@ log = logging.getLogger("switchboard.store")
 
 # The holder verbs and the states each one acts on (for classifying a miss).
 _HOLDER_OPS = {op: ("claimed",) for op in ("heartbeat", "complete", "fail", "release", "interrupt")} | {
-    "resume": ("input_required", "auth_required")}
+    "resume": ("input_required", "auth_required"), "note": HOLDER_STATES}
 
 
 # How long a checkout waits while the database is known away (Store._connection).
@@ -177,11 +184,15 @@ def _translate(err: Exception, op: str, todo_id: str | None) -> SwitchboardError
 
 # -- the store ---------------------------------------------------------------------------
 
-def _parse_times(obj: dict, keys=("claimed_at", "last_heartbeat_at", "lease_expires_at", "ended_at")) -> dict:
+def _parse_times(obj: dict, keys=("claimed_at", "last_heartbeat_at", "lease_expires_at", "ended_at",
+                                   "last_note_at")) -> dict:
     for k in keys:
         v = obj.get(k)
         if isinstance(v, str):
             obj[k] = datetime.fromisoformat(v)
+    for note in obj.get("notes") or ():
+        if isinstance(note.get("at"), str):
+            note["at"] = datetime.fromisoformat(note["at"])
     return obj
 
 
@@ -297,6 +308,9 @@ class Store(Accounts):
             msg = "the lease of the todo's last allowed attempt lapsed; the reaper dead-letters it"
         elif state == "claimed" and op == "claim":
             msg = "the todo is claimed and its lease has not lapsed"
+        elif op == "note" and state not in HOLDER_STATES:
+            shown = "dead-lettered" if state == "failed" and row["next_retry_at"] is None else state
+            msg = f"the todo has no open attempt to note on (it is {shown})"
         else:
             shown = "dead-lettered" if state == "failed" and row["next_retry_at"] is None else state
             msg = f"the todo is {shown}"
@@ -380,21 +394,35 @@ class Store(Accounts):
         row = await self._fetch(SQL_LIST_ROW, params, op="list_todos", todo_id=todo_id, one=True)
         return None if row is None else _list_row(row) | {"matches": row["matches"]}
 
-    async def todo_get(self, caller: Caller, todo_id: Any, *, attempts_limit: Any = None) -> dict:
-        """Read (REQ-8): the full todo with its attempts newest first, scoped in one statement."""
+    async def todo_get(self, caller: Caller, todo_id: Any, *, attempts_limit: Any = None,
+                       notes_limit: Any = None, now: datetime | None = None) -> dict:
+        """Read (REQ-8): the full todo with its attempts newest first, each with its newest
+        notes_limit notes, scoped in one statement. The open attempt carries its liveness
+        and last_activity_at, derived as of now (board/liveness.py), never stored."""
         if isinstance(caller, Agent):
             caller.require("get_todo")
         todo_id = checked_todo_id(todo_id)
         limit = ATTEMPTS_LIMIT_DEFAULT if attempts_limit is None else positive_int(
             attempts_limit, "attempts_limit", 1, ATTEMPTS_LIMIT_MAX)
+        notes = NOTES_LIMIT_DEFAULT if notes_limit is None else positive_int(notes_limit, "notes_limit", 0,
+                                                                             NOTES_LIMIT_MAX)
         which = "agent" if isinstance(caller, Agent) else "human"
-        row = await self._fetch(SQL_GET[which], self._params(caller, id=todo_id, attempts_limit=limit),
+        row = await self._fetch(SQL_GET[which], self._params(caller, id=todo_id, attempts_limit=limit,
+                                                             notes_limit=notes),
                                 op="get_todo", todo_id=todo_id, one=True)
         if row is None:
             raise NotFound(op="get_todo", todo_id=todo_id)
         out = todo_out(row)
         out["attempts"] = self._prior(row["attempts"])
         out["attempt_outcomes"] = _outcome_counts(row)
+        current = out["attempts"][0] if out["attempts"] and out["attempts"][0]["ended_at"] is None else None
+        if current is not None:
+            live = liveness.derive(current, now or datetime.now(timezone.utc),
+                                   quiet_fraction=self.settings.liveness_quiet_fraction,
+                                   lapsed_seconds=self.settings.liveness_lapsed_seconds)
+            current.update(liveness=live.level, last_activity_at=live.last_activity_at)
+            if isinstance(caller, Human):  # the Board's words for it
+                current["liveness_explanation"] = live.explanation
         if isinstance(caller, Human):
             out["endpoint_id"] = str(row["endpoint_id"])
         return out
@@ -623,6 +651,36 @@ class Store(Accounts):
         self._emit([Transition("lease_extended", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
                                attempts_total=row["attempts_total"])])
         return todo_out(row)
+
+    async def todo_note(self, caller: Caller, todo_id: Any, *, text: Any, lease_token: Any = None,
+                        now: datetime | None = None) -> dict:
+        """held -> held: a note appended to the open attempt (the lease is not extended; the
+        note is activity for liveness). An agent notes on its own attempt, fenced as heartbeat
+        is (REQ-6); the owning human on any open attempt of theirs (author_kind owner). Past
+        the per-attempt cap the oldest notes are deleted and counted, in the same statement."""
+        agent = isinstance(caller, Agent)
+        if agent:
+            caller.require("note")
+        todo_id = checked_todo_id(todo_id)
+        try:
+            text, truncated = clean_note(text, NOTE_MAX_BYTES)
+        except Invalid as e:
+            e.op, e.todo_id = "note", todo_id
+            raise
+        params = self._params(caller, id=todo_id, text=text, truncated=truncated, now=now,
+                              notes_max=max(1, int(self.settings.attempt_notes_max)),
+                              from_states=list(HOLDER_STATES))
+        if agent:
+            row = await self._fenced(caller, SQL_NOTE, lambda mode: mode, params, lease_token, op="note",
+                                     todo_id=todo_id, from_states=HOLDER_STATES)
+        else:
+            row = await self._fetch(SQL_NOTE_HUMAN, params, op="note", todo_id=todo_id, one=True)
+        if row is None:
+            raise await self._classify(caller, todo_id, "note", params)
+        return {"id": row["id"], "attempt_seq": row["seq"], "notes_count": row["notes_count"],
+                "notes_pruned": row["notes_pruned"],
+                "note": {"at": row["at"], "text": text, "truncated": truncated,
+                         "author_kind": "endpoint" if agent else "owner"}}
 
     async def todo_interrupt(self, caller: Agent, todo_id: Any, *, state: Any = "input_required", lease_token=None,
                              now=None) -> dict:

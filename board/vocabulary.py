@@ -26,8 +26,10 @@ DIED_OUTCOMES = ("lease_expired", "reaped")
 # The verbs an endpoint's scope may grant; each is an MCP tool of the same name.
 VERBS = (
     "add_todo", "list_todos", "get_todo", "claim", "claim_next", "heartbeat",
-    "complete", "fail", "release", "cancel", "interrupt", "resume",
+    "complete", "fail", "release", "cancel", "interrupt", "resume", "note",
 )
+# A verb another implies: an endpoint that may keep a lease alive may say what it is doing.
+IMPLIED_BY = {"note": "heartbeat"}
 
 # What each committed transition is called wherever it is reported.
 TRANSITION_KINDS = (
@@ -36,6 +38,9 @@ TRANSITION_KINDS = (
 )
 # Kinds of notifications about endpoints rather than todos (no subscriber re-reads a todo).
 CONTROL_KINDS = ("endpoint_revoked",)
+# Kinds of notifications about an open attempt's working notes (no transition: the todo's
+# state and lease stay as they are; an open drawer re-reads it).
+NOTE_KINDS = ("noted",)
 # Kinds of notifications about a human's queue (its pause), for the Board and the doorbell.
 QUEUE_KINDS = ("queue_paused", "queue_resumed")
 # The kind of the transition each closing verb commits.
@@ -53,6 +58,12 @@ ARTIFACT_MAX_BYTES = 512
 CLAIMANT_MAX_BYTES = 128
 RESULT_MAX_BYTES = 65536
 PRIOR_ATTEMPTS = 5
+# Notes on an attempt (migration 0004): each cut to this many bytes; the newest few come with
+# each prior attempt of a claim, get_todo returns notes_limit of them (0 to the maximum).
+NOTE_MAX_BYTES = 2048
+PRIOR_NOTES = 3
+NOTES_LIMIT_DEFAULT = 5
+NOTES_LIMIT_MAX = 50
 ATTEMPTS_LIMIT_DEFAULT = 20
 ATTEMPTS_LIMIT_MAX = 50
 LIST_LIMIT_DEFAULT = 50
@@ -87,7 +98,7 @@ class Agent:
     def allows(self, verb: str) -> bool:
         if verb == "get_todo":  # REQ-8: an endpoint that may list may read one
             return "get_todo" in self.scope or "list_todos" in self.scope
-        return verb in self.scope
+        return verb in self.scope or IMPLIED_BY.get(verb) in self.scope
 
     def require(self, verb: str) -> None:
         if not self.allows(verb):

@@ -129,12 +129,40 @@ ACTIONS = {
 }
 
 
+async def todo_note(request: Request, human: Human, session, todo_id: str, form) -> Response:
+    """The owner's note on the open attempt, through the store's note (author kind owner). A
+    note the store refuses as invalid comes back on the drawer with the message next to the
+    field and the text kept; one with no open attempt left, as a flash."""
+    store = runtime(request).store
+    text = str(form.get("text") or "")
+    try:
+        note = await store.todo_note(human, todo_id, text=text)
+    except NotFound:
+        return not_found(request, session, human)
+    except Invalid as e:
+        try:
+            todo = await store.todo_get(human, todo_id, attempts_limit=ATTEMPTS_SHOWN)
+        except (NotFound, Invalid):
+            return not_found(request, session, human)
+        ctx = await board_context(request, human, Filters.of(request.query_params))
+        return page(request, "todo.html", session=session, human=human, title=todo["title"], todo=todo, status=400,
+                    note_error=sentence(e.message), note_value=text, **ctx)
+    except Conflict as e:
+        session.set_flash("error", f"Could not add the note: {e.message}.")
+        return redirect(request, f"/todos/{todo_id}", session)
+    cut = " It was cut to 2048 bytes." if note["note"]["truncated"] else ""
+    session.set_flash("success", f"Note added to attempt {note['attempt_seq']}.{cut}")
+    return redirect(request, f"/todos/{todo_id}", session)
+
+
 @post("/todos/{todo_id:str}/{action:str}")
 async def todo_action(request: Request, todo_id: FromPath[str], action: FromPath[str]) -> Response:
     human, session = await require_human(request)
     form = await checked_form(request, session)
     if isinstance(form, Response):
         return form
+    if action == "note":
+        return await todo_note(request, human, session, todo_id, form)
     if action not in ACTIONS:
         return not_found(request, session, human)
     store = runtime(request).store

@@ -1,17 +1,18 @@
 """How the Board presents store data: the one Jinja environment (autoescape on), its
-filters, and the read-time derivations (liveness of an open attempt, a row's holder and
-its next deadline). No data is marked safe here; templates escape everything.
+filters, and the read-time derivations (a row's holder and its next deadline; an open
+attempt's liveness comes with it from the store, board/liveness.py). No data is marked safe
+here; templates escape everything.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from board.liveness import span
 from board.resources import resource_dir
 from board.inputs import is_https_url
 from board.vocabulary import DIED_OUTCOMES, HOLDER_STATES, LIST_SORTS, STATES, VERBS
@@ -19,10 +20,11 @@ from board.vocabulary import DIED_OUTCOMES, HOLDER_STATES, LIST_SORTS, STATES, V
 
 
 # The vend wizard's verb groups. release sits in a group of its own: it is granted only
-# when ticked, and no other verb implies it (REQ-9).
+# when ticked, and no other verb implies it (REQ-9). heartbeat implies note (an endpoint that
+# may keep a lease alive may say what it is doing).
 VERB_GROUPS = (
     ("Read", ("list_todos", "get_todo")),
-    ("Drain", ("claim", "claim_next", "heartbeat", "complete", "fail")),
+    ("Drain", ("claim", "claim_next", "heartbeat", "note", "complete", "fail")),
     ("Release", ("release",)),
     ("Produce and control", ("add_todo", "cancel", "interrupt", "resume")),
 )
@@ -32,7 +34,8 @@ VERB_HELP = {
     "get_todo": "read one todo with its attempts",
     "claim": "claim a todo by id",
     "claim_next": "claim the oldest ready todo",
-    "heartbeat": "extend the lease it holds",
+    "heartbeat": "extend the lease it holds (also allows note)",
+    "note": "leave working notes on the attempt it holds, for the next worker",
     "complete": "finish the todo it holds",
     "fail": "report a failed attempt",
     "release": "hand a held todo back to the queue, unfinished; implied by no other verb",
@@ -62,15 +65,8 @@ def fmt_iso(value: datetime | None) -> str:
     return value.isoformat(timespec="milliseconds").replace("+00:00", "Z") if value else ""
 
 
-def fmt_span(seconds: float) -> str:
-    seconds = abs(seconds)
-    if seconds < 90:
-        return f"{int(seconds)} s"
-    if seconds < 90 * 60:
-        return f"{int(seconds // 60)} min"
-    if seconds < 36 * 3600:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
+# The one wording of a time span, shared with the derived liveness (board/liveness.py).
+fmt_span = span
 
 
 def fmt_relative(value: datetime | None, now: datetime) -> str:
@@ -135,7 +131,8 @@ def state_label(state: str) -> str:
 
 # How a form names the argument a store message starts with.
 ARGUMENT_LABELS = (("max_attempts", "Max attempts"), ("agent_id", "Agent id"), ("payload", "Payload"),
-                   ("routing", "Routing"), ("title", "The title"), ("queue", "The queue"))
+                   ("routing", "Routing"), ("title", "The title"), ("queue", "The queue"),
+                   ("text", "The note"))
 
 
 def sentence(message: str) -> str:
@@ -146,31 +143,6 @@ def sentence(message: str) -> str:
             break
     message = message[:1].upper() + message[1:]
     return message if message.endswith(".") else message + "."
-
-
-@dataclass(frozen=True)
-class Liveness:
-    """The open attempt's liveness, derived at read time from the last heartbeat (or the
-    claim) and the lease; never stored."""
-
-    level: str  # live | quiet | overdue
-    explanation: str
-
-
-def liveness(attempt: dict, now: datetime) -> Liveness | None:
-    if attempt.get("ended_at") is not None:
-        return None
-    lease = utc(attempt["lease_expires_at"])
-    last = utc(attempt.get("last_heartbeat_at") or attempt["claimed_at"])
-    since = (now - last).total_seconds()
-    heard = "last heartbeat" if attempt.get("last_heartbeat_at") else "claimed, no heartbeat yet,"
-    if lease <= now:
-        return Liveness("overdue", f"lease lapsed {fmt_span((now - lease).total_seconds())} ago; "
-                                   f"{heard} {fmt_span(since)} ago")
-    span = max((lease - last).total_seconds(), 1.0)
-    level = "quiet" if since > span / 2 else "live"
-    return Liveness(level, f"{heard} {fmt_span(since)} ago; lease ends in "
-                           f"{fmt_span((lease - now).total_seconds())}")
 
 
 def holder(todo: dict, user_id: int) -> str:
@@ -224,7 +196,7 @@ def _env() -> Environment:
     )
     env.filters.update(when=fmt_when, iso=fmt_iso, pretty_json=pretty_json, state_label=state_label,
                        span=fmt_span, summary_start=summary_start)
-    env.globals.update(liveness=liveness, holder=holder, deadline=deadline, actions_for=actions_for,
+    env.globals.update(holder=holder, deadline=deadline, actions_for=actions_for,
                        attempt_view=attempt_view, attempt_line=attempt_line, relative=fmt_relative, STATES=STATES, DIED_OUTCOMES=DIED_OUTCOMES,
                        LIST_SORTS=LIST_SORTS, VERB_GROUPS=VERB_GROUPS, VERB_HELP=VERB_HELP)
     return env

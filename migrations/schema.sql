@@ -11,6 +11,8 @@ CREATE TYPE public.attempt_claimer_kind AS ENUM (
     'endpoint',
     'owner'
 );
+CREATE DOMAIN public.attempt_cost_usd AS numeric(18,6)
+	CONSTRAINT attempt_cost_usd_check CHECK (((VALUE >= (0)::numeric) AND (VALUE <= (1000000000)::numeric)));
 CREATE TYPE public.attempt_disposition AS ENUM (
     'done',
     'retry_scheduled',
@@ -18,6 +20,10 @@ CREATE TYPE public.attempt_disposition AS ENUM (
     'requeued',
     'canceled'
 );
+CREATE DOMAIN public.attempt_model AS text
+	CONSTRAINT attempt_model_check CHECK (((octet_length(VALUE) >= 1) AND (octet_length(VALUE) <= 128)));
+CREATE DOMAIN public.attempt_note_text AS text
+	CONSTRAINT attempt_note_text_check CHECK (((octet_length(VALUE) >= 1) AND (octet_length(VALUE) <= 2048)));
 CREATE DOMAIN public.attempt_number AS integer
 	CONSTRAINT attempt_number_check CHECK ((VALUE >= 1));
 CREATE TYPE public.attempt_outcome AS ENUM (
@@ -31,6 +37,8 @@ CREATE TYPE public.attempt_outcome AS ENUM (
 );
 CREATE DOMAIN public.attempt_summary AS text
 	CONSTRAINT attempt_summary_check CHECK ((octet_length(VALUE) <= 2048));
+CREATE DOMAIN public.attempt_tokens AS bigint
+	CONSTRAINT attempt_tokens_check CHECK (((VALUE >= 0) AND (VALUE <= '1000000000000'::bigint)));
 CREATE DOMAIN public.lease_token_sha256 AS bytea
 	CONSTRAINT lease_token_sha256_check CHECK ((length(VALUE) = 32));
 CREATE TYPE public.todo_state AS ENUM (
@@ -42,11 +50,19 @@ CREATE TYPE public.todo_state AS ENUM (
     'failed',
     'canceled'
 );
+CREATE FUNCTION public.attempt_notes_newest(todo_id text, seq integer, n integer) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $_$
+  SELECT coalesce(json_agg(json_build_object('at', x.at, 'text', x.text, 'truncated', x.truncated,
+                                             'author_kind', x.author_kind) ORDER BY x.n DESC), '[]'::json)
+    FROM (SELECT w.n, w.at, w.text, w.truncated, w.author_kind FROM attempt_notes w
+           WHERE w.todo_id = $1 AND w.seq = $2 ORDER BY w.n DESC LIMIT $3) x
+$_$;
 CREATE FUNCTION public.attempt_prior(todo_id text, n integer) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $_$
   SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json)
-    FROM (SELECT a.seq, attempt_public(a) AS j FROM attempts a
+    FROM (SELECT a.seq, attempt_public_notes(a, 3) AS j FROM attempts a
            WHERE a.todo_id = $1 AND a.ended_at IS NOT NULL ORDER BY a.seq DESC LIMIT $2) x
 $_$;
 CREATE TABLE public.attempts (
@@ -67,7 +83,14 @@ CREATE TABLE public.attempts (
     summary public.attempt_summary,
     summary_truncated boolean DEFAULT false NOT NULL,
     artifact public.attempt_artifact,
-    lease_token_hash public.lease_token_sha256
+    lease_token_hash public.lease_token_sha256,
+    notes_count integer,
+    notes_pruned integer,
+    last_note_at timestamp with time zone,
+    input_tokens public.attempt_tokens,
+    output_tokens public.attempt_tokens,
+    cost_usd public.attempt_cost_usd,
+    model public.attempt_model
 );
 CREATE FUNCTION public.attempt_public(a public.attempts) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -77,8 +100,17 @@ CREATE FUNCTION public.attempt_public(a public.attempts) RETURNS json
     'last_heartbeat_at', a.last_heartbeat_at, 'lease_expires_at', a.lease_expires_at,
     'ended_at', a.ended_at, 'outcome', a.outcome, 'disposition', a.disposition,
     'died', coalesce(a.outcome IN ('lease_expired', 'reaped'), false),
-    'summary', a.summary, 'summary_truncated', a.summary_truncated, 'artifact', a.artifact)
+    'summary', a.summary, 'summary_truncated', a.summary_truncated, 'artifact', a.artifact,
+    'notes_count', coalesce(a.notes_count, 0), 'notes_pruned', coalesce(a.notes_pruned, 0),
+    'last_note_at', a.last_note_at)
 $$;
+CREATE FUNCTION public.attempt_public_notes(a public.attempts, n integer) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $_$
+  SELECT (attempt_public(a)::jsonb || jsonb_build_object('notes',
+            CASE WHEN a.notes_count IS NULL OR $2 = 0 THEN '[]'::json
+                 ELSE attempt_notes_newest(a.todo_id, a.seq, $2) END))::json
+$_$;
 CREATE FUNCTION public.todos_consistent() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -123,6 +155,18 @@ BEGIN
     USING ERRCODE = 'check_violation', CONSTRAINT = rule, TABLE = 'todos', DETAIL = why;
 END
 $$;
+CREATE FUNCTION public.todos_continues_fixed() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF NEW.continues_id IS NOT NULL THEN
+    RAISE EXCEPTION 'new row for relation "todos" violates check constraint "todos_continues_fixed"'
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'todos_continues_fixed', TABLE = 'todos',
+            DETAIL = 'continues_id never changes after insert';
+  END IF;
+  RETURN NEW;  -- cleared: the predecessor was deleted
+END
+$$;
 CREATE FUNCTION public.todos_fields_valid() RETURNS trigger
     LANGUAGE plpgsql
     AS $_$
@@ -143,6 +187,16 @@ BEGIN
   RETURN NEW;
 END
 $_$;
+CREATE TABLE public.attempt_notes (
+    todo_id text NOT NULL COLLATE pg_catalog."C",
+    seq public.attempt_number NOT NULL,
+    n integer NOT NULL,
+    at timestamp with time zone NOT NULL,
+    author_kind public.attempt_claimer_kind NOT NULL,
+    text public.attempt_note_text NOT NULL,
+    truncated boolean DEFAULT false NOT NULL,
+    CONSTRAINT attempt_notes_n_check CHECK ((n >= 1))
+);
 CREATE TABLE public.endpoints (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     user_id bigint NOT NULL,
@@ -194,7 +248,9 @@ CREATE TABLE public.todos (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     attempts_total integer DEFAULT 0 NOT NULL,
     attempts_pruned integer DEFAULT 0 NOT NULL,
-    pruned_outcomes jsonb DEFAULT '{}'::jsonb NOT NULL
+    pruned_outcomes jsonb DEFAULT '{}'::jsonb NOT NULL,
+    continues_id text COLLATE pg_catalog."C",
+    pruned_usage jsonb
 );
 CREATE TABLE public.users (
     id bigint NOT NULL,
@@ -211,6 +267,8 @@ ALTER TABLE public.users ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MAXVALUE
     CACHE 1
 );
+ALTER TABLE ONLY public.attempt_notes
+    ADD CONSTRAINT attempt_notes_pkey PRIMARY KEY (todo_id, seq, n);
 ALTER TABLE ONLY public.attempts
     ADD CONSTRAINT attempts_one_open_per_todo EXCLUDE USING btree (todo_id WITH =) WHERE ((ended_at IS NULL)) DEFERRABLE INITIALLY DEFERRED;
 ALTER TABLE ONLY public.attempts
@@ -235,16 +293,22 @@ CREATE INDEX hook_events_delivered_brin ON public.hook_events USING brin (delive
 CREATE INDEX hook_events_due_idx ON public.hook_events USING btree (next_attempt_at) WHERE (delivered_at IS NULL);
 CREATE INDEX todos_claimed_idx ON public.todos USING btree (endpoint_id) WHERE (state = 'claimed'::public.todo_state);
 CREATE INDEX todos_endpoint_created_idx ON public.todos USING btree (endpoint_id, created_at DESC, id) INCLUDE (queue, state, next_retry_at);
+CREATE UNIQUE INDEX todos_one_successor ON public.todos USING btree (continues_id) WHERE (continues_id IS NOT NULL);
 CREATE INDEX todos_pending_idx ON public.todos USING btree (endpoint_id, created_at, id) WHERE (state = 'pending'::public.todo_state);
 CREATE INDEX todos_retry_idx ON public.todos USING btree (next_retry_at) WHERE ((state = 'failed'::public.todo_state) AND (next_retry_at IS NOT NULL));
 CREATE INDEX todos_updated_brin ON public.todos USING brin (updated_at);
 CREATE TRIGGER todos_consistent BEFORE INSERT OR UPDATE OF state, owner, lease_expires_at, next_retry_at, attempt, attempts_total, attempts_pruned ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_consistent();
+CREATE TRIGGER todos_continues_fixed BEFORE UPDATE OF continues_id ON public.todos FOR EACH ROW WHEN ((old.continues_id IS DISTINCT FROM new.continues_id)) EXECUTE FUNCTION public.todos_continues_fixed();
 CREATE TRIGGER todos_fields_valid BEFORE INSERT OR UPDATE OF queue, title, max_attempts ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_fields_valid();
+ALTER TABLE ONLY public.attempt_notes
+    ADD CONSTRAINT attempt_notes_todo_id_seq_fkey FOREIGN KEY (todo_id, seq) REFERENCES public.attempts(todo_id, seq) ON DELETE CASCADE;
 ALTER TABLE ONLY public.attempts
     ADD CONSTRAINT attempts_todo_id_fkey FOREIGN KEY (todo_id) REFERENCES public.todos(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.endpoints
     ADD CONSTRAINT endpoints_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.queue_pauses
     ADD CONSTRAINT queue_pauses_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.todos
+    ADD CONSTRAINT todos_continues_id_fkey FOREIGN KEY (continues_id) REFERENCES public.todos(id) ON DELETE SET NULL;
 ALTER TABLE ONLY public.todos
     ADD CONSTRAINT todos_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.endpoints(id) ON DELETE CASCADE;

@@ -36,6 +36,7 @@ MODEL = "tests/integration/test_store_model.py"
 INVARIANTS = "tests/integration/test_attempt_invariants.py"
 BOUNDARIES = "tests/integration/test_boundaries.py"
 PAUSES = "tests/integration/test_queue_pauses.py"
+NOTES = "tests/integration/test_attempt_notes.py"
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "        fence=\"\",\n        todo_cols=compose(_TODO_COLS, r=\"upd\"),\n"
            "        notify=compose(_NOTIFY, r=\"upd\", kind=\"resumed\"",
            (FENCE,), "interrupt and resume without a token move a fenced attempt"),
+    Mutant("fence-note-without-token", "fence", "board/statements.py",
+           'scope=_AGENT_SCOPE, owner="AND t.owner = %(owner)s", fence=_FENCE_GUARD[mode],',
+           'scope=_AGENT_SCOPE, owner="AND t.owner = %(owner)s", fence="",',
+           (FENCE,), "a note without a token lands on a fenced attempt"),
     Mutant("fence-any-token-matches", "fence", "board/store.py",
            "if stored is None or not hmac.compare_digest(bytes(stored), presented):", "if stored is None:",
            (FENCE,), "a wrong or stale token is accepted"),
@@ -87,6 +92,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "_INTERRUPT = \"\"\"\nWITH cur AS (\n  SELECT t.id, t.attempts_total FROM todos t\n"
            "   WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[])",
            (FENCE,), "another holder's attempt can be interrupted or resumed"),
+    Mutant("owner-note", "owner", "board/statements.py",
+           'scope=_AGENT_SCOPE, owner="AND t.owner = %(owner)s", fence=_FENCE_GUARD[mode],',
+           'scope=_AGENT_SCOPE, owner="", fence=_FENCE_GUARD[mode],',
+           (FENCE, NOTES), "another holder's attempt takes a note"),
     Mutant("state-heartbeat-on-interrupted", "state", "board/store.py",
            'params = self._params(caller, id=todo_id, lease_seconds=self._lease(lease_seconds), now=now,\n'
            '                              from_states=["claimed"])',
@@ -147,6 +156,17 @@ MUTANTS: tuple[Mutant, ...] = (
            '_HUMAN_SCOPE = "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)"',
            '_HUMAN_SCOPE = "t.endpoint_id IN (SELECT e.id FROM endpoints e)"',
            (LIFECYCLE,), "a human reaches another human's todos"),
+    # -- notes on an attempt (migration 0004) --------------------------------------------
+    Mutant("notes-cap", "notes", "board/statements.py",
+           "x.n <= att.notes_count - %(notes_max)s", "x.n < att.notes_count - %(notes_max)s",
+           (NOTES,), "one note more than the per-attempt cap is kept"),
+    Mutant("notes-pruned-count", "notes", "board/statements.py",
+           "coalesce(a.notes_count, 0) + 1 - %(notes_max)s), 0),", "0), 0),",
+           (NOTES,), "notes deleted past the cap are not counted"),
+    Mutant("notes-scope-human", "notes", "board/statements.py",
+           'SQL_NOTE_HUMAN = compose(_NOTE, scope=_HUMAN_SCOPE,',
+           'SQL_NOTE_HUMAN = compose(_NOTE, scope="true",',
+           (NOTES,), "a human notes on another human's todo"),
     # -- queue pauses and the overview (migration 0003) --------------------------------
     Mutant("pause-claims", "pause", "board/statements.py",
            '_NOT_PAUSED = {_AGENT_SCOPE: " AND " + _NOT_PAUSED_ROW, _HUMAN_SCOPE: ""}',

@@ -342,19 +342,27 @@
     if (!fresh || fresh.dataset.todo !== d.dataset.todo) return;
     fresh.querySelectorAll("[data-patch]").forEach(function (el) {
       var cur = d.querySelector("#" + CSS.escape(el.id));
-      if (cur) replacePreserving(cur, el);
+      // One shown with an error next to its field has no data-patch: it stays as it is.
+      if (cur && cur.hasAttribute("data-patch")) replacePreserving(cur, el);
     });
     var list = d.querySelector("#attempts-list"), freshList = fresh.querySelector("#attempts-list");
     if (!list || !freshList) return;
-    var wasOpen = {};
+    var wasOpen = {}, hadNote = {};
     Array.prototype.slice.call(list.children).forEach(function (li) {
       wasOpen[li.id] = li.classList.contains("attempt-open");
     });
+    list.querySelectorAll(".notes > li").forEach(function (li) { hadNote[li.id] = true; });
     var attempts = Array.prototype.slice.call(freshList.children);
     patchChildren(list, attempts);
-    // Each attempt that opened or closed is one short line in the log, oldest first.
+    // Each attempt that opened or closed, and each new note on an attempt already shown, is
+    // one short line in the log, oldest first.
     attempts.slice().reverse().forEach(function (li) {
       var before = wasOpen[li.id];
+      if (before !== undefined) {
+        Array.prototype.slice.call(li.querySelectorAll(".notes > li")).reverse().forEach(function (note) {
+          if (!hadNote[note.id]) announceAttempt(d, note.dataset.announce);
+        });
+      }
       if (before === undefined || (before && !li.classList.contains("attempt-open"))) {
         announceAttempt(d, li.dataset.announce);
       }
@@ -374,7 +382,8 @@
     if (d.hasAttribute("open")) d.removeAttribute("open"); // the no-JS page renders it open
     d.showModal();
     state.drawerId = d.dataset.todo;
-    var title = d.querySelector("#drawer-title");
+    // A field the server refused (the note) takes focus, with its message beside it.
+    var title = d.querySelector("[aria-invalid=true]") || d.querySelector("#drawer-title");
     (title || d).focus();
     d.addEventListener("close", onDrawerClosed);
   }

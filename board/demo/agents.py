@@ -328,6 +328,9 @@ class Crasher(SimAgent):
             await self.rest(0.5)
             return
         await self.work(1.0)
+        # A working note before it dies: the next claimer reads it in prior_attempts.
+        await self.call("note", id=self.held.id, text=f"run {self.run}: trying the slow path; the cache looks stale",
+                        **self._fence())
         dead, self.held = self.held, None  # from here on nobody holds it: no release, ever
         self.say("died", dead.todo, f"stopped heartbeating; its {self.lease:g} s lease will lapse")
         await self.pause(self.lease + 2.5)  # the lease lapses and the reaper (every 1 s) closes it

@@ -106,6 +106,7 @@ def base_arguments(tool: str, t: dict) -> dict:
         "claim": {"id": t["pending"]},
         "claim_next": {},
         "heartbeat": on_held,
+        "note": {**on_held, "text": "a note"},
         "complete": on_held,
         "fail": on_held,
         "release": on_held,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import re
+from datetime import datetime, timezone
 
 import httpx
 import pytest
@@ -120,7 +121,8 @@ async def test_a_forged_bulk_form_naming_another_humans_todos_changes_nothing_of
     bob_held = await store.todo_add(bob_agent, queue="q", title="bob's held")
     await store.todo_claim(bob_agent, bob_held["id"], claimant="bob-run")
     theirs = [bob_dead["id"], bob_pending["id"], bob_held["id"]]
-    before = [await store.todo_get(bob, i) for i in theirs]
+    at = datetime.now(timezone.utc)  # one clock for both reads: the open attempt's liveness is derived
+    before = [await store.todo_get(bob, i, now=at) for i in theirs]
     async with client_for(live_server) as c:
         token = await sign_in(c, "ada")
         page = await confirm(c, token, "retry", [*theirs, mine["id"]])
@@ -136,7 +138,7 @@ async def test_a_forged_bulk_form_naming_another_humans_todos_changes_nothing_of
             landed = await apply(c, [("csrf_token", token), ("action", action), ("filter", "")]
                                  + [("ids", i) for i in theirs])
             assert flash(landed) == f"{done} 0 todos. 3 were skipped because their state had moved on."
-    assert [await store.todo_get(bob, i) for i in theirs] == before
+    assert [await store.todo_get(bob, i, now=at) for i in theirs] == before
     assert (await store.todo_get(ada, mine["id"]))["dead_letter"]
 
 

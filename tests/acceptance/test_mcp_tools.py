@@ -15,7 +15,8 @@ DRAIN = ("claim_next", "heartbeat", "complete", "fail")
 
 SCOPES = [
     (VERBS, set(VERBS)),
-    (DRAIN, set(DRAIN)),                                   # release is implied by nothing (REQ-9)
+    (DRAIN, set(DRAIN) | {"note"}),                        # release is implied by nothing (REQ-9); heartbeat
+                                                           # implies note
     (("list_todos",), {"list_todos", "get_todo"}),         # REQ-8: list_todos brings get_todo
     (("get_todo",), {"get_todo"}),
     (("release",), {"release"}),

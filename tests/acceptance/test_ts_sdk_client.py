@@ -194,3 +194,36 @@ async def test_a_complete_retried_after_its_reply_was_lost_is_a_replay_the_types
     rows = await sql_rows(ts_server.settings.database_url,
                           "SELECT outcome::text, summary FROM attempts WHERE todo_id = %s", (todo["id"],))
     assert rows == [{"outcome": "completed", "summary": "done once"}]
+
+
+async def test_notes_and_liveness_pass_the_typescript_client_s_schema_check(ts_server):
+    """The note tool's schemas as the client compiles them, a fenced note, get_todo with notes
+    and the open attempt's liveness, and a claim's prior attempt with its notes: each result
+    validated by the client against the tool's output schema."""
+    ep = await vend(ts_server.store)
+    async with ts_client(ts_server, ep.token) as client:
+        tools = {t["name"]: t for t in await client.list_tools()}
+        note = tools["note"]
+        assert note["inputSchema"]["required"] == ["id", "text"]
+        assert set(note["inputSchema"]["properties"]) == {"id", "text", "lease_token"}
+        assert note["outputSchema"]["required"] == ["id", "attempt_seq", "notes_count", "notes_pruned", "note"]
+        attempt = tools["get_todo"]["outputSchema"]["properties"]["attempts"]["items"]["properties"]
+        assert {"notes", "notes_count", "notes_pruned", "liveness", "last_activity_at"} <= set(attempt)
+        assert "notes_limit" in tools["get_todo"]["inputSchema"]["properties"]
+
+        todo = ok(await client.call_tool("add_todo", {"queue": "q", "title": "noted"}))
+        claim = ok(await client.call_tool("claim", {"id": todo["id"], "require_fence": True}))
+        args = {"id": todo["id"], "lease_token": claim["lease_token"]}
+        noted = ok(await client.call_tool("note", {**args, "text": "tried the cache flag; no change"}))
+        assert (noted["notes_count"], noted["note"]["author_kind"]) == (1, "endpoint")
+        long = ok(await client.call_tool("note", {**args, "text": "€" * 1000}))
+        assert long["note"]["truncated"] is True and len(long["note"]["text"].encode()) <= 2048
+        got = ok(await client.call_tool("get_todo", {"id": todo["id"], "notes_limit": 10}))
+        [current] = got["attempts"]
+        assert current["liveness"] == "live" and current["notes_count"] == 2
+        assert [n["text"] for n in current["notes"]][1] == "tried the cache flag; no change"
+        ok(await client.call_tool("release", {**args, "summary": "handing over"}))
+        again = ok(await client.call_tool("claim", {"id": todo["id"]}))
+        assert again["prior_attempts"][0]["notes_count"] == 2 and len(again["prior_attempts"][0]["notes"]) == 2
+        empty = await client.call_tool("note", {"id": todo["id"], "text": "\u0001"})
+    assert tool_error(empty)["argument"] == "text"

@@ -1,5 +1,5 @@
-"""REQ-6, every fence path: each holder verb (heartbeat, complete, fail, release) and the
-interrupts (interrupt, resume) on a fenced attempt, with no token, a wrong token, the token
+"""REQ-6, every fence path: each holder verb (heartbeat, note, complete, fail, release) and
+the interrupts (interrupt, resume) on a fenced attempt, with no token, a wrong token, the token
 of a stale attempt of the same todo, and the right token. Every refusal is conflict and
 changes nothing, in the todo or in any attempt; the right token does what the verb says."""
 
@@ -13,17 +13,18 @@ import pytest
 from board.errors import Conflict
 from tests.conftest import make_agent, sql_rows
 
-VERBS = ("heartbeat", "complete", "fail", "release", "interrupt", "resume")
+VERBS = ("heartbeat", "note", "complete", "fail", "release", "interrupt", "resume")
 CASES = ("no_token", "wrong_token", "stale_token", "right_token")
 # What the right token leads to: the todo's state and the open attempt's outcome (None: still open).
-AFTER = {"heartbeat": ("claimed", None), "complete": ("done", "completed"), "fail": ("failed", "failed"),
+AFTER = {"heartbeat": ("claimed", None), "note": ("claimed", None), "complete": ("done", "completed"), "fail": ("failed", "failed"),
          "release": ("pending", "released"), "interrupt": ("input_required", None), "resume": ("claimed", None)}
 
 
-async def snapshot(db_url, todo_id) -> tuple[list[dict], list[dict]]:
+async def snapshot(db_url, todo_id) -> tuple[list[dict], list[dict], list[dict]]:
     todos = await sql_rows(db_url, "SELECT * FROM todos WHERE id = %s", (todo_id,))
     attempts = await sql_rows(db_url, "SELECT * FROM attempts WHERE todo_id = %s ORDER BY seq", (todo_id,))
-    return todos, attempts
+    notes = await sql_rows(db_url, "SELECT * FROM attempt_notes WHERE todo_id = %s ORDER BY seq, n", (todo_id,))
+    return todos, attempts, notes
 
 
 async def fenced_attempt(store, agent, verb: str) -> tuple[str, str, str]:
@@ -43,6 +44,9 @@ async def fenced_attempt(store, agent, verb: str) -> tuple[str, str, str]:
 
 async def call(store, agent, verb: str, todo_id: str, token: str | None):
     kwargs = {"lease_token": token} if token is not None else {}
+    if verb == "note":  # a note leaves the todo as it is: answer with the todo read afterwards
+        await store.todo_note(agent, todo_id, text=f"note with {token!r}", **kwargs)
+        return await store.todo_get(agent, todo_id)
     if verb in ("complete", "fail", "release"):
         kwargs["summary"] = f"{verb} with {token!r}"
     return await getattr(store, f"todo_{verb}")(agent, todo_id, **kwargs)
@@ -63,10 +67,11 @@ async def test_fenced_attempt(store, agent, db_url, verb, case):
     out = await call(store, agent, verb, todo_id, token)
     state, outcome = AFTER[verb]
     assert out["state"] == state
-    todos, attempts = await snapshot(db_url, todo_id)
+    todos, attempts, notes = await snapshot(db_url, todo_id)
     assert todos[0]["state"] == state
     assert [a["outcome"] for a in attempts] == ["lease_expired", outcome]
     assert attempts[0] == before[1][0], "the stale attempt must not change"
+    assert [(n["seq"], n["n"]) for n in notes] == ([(2, 1)] if verb == "note" else [])
 
 
 @pytest.mark.parametrize("verb", VERBS)

@@ -100,7 +100,7 @@ def test_every_transition_kind_the_store_reports_is_in_the_vocabulary():
     import re
 
     from board import store
-    from board.vocabulary import CONTROL_KINDS, QUEUE_KINDS, TRANSITION_KINDS
+    from board.vocabulary import CONTROL_KINDS, NOTE_KINDS, QUEUE_KINDS, TRANSITION_KINDS
 
     from pathlib import Path
 
@@ -110,4 +110,5 @@ def test_every_transition_kind_the_store_reports_is_in_the_vocabulary():
     emitted = set(re.findall(r'Transition\("([a-z_]+)"', text))
     assert notified and emitted
     assert emitted <= set(TRANSITION_KINDS), emitted - set(TRANSITION_KINDS)
-    assert notified <= set(TRANSITION_KINDS) | set(CONTROL_KINDS) | set(QUEUE_KINDS), notified - set(TRANSITION_KINDS)
+    assert notified <= set(TRANSITION_KINDS) | set(CONTROL_KINDS) | set(QUEUE_KINDS) | set(NOTE_KINDS), (
+        notified - set(TRANSITION_KINDS))
