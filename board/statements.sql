@@ -479,7 +479,7 @@ lapsed AS (
      AND a.outcome IS NULL
   RETURNING a.seq, a.attempt, a.claimant, a.claimer_kind, a.claimed_at, a.last_heartbeat_at,
             a.lease_expires_at, a.ended_at, a.outcome, a.disposition, a.summary,
-            a.summary_truncated, a.artifact, attempt_public(a) AS public
+            a.summary_truncated, a.artifact, attempt_public_notes(a, 3) AS public
 ),
 pruned AS (
   DELETE FROM attempts a USING cand
@@ -519,7 +519,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
           SELECT y.seq, y.p FROM (
             SELECT l.seq, l.public AS p FROM lapsed l
             UNION ALL
-            (SELECT a.seq, attempt_public(a) FROM attempts a
+            (SELECT a.seq, attempt_public_notes(a, 3) FROM attempts a
               WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
                 AND a.seq NOT IN (SELECT seq FROM pruned)
               ORDER BY a.seq DESC LIMIT 5)
