@@ -67,3 +67,30 @@ $$;
 CREATE TRIGGER todos_continues_fixed BEFORE UPDATE OF continues_id ON todos
   FOR EACH ROW WHEN (OLD.continues_id IS DISTINCT FROM NEW.continues_id)
   EXECUTE FUNCTION todos_continues_fixed();
+
+-- The public JSON of an attempt (claim's prior_attempts, get_todo) gains `usage`: what the
+-- closing verb reported, or null when it reported nothing.
+CREATE OR REPLACE FUNCTION attempt_public(a attempts) RETURNS json LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT json_build_object('seq', a.seq, 'attempt', a.attempt,
+    'claimer_kind', a.claimer_kind, 'claimant', a.claimant, 'claimed_at', a.claimed_at,
+    'last_heartbeat_at', a.last_heartbeat_at, 'lease_expires_at', a.lease_expires_at,
+    'ended_at', a.ended_at, 'outcome', a.outcome, 'disposition', a.disposition,
+    'died', coalesce(a.outcome IN ('lease_expired', 'reaped'), false),
+    'summary', a.summary, 'summary_truncated', a.summary_truncated, 'artifact', a.artifact,
+    'usage', CASE WHEN num_nonnulls(a.input_tokens, a.output_tokens, a.cost_usd, a.model) > 0 THEN
+      json_build_object('input_tokens', a.input_tokens, 'output_tokens', a.output_tokens,
+                        'cost_usd', a.cost_usd, 'model', a.model) END)
+$$;
+
+-- What a claim of a continuing todo returns beside it: the predecessor (of the same
+-- endpoint) with its id, state, result, attempts_total and its last closed attempt. The
+-- claim calls it only for a todo whose continues_id is set, so a claim of any other todo
+-- sets up nothing for it.
+CREATE FUNCTION todo_continuation(pred_id text, endpoint uuid) RETURNS json LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT json_build_object('id', p.id, 'state', p.state,
+    'dead_letter', (p.state = 'failed' AND p.next_retry_at IS NULL), 'result', p.result,
+    'attempts_total', p.attempts_total,
+    'last_attempt', (SELECT attempt_public(a) FROM attempts a
+                      WHERE a.todo_id = p.id AND a.ended_at IS NOT NULL ORDER BY a.seq DESC LIMIT 1))
+    FROM todos p WHERE p.id = $1 AND p.endpoint_id = $2
+$$;
