@@ -234,3 +234,27 @@ async def test_a_todo_with_no_usage_reported_has_no_totals(store, agent):
     got = await store.todo_get(agent, todo["id"])
     assert got["usage"] is None and got["attempts"][0]["usage"] is None
     assert got["chain"] == [got["chain"][0]] and got["chain"][0]["id"] == todo["id"]
+
+
+async def test_a_continuation_waiting_on_an_uncommitted_one_loses_to_it_once_it_commits(store, agent, db_url):
+    """The race made deterministic: another transaction has inserted a successor and not yet
+    committed; the store's add waits on the unique index, then refuses, naming that successor."""
+    import psycopg
+    pred = await finished(store, agent)
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        cur = await conn.execute(
+            "INSERT INTO todos (endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at, "
+            "updated_at) SELECT endpoint_id, queue, 'winner', '{}', '{}', 5, id, now(), now() FROM todos "
+            "WHERE id = %s RETURNING id", (pred["id"],))
+        (winner,) = await cur.fetchone()
+        loser = asyncio.create_task(_outcome(store.todo_add(agent, queue="q", title="loser", continues=pred["id"])))
+        for _ in range(500):  # until the add is seen waiting on a lock (the winner's index entry)
+            waiting = await sql_rows(db_url, "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() "
+                                             "AND wait_event_type = 'Lock'")
+            if waiting or loser.done():
+                break
+            await asyncio.sleep(0.02)
+        assert waiting and not loser.done()
+        await conn.commit()
+    result = await loser
+    assert isinstance(result, Conflict) and winner in result.message, result
