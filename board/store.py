@@ -596,6 +596,8 @@ class Store(Accounts):
             e.op, e.todo_id = kind, todo_id
             raise
         reported = {k: v for k, v in usage.items() if v is not None}
+        if reported and not isinstance(caller, Agent):  # the Board's closes report none
+            raise Invalid("usage is reported by an agent's closing call", argument="usage", op=kind, todo_id=todo_id)
         if reported:
             inputs.update(usage)
         params = self._params(caller, id=todo_id, **inputs, now=now,

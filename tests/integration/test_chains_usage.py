@@ -258,3 +258,14 @@ async def test_a_continuation_waiting_on_an_uncommitted_one_loses_to_it_once_it_
         await conn.commit()
     result = await loser
     assert isinstance(result, Conflict) and winner in result.message, result
+
+
+async def test_the_boards_close_takes_no_usage(store, agent):
+    human = await make_user(store)
+    mine = await make_agent(store, user=human, agent_id="mine")
+    todo = await store.todo_add(mine, queue="q", title="by hand")
+    await store.todo_claim(human, todo["id"])
+    with pytest.raises(Invalid) as err:
+        await store.todo_complete(human, todo["id"], usage={"input_tokens": 1})
+    assert err.value.argument == "usage"
+    assert (await store.todo_complete(human, todo["id"]))["state"] == "done"
