@@ -532,7 +532,7 @@ class Store(Accounts):
             self._emit((opened,))
         out = {"todo": todo_out(row), "attempt_seq": seq, "attempts_total": seq,
                "prior_attempts": self._prior(row["prior_attempts"])}
-        if row["continues"] is not None:  # the todo continues another: what that one ended with
+        if row.get("continues") is not None:  # the todo continues another: what that one ended with
             out["continues"] = _continuation(row["continues"])
         if token:
             out["lease_token"] = token
