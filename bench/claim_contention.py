@@ -32,6 +32,13 @@ index, a constraint, a trigger), in the same rotating slices, and prints its thr
 against attempts with a confidence interval: a schema change measured side by side, where
 separate runs would differ by more than the change.
 
+--statements NAME=PATH does the same for a change of statements: the store with the claim_next
+and complete statements of PATH (another checkout's board/statements.py; its schema must be
+today's), e.g. what a branch's statements cost against those of the branch it started from:
+
+    git archive BASE | tar -x -C /tmp/base
+    python bench/claim_contention.py --workers 8 32 --statements base=/tmp/base/board/statements.py
+
 Uses DATABASE_URL when set (it needs CREATE DATABASE), else an embedded Postgres under
 ./.switchboard/bench, restarted with shared_buffers 1GB (--shared-buffers) so that every
 variant's database fits in the one buffer cache they share. Prints a table and the ratio
@@ -42,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import math
 import os
 import re
@@ -252,11 +260,45 @@ async def show_plans(url: str, token: str) -> None:
                 print(f"  WARNING: {title} has a sequential scan")
 
 
+def statements_store(name: str, path: str) -> type[st.Store]:
+    """The shipped store, but claim_next and an unfenced complete send the statements of the
+    statements module at path (the --statements variants)."""
+    spec = importlib.util.spec_from_file_location(f"bench_statements_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    class StatementsStore(st.Store):
+        async def todo_claim_next(self, caller, *, queue=None, claimant=None, require_fence=False,
+                                  lease_seconds=None, now=None):
+            caller.require("claim_next")
+            sqls = (getattr(mod, "SQL_CLAIM_NEXT_FAST_UNPAUSED", mod.SQL_CLAIM_NEXT_FAST),  # as a server runs it
+                    getattr(mod, "SQL_CLAIM_NEXT_UNPAUSED", mod.SQL_CLAIM_NEXT))
+            return await self._claim(caller, sqls,
+                                     {"claim_queues": list(caller.queues)}, claimant, require_fence, lease_seconds,
+                                     now, op="claim_next", todo_id=None)
+
+        async def todo_complete(self, caller, todo_id, *, result=None, summary=None, artifact=None, now=None, **_):
+            todo_id = st.checked_todo_id(todo_id)
+            inputs = self._closing(summary, artifact, result, with_result=True, op="complete", todo_id=todo_id)
+            caller.require("complete")
+            params = self._params(caller, id=todo_id, **inputs, now=now, from_states=["claimed"],
+                                  retry_base=self.settings.retry_base_seconds, retry_max=self.settings.retry_max_seconds)
+            row = await self._fetch(mod.SQL_CLOSE_AGENT[("complete", st.UNFENCED)], params, op="complete",
+                                    todo_id=todo_id, one=True)
+            if row is None:
+                raise await self._classify(caller, todo_id, "complete", params)
+            return self._closed("complete", todo_id, row)
+
+    return StatementsStore
+
+
 class Case:
     """One variant on its own copy of the template database, with its pool and workers."""
 
-    def __init__(self, admin: str, template: str, token: str, variant: str, workers: int):
+    def __init__(self, admin: str, template: str, token: str, variant: str, workers: int,
+                 store_class: type[st.Store] | None = None):
         self.admin, self.template, self.token, self.variant, self.workers = admin, template, token, variant, workers
+        self.store_class = store_class
         self.slices: list[tuple[int, float]] = []  # (cycles, seconds) per slice
         self.latencies: list[float] = []
 
@@ -264,7 +306,7 @@ class Case:
         self.name, url = clone(self.admin, self.template)
         self.pool = await open_pool(url, min_size=self.workers + 1, max_size=self.workers + 2)
         pre_change_statements = self.variant in ("baseline", "no-attempts")
-        self.store = (BaselineStore if pre_change_statements else st.Store)(self.pool, Settings())
+        self.store = (self.store_class or (BaselineStore if pre_change_statements else st.Store))(self.pool, Settings())
         # One LISTEN connection, as a server process has, which every variant's notifications
         # reach; the shipped store's claims consult its pause cache, as a server's do.
         self.fanout = Fanout(url)
@@ -376,6 +418,10 @@ async def main() -> None:
                          "migrations; @path reads it from a file), compared with attempts in the same slices; "
                          "repeatable. Example: --variant no-fk='ALTER TABLE attempts DROP CONSTRAINT "
                          "attempts_todo_id_fkey'")
+    ap.add_argument("--statements", action="append", default=[], metavar="NAME=PATH",
+                    help="also run the store with the claim_next and complete statements of PATH (a "
+                         "board/statements.py for today's schema), compared with attempts in the same slices; "
+                         "repeatable")
     ap.add_argument("--same-schema", action="store_true",
                     help="also run the pre-change statements on today's schema (the attempt writes' own cost)")
     args = ap.parse_args()
@@ -387,6 +433,13 @@ async def main() -> None:
     except ValueError as err:
         ap.error(str(err))
     variants += list(schema_variants)
+    statement_variants = {}
+    for spec in args.statements:
+        name, _, path = spec.partition("=")
+        if not path or name in variants:
+            ap.error(f"--statements takes a new NAME=PATH, not {spec[:60]!r}")
+        statement_variants[name] = statements_store(name, path)
+    variants += list(statement_variants)
     # Every variant holds its pool open through a worker count's slices (workers + 2 each).
     connections = (max(args.workers) + 2) * len(variants) + 10
 
@@ -430,7 +483,8 @@ async def main() -> None:
             cases = {}
             for v in variants:
                 url, token = templates["pre-change" if v == "baseline" else v if v in schema_variants else "today"]
-                cases[v] = Case(admin, psycopg.conninfo.conninfo_to_dict(url)["dbname"], token, v, workers)
+                cases[v] = Case(admin, psycopg.conninfo.conninfo_to_dict(url)["dbname"], token, v, workers,
+                                statement_variants.get(v))
             for case in cases.values():
                 await case.open()
             try:
@@ -484,10 +538,14 @@ async def main() -> None:
     print("(more slices narrow the interval). The interval covers the noise within this run only: on a shared")
     print("machine separate runs differ by more, so a verdict needs repeating before it is relied on.")
     print("holds = the attempts variant's last slice / its first (dead rows piling up would show below 1).")
-    for name, extra_sql in schema_variants.items():
+    described = {name: "the shipped store on today's schema after: " + " ".join(" ".join(
+        ln for ln in extra_sql.splitlines() if not ln.lstrip().startswith("--")).split())[:160] + " ..."
+                 for name, extra_sql in schema_variants.items()}
+    described |= {name: f"the store with the claim_next and complete statements of {spec.partition('=')[2]}"
+                  for name, spec in zip(statement_variants, args.statements)}
+    for name, description in described.items():
         print()
-        statements = " ".join(ln for ln in extra_sql.splitlines() if not ln.lstrip().startswith("--"))
-        print(f"variant {name}: the shipped store on today's schema after: {' '.join(statements.split())[:160]} ...")
+        print(f"variant {name}: {description}")
         for workers, cases, _ in rows:
             a, v = cases["attempts"], cases[name]
             pairs = [(cv / ev) / (ca / ea) for (cv, ev), (ca, ea) in zip(v.slices, a.slices)]

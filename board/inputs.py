@@ -6,9 +6,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import re
 import unicodedata
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -83,6 +85,46 @@ def clean_note(text: Any, limit: int) -> tuple[str, bool]:
     if not kept:
         raise Invalid("text must not be empty (after control characters are removed)", argument="text")
     return cut_utf8(kept, limit)
+
+
+# Usage per attempt (migration 0004's domains hold the same bounds).
+USAGE_TOKENS_MAX = 10**12
+USAGE_COST_MAX = 10**9
+USAGE_MODEL_MAX_BYTES = 128
+
+
+def clean_usage(usage: Any) -> dict:
+    """A closing verb's usage report as the attempt's columns (each None when not given):
+    input_tokens and output_tokens integers from 0 to 10^12, cost_usd a number from 0 to 10^9
+    (kept to 6 decimals), model a label cut to 128 bytes on a UTF-8 boundary, control
+    characters removed. Anything else is invalid naming usage and the key."""
+    out = {"input_tokens": None, "output_tokens": None, "cost_usd": None, "model": None}
+    if usage is None:
+        return out
+    if not isinstance(usage, dict):
+        raise Invalid("usage must be an object with input_tokens, output_tokens, cost_usd and model", argument="usage")
+    for key, value in usage.items():
+        if key not in out:
+            raise Invalid(f"usage takes no key {str(key)[:64]!r} (only input_tokens, output_tokens, cost_usd, model)",
+                          argument="usage")
+        if value is None:
+            continue
+        if key in ("input_tokens", "output_tokens"):
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= USAGE_TOKENS_MAX:
+                raise Invalid(f"usage.{key} must be an integer from 0 to {USAGE_TOKENS_MAX}", argument="usage")
+            out[key] = value
+        elif key == "cost_usd":
+            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                    or not 0 <= value <= USAGE_COST_MAX):
+                raise Invalid(f"usage.cost_usd must be a number from 0 to {USAGE_COST_MAX}", argument="usage")
+            out[key] = Decimal(repr(value)).quantize(Decimal("0.000001"))
+        else:
+            if not isinstance(value, str):
+                raise Invalid("usage.model must be a string", argument="usage")
+            storable(value, "usage")
+            model = cut_utf8("".join(ch for ch in value if unicodedata.category(ch) != "Cc"), USAGE_MODEL_MAX_BYTES)[0]
+            out[key] = model or None
+    return out
 
 
 def clean_artifact(artifact: Any) -> str | None:

@@ -40,6 +40,16 @@ class Metrics:
         self.transitions = Counter(
             "switchboard_transitions", "Committed todo transitions, by queue and kind.", ["queue", "kind"], registry=r)
         self.dead_letters = Counter("switchboard_dead_letters", "Todos dead-lettered.", ["queue"], registry=r)
+        # Usage the closing calls reported (complete, fail, release with usage), counted like
+        # the other counters after commit in the process that closed the attempt: a read of
+        # the attempts at scrape would cost a scan of the history and go down when retention
+        # deletes old todos, which a Prometheus counter must never do.
+        self.attempt_tokens = Counter(
+            "switchboard_attempt_tokens", "Tokens reported on closed attempts, by queue and kind (input, output).",
+            ["queue", "kind"], registry=r)
+        self.attempt_cost = Counter(
+            "switchboard_attempt_cost_usd", "Cost in US dollars reported on closed attempts, by queue.",
+            ["queue"], registry=r)
         self.todos = Gauge("switchboard_todos", "Todos by queue and state, read at scrape time.",
                            ["queue", "state"], registry=r)
         self.mcp_calls = Histogram(
@@ -73,6 +83,13 @@ class Metrics:
             self.attempts_closed.labels(queue, outcome).inc()
             if outcome in DIED_OUTCOMES:
                 self.lease_expired.labels(queue).inc()
+            usage = t.closed.get("usage")
+            if usage:
+                for kind in ("input", "output"):
+                    if usage.get(f"{kind}_tokens") is not None:
+                        self.attempt_tokens.labels(queue, kind).inc(usage[f"{kind}_tokens"])
+                if usage.get("cost_usd") is not None:
+                    self.attempt_cost.labels(queue).inc(float(usage["cost_usd"]))
         if t.dead_letter and t.state == "failed":
             self.dead_letters.labels(queue).inc()
 

@@ -180,6 +180,20 @@ _CLAIMER = {
     _HUMAN_SCOPE: "'owner'::attempt_claimer_kind, NULL::uuid",
 }
 
+# A claim of a continuing todo returns its predecessor (migration 0004's todo_continuation),
+# called only when continues_id is set, as attempt_prior is: nothing is set up per claim of
+# a todo that continues nothing.
+_CONTINUES = ("CASE WHEN {r}.continues_id IS NOT NULL THEN todo_continuation({r}.continues_id, {r}.endpoint_id) "
+              "END AS continues")
+# The usage of the attempts a claim prunes, folded into todos.pruned_usage (as their outcomes
+# into pruned_outcomes) so get_todo's totals stay exact: each total only once some attempt
+# reported it; unchanged when no pruned attempt reported any.
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cost_usd")
+_PRUNED_USAGE = ("CASE WHEN count(p.input_tokens) + count(p.output_tokens) + count(p.cost_usd) = 0 THEN t.pruned_usage "
+                 "ELSE coalesce(t.pruned_usage, '{}'::jsonb) || jsonb_strip_nulls(jsonb_build_object("
+                 + ", ".join(f"'{k}', CASE WHEN count(p.{k}) > 0 THEN coalesce((t.pruned_usage ->> '{k}')::numeric, 0) "
+                             f"+ sum(p.{k}) END" for k in _USAGE_KEYS) + ")) END")
+
 _CLAIM = """
 WITH {cand},
 lapsed AS (
@@ -197,7 +211,7 @@ pruned AS (
    WHERE cand.prev_total >= %(history_max)s
      AND a.todo_id = cand.id AND a.seq <= cand.prev_total + 1 - %(history_max)s
      AND a.ended_at IS NOT NULL
-  RETURNING a.seq, a.outcome
+  RETURNING a.seq, a.outcome, a.input_tokens, a.output_tokens, a.cost_usd
 ),
 upd AS (
   UPDATE todos t
@@ -209,6 +223,8 @@ upd AS (
            ELSE t.pruned_outcomes || coalesce((
              SELECT jsonb_object_agg(p.outcome, p.n + coalesce((t.pruned_outcomes ->> p.outcome)::int, 0))
                FROM (SELECT outcome::text AS outcome, count(*) AS n FROM pruned GROUP BY 1) p), '{}') END,
+         pruned_usage = CASE WHEN cand.prev_total < %(history_max)s THEN t.pruned_usage
+           ELSE (SELECT {pruned_usage} FROM pruned p) END,
          updated_at = {NOW}
     FROM cand
    WHERE t.id = cand.id
@@ -228,6 +244,7 @@ SELECT {todo_cols},
                 AND a.seq NOT IN (SELECT seq FROM pruned)
               ORDER BY a.seq DESC LIMIT {prior})
           ) y ORDER BY y.seq DESC LIMIT {prior}) x) END AS prior_attempts,
+       {continues},
        {notify}
   FROM upd, ins
 """
@@ -293,6 +310,7 @@ def _claim_sql(scope: str, by_id: bool, not_paused: str | None = None) -> str:
         todo_cols=_todo_cols("upd", CLAIM_KNOWN),
         prior=PRIOR_ATTEMPTS, prior_notes=PRIOR_NOTES,
         notify=compose(_NOTIFY, r="upd", kind="claimed"),
+        continues=compose(_CONTINUES, r="upd"), pruned_usage=_PRUNED_USAGE,
     )
 
 
@@ -310,6 +328,7 @@ UPDATE todos t
  WHERE t.id = ins.todo_id
 RETURNING {todo_cols},
        CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, {prior}) END AS prior_attempts,
+       {continues},
        {notify}
 """
 # The todos update is the statement itself, not a CTE: its RETURNING is the response, with
@@ -338,6 +357,7 @@ def _claim_fast_sql(scope: str, by_id: bool, not_paused: str | None = None) -> s
         todo_cols=_todo_cols("t", CLAIM_KNOWN),
         prior=PRIOR_ATTEMPTS,
         notify=compose(_NOTIFY, r="t", kind="claimed"),
+        continues=compose(_CONTINUES, r="t"),
     )
 
 
@@ -371,7 +391,7 @@ WITH locked AS (
 closed AS (
   UPDATE attempts a
      SET ended_at = {NOW}, outcome = {outcome}, disposition = {disposition},
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s{void_token}
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s{void_token}{usage}
     FROM locked l
    WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL {fence}
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
@@ -446,7 +466,7 @@ _CLOSE_LEAN = """
 WITH closed AS (
   UPDATE attempts a
      SET ended_at = {NOW}, outcome = {outcome}, disposition = {disposition},
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s{void_token}
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s{void_token}{usage}
    WHERE a.todo_id = %(id)s
      AND a.seq = (SELECT t.attempts_total FROM todos t
                    WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) {owner}
@@ -461,7 +481,13 @@ RETURNING {todo_cols}, {closed_cols}, {notify}
 """
 
 
-def _close_sql(kind: str, scope: str, owner: bool, fence: bool) -> str:
+# What the closing verb reported about usage, on the attempt it closes (migration 0004), set
+# only by the variants a close with usage runs: a close without it assigns no new column.
+_USAGE_SET = (", input_tokens = %(input_tokens)s::bigint, output_tokens = %(output_tokens)s::bigint, "
+              "cost_usd = %(cost_usd)s::numeric, model = %(model)s::text")
+
+
+def _close_sql(kind: str, scope: str, owner: bool, fence: bool, usage: bool = False) -> str:
     spec = CLOSE_KINDS[kind]
     lean = kind in NO_OUTBOX_KINDS
     row = "t" if lean else "upd"
@@ -480,6 +506,7 @@ def _close_sql(kind: str, scope: str, owner: bool, fence: bool) -> str:
         # A human's close voids the holder's token: only a close the token made can be
         # replayed with it (SQL_REPLAY_LOOKUP).
         void_token=", lease_token_hash = NULL" if scope == _HUMAN_SCOPE else "",
+        usage=_USAGE_SET if usage else "",
     )
 
 
@@ -494,6 +521,12 @@ _FENCE_GUARD = {UNFENCED: "AND a.lease_token_hash IS NULL", TOKEN_CHECKED: ""}
 # Agent statements: the owner check always, the fence guard when UNFENCED.
 SQL_CLOSE_AGENT = {
     (kind, mode): _close_sql(kind, _AGENT_SCOPE, owner=True, fence=mode == UNFENCED)
+    for kind in ("complete", "fail", "release")
+    for mode in (UNFENCED, TOKEN_CHECKED)
+}
+# The same closes when the caller reported usage.
+SQL_CLOSE_AGENT_USAGE = {
+    (kind, mode): _close_sql(kind, _AGENT_SCOPE, owner=True, fence=mode == UNFENCED, usage=True)
     for kind in ("complete", "fail", "release")
     for mode in (UNFENCED, TOKEN_CHECKED)
 }
@@ -678,6 +711,63 @@ SELECT {todo_cols}, {notify} FROM upd
 """, todo_cols=compose(_TODO_COLS, r="upd"), notify=compose(_NOTIFY, r="upd", kind="added"),
    outbox=_outbox("u", None))
 
+# -- add a continuation: -> pending, continuing a todo of the caller's that has ended (done,
+# canceled or a dead letter) and has no successor yet, in one statement. The predecessor is
+# locked FOR SHARE, so a manual retry or a deletion waits until the insert commits; two adds
+# continuing one todo race on the unique index todos_one_successor, and the loser inserts
+# nothing (ON CONFLICT waits for the winner's commit). A miss is classified after
+# (SQL_CONTINUES_MISS). A human's continuation goes on the predecessor's endpoint, so a
+# chain never spans endpoints.
+_PRED_ENDED = "(t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL))"
+SQL_ADD_CONTINUING = compose("""
+WITH pred AS (
+  SELECT t.id FROM todos t
+   WHERE t.id = %(continues)s AND {scope} AND {ended}
+   FOR SHARE OF t
+),
+upd AS (
+  INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at, updated_at)
+  SELECT %(endpoint_id)s, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, pred.id, {NOW}, {NOW}
+    FROM pred
+  ON CONFLICT (continues_id) WHERE continues_id IS NOT NULL DO NOTHING
+  RETURNING t.*
+),
+{outbox}
+SELECT {todo_cols}, upd.continues_id, {notify} FROM upd
+""", scope=_AGENT_SCOPE, ended=_PRED_ENDED, todo_cols=compose(_TODO_COLS, r="upd"),
+   notify=compose(_NOTIFY, r="upd", kind="added"), outbox=_outbox("u", None))
+SQL_ADD_HUMAN_CONTINUING = compose("""
+WITH pred AS (
+  SELECT t.id, t.endpoint_id FROM todos t
+   WHERE t.id = %(continues)s AND {scope} AND {ended}
+   FOR SHARE OF t
+),
+ep AS (
+  SELECT e.id FROM endpoints e JOIN pred ON e.id = pred.endpoint_id
+   WHERE e.revoked_at IS NULL AND %(queue)s::text = ANY(e.queues)
+     AND (%(endpoint_id)s::uuid IS NULL OR e.id = %(endpoint_id)s::uuid)
+   FOR SHARE OF e
+),
+upd AS (
+  INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at, updated_at)
+  SELECT ep.id, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, pred.id, {NOW}, {NOW}
+    FROM ep, pred
+  ON CONFLICT (continues_id) WHERE continues_id IS NOT NULL DO NOTHING
+  RETURNING t.*
+),
+{outbox}
+SELECT {todo_cols}, upd.continues_id, {notify} FROM upd
+""", scope=_HUMAN_SCOPE, ended=_PRED_ENDED, todo_cols=compose(_TODO_COLS, r="upd"),
+   notify=compose(_NOTIFY, r="upd", kind="added"), outbox=_outbox("u", None))
+# Classify a continuation that added nothing: the predecessor as the caller may see it (none:
+# not_found), whether it has ended, and its successor (through the unique index).
+SQL_CONTINUES_MISS = {
+    name: compose("SELECT t.state::text AS state, {ended} AS ended, "
+                  "(SELECT s.id FROM todos s WHERE s.continues_id = t.id) AS successor "
+                  "FROM todos t WHERE t.id = %(continues)s AND {scope}", scope=scope, ended=_PRED_ENDED)
+    for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
+}
+
 # -- the fence lookup: the open attempt's lease_token_hash, with the todo row locked, so the
 # constant-time comparison happens in Python before the transition statement runs.
 SQL_FENCE_LOOKUP = compose("""
@@ -700,8 +790,48 @@ SELECT {todo_cols}, a.seq AS closed_seq, a.attempt AS closed_attempt, a.outcome:
 """, scope=_AGENT_SCOPE, todo_cols=compose(_TODO_COLS, r="t"))
 
 # -- reads, each filtered by the owner scope in the same statement (REQ-10)
+# A todo's continuation chain as get_todo returns it: every link root first, each with its
+# id, title, state, attempts_total and its newest attempt's outcome (null while open) and
+# the start of its summary on one line. Walked both ways from the todo, by primary key up
+# and by the unique index todos_one_successor down, each link in the caller's scope, at most
+# CHAIN_MAX links each way; of a longer chain, the CHAIN_MAX links nearest the todo.
+CHAIN_MAX = 50
+_CHAIN_LINK = "t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total"
+_CHAIN = """(WITH RECURSIVE up AS (
+    SELECT {link}, 0 AS pos
+    UNION ALL
+    SELECT {link}, up.pos - 1 FROM up JOIN todos t ON t.id = up.continues_id
+     WHERE up.pos > -{chain_max} AND {scope}
+  ), down AS (
+    SELECT {link}, 0 AS pos
+    UNION ALL
+    SELECT {link}, down.pos + 1 FROM down JOIN todos t ON t.continues_id = down.id
+     WHERE down.pos < {chain_max} AND {scope}
+  ), links AS (
+    SELECT * FROM up UNION SELECT * FROM down
+  ), kept AS (
+    SELECT c.*, count(*) OVER () AS n FROM links c ORDER BY abs(c.pos), c.pos LIMIT {chain_max}
+  )
+  SELECT json_build_object('truncated', max(c.n) > {chain_max}, 'links', json_agg(json_build_object(
+           'id', c.id, 'title', c.title, 'state', c.state, 'dead_letter', (c.state = 'failed' AND c.next_retry_at IS NULL),
+           'attempts_total', c.attempts_total, 'last_outcome', l.outcome, 'last_summary', left(l.line, 80),
+           'last_summary_cut', coalesce(length(l.line) > 80, false)) ORDER BY c.pos))
+    FROM kept c
+    LEFT JOIN LATERAL (
+      SELECT a.outcome, btrim(regexp_replace(a.summary, '\\s+', ' ', 'g')) AS line FROM attempts a
+       WHERE a.todo_id = c.id AND a.seq = c.attempts_total) l ON true)"""
+# The usage totals over a todo's whole history: its attempts' and what pruning folded into
+# pruned_usage; each total null until some attempt reported it, the whole null when none did.
+_USAGE_TOTALS = """(SELECT CASE WHEN count(a.input_tokens) + count(a.output_tokens) + count(a.cost_usd) > 0
+            OR t.pruned_usage IS NOT NULL THEN json_build_object({totals}) END
+     FROM attempts a WHERE a.todo_id = t.id)"""
+_USAGE_TOTAL = ("'{k}', CASE WHEN count(a.{k}) > 0 OR t.pruned_usage ? '{k}' THEN coalesce(sum(a.{k}), 0) "
+                "+ coalesce((t.pruned_usage ->> '{k}')::numeric, 0) END")
 _GET = """
-SELECT {todo_cols}, t.pruned_outcomes,
+SELECT {todo_cols}, t.pruned_outcomes, t.continues_id,
+       (SELECT s.id FROM todos s WHERE s.continues_id = t.id) AS continued_by_id,
+       {chain} AS chain,
+       {usage} AS usage,
        (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
           SELECT a.seq, attempt_public_notes(a, %(notes_limit)s::int) AS j FROM attempts a
            WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,
@@ -712,7 +842,8 @@ SELECT {todo_cols}, t.pruned_outcomes,
  WHERE t.id = %(id)s AND {scope}
 """
 SQL_GET = {
-    name: compose(_GET, scope=scope, todo_cols=compose(_TODO_COLS, r="t"))
+    name: compose(_GET, scope=scope, todo_cols=compose(_TODO_COLS, r="t"), chain=_CHAIN, chain_max=CHAIN_MAX,
+                  link=_CHAIN_LINK, usage=compose(_USAGE_TOTALS, totals=", ".join(compose(_USAGE_TOTAL, k=k) for k in _USAGE_KEYS)))
     for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
 }
 
@@ -1055,7 +1186,7 @@ SQL_ATTEMPT_SUMMARY = compose("SELECT {summary} AS summary FROM todos t WHERE t.
 # connection when its connection died under it (tests/unit/test_statements.py holds each to
 # a plain SELECT with no pg_notify).
 READS = frozenset({
-    *SQL_GET.values(), *SQL_LIST.values(), SQL_LIST_ROW, *SQL_CLASSIFY.values(), SQL_REPLAY_LOOKUP,
+    *SQL_GET.values(), *SQL_CONTINUES_MISS.values(), *SQL_LIST.values(), SQL_LIST_ROW, *SQL_CLASSIFY.values(), SQL_REPLAY_LOOKUP,
     SQL_USER_BY_NAME, SQL_USER_BY_ID, SQL_ENDPOINT_AUTH, SQL_ENDPOINTS_OF_USER, SQL_ENDPOINT_OWNER,
     SQL_QUEUE_STATES, SQL_READY_TODOS, SQL_ATTEMPT_SUMMARY, SQL_QUEUE_PAUSE_STATE, SQL_QUEUE_PAUSES_ALL,
     SQL_QUEUES_PAUSED_BY, SQL_OVERVIEW_COUNTS, SQL_OVERVIEW_OUTCOMES,

@@ -29,6 +29,39 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'added')::text) FROM upd;
 
+-- name: SQL_ADD_CONTINUING
+WITH pred AS (
+  SELECT t.id FROM todos t
+   WHERE t.id = %(continues)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND (t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL))
+   FOR SHARE OF t
+),
+upd AS (
+  INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at, updated_at)
+  SELECT %(endpoint_id)s, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, pred.id, coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now())
+    FROM pred
+  ON CONFLICT (continues_id) WHERE continues_id IS NOT NULL DO NOTHING
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN '{}'::jsonb ELSE '{}'::jsonb END
+    FROM upd u 
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.continues_id, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'added')::text) FROM upd;
+
 -- name: SQL_ADD_HUMAN
 -- add by the owning human (the Board): -> pending, through one of the human's live
 -- endpoints granted the queue (the one named, else the oldest), chosen in the same statement.
@@ -64,6 +97,45 @@ outbox AS (
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'added')::text) FROM upd;
+
+-- name: SQL_ADD_HUMAN_CONTINUING
+WITH pred AS (
+  SELECT t.id, t.endpoint_id FROM todos t
+   WHERE t.id = %(continues)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s) AND (t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL))
+   FOR SHARE OF t
+),
+ep AS (
+  SELECT e.id FROM endpoints e JOIN pred ON e.id = pred.endpoint_id
+   WHERE e.revoked_at IS NULL AND %(queue)s::text = ANY(e.queues)
+     AND (%(endpoint_id)s::uuid IS NULL OR e.id = %(endpoint_id)s::uuid)
+   FOR SHARE OF e
+),
+upd AS (
+  INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at, updated_at)
+  SELECT ep.id, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, pred.id, coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now())
+    FROM ep, pred
+  ON CONFLICT (continues_id) WHERE continues_id IS NOT NULL DO NOTHING
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN '{}'::jsonb ELSE '{}'::jsonb END
+    FROM upd u 
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.continues_id, pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'added')::text) FROM upd;
 
@@ -147,7 +219,7 @@ pruned AS (
    WHERE cand.prev_total >= %(history_max)s
      AND a.todo_id = cand.id AND a.seq <= cand.prev_total + 1 - %(history_max)s
      AND a.ended_at IS NOT NULL
-  RETURNING a.seq, a.outcome
+  RETURNING a.seq, a.outcome, a.input_tokens, a.output_tokens, a.cost_usd
 ),
 upd AS (
   UPDATE todos t
@@ -159,6 +231,8 @@ upd AS (
            ELSE t.pruned_outcomes || coalesce((
              SELECT jsonb_object_agg(p.outcome, p.n + coalesce((t.pruned_outcomes ->> p.outcome)::int, 0))
                FROM (SELECT outcome::text AS outcome, count(*) AS n FROM pruned GROUP BY 1) p), '{}') END,
+         pruned_usage = CASE WHEN cand.prev_total < %(history_max)s THEN t.pruned_usage
+           ELSE (SELECT CASE WHEN count(p.input_tokens) + count(p.output_tokens) + count(p.cost_usd) = 0 THEN t.pruned_usage ELSE coalesce(t.pruned_usage, '{}'::jsonb) || jsonb_strip_nulls(jsonb_build_object('input_tokens', CASE WHEN count(p.input_tokens) > 0 THEN coalesce((t.pruned_usage ->> 'input_tokens')::numeric, 0) + sum(p.input_tokens) END, 'output_tokens', CASE WHEN count(p.output_tokens) > 0 THEN coalesce((t.pruned_usage ->> 'output_tokens')::numeric, 0) + sum(p.output_tokens) END, 'cost_usd', CASE WHEN count(p.cost_usd) > 0 THEN coalesce((t.pruned_usage ->> 'cost_usd')::numeric, 0) + sum(p.cost_usd) END)) END FROM pruned p) END,
          updated_at = coalesce(%(now)s::timestamptz, now())
     FROM cand
    WHERE t.id = cand.id
@@ -185,6 +259,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
                 AND a.seq NOT IN (SELECT seq FROM pruned)
               ORDER BY a.seq DESC LIMIT 5)
           ) y ORDER BY y.seq DESC LIMIT 5) x) END AS prior_attempts,
+       CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id) END AS continues,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'claimed')::text)
@@ -212,6 +287,7 @@ UPDATE todos t
  WHERE t.id = ins.todo_id
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.lease_expires_at, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
        CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, 5) END AS prior_attempts,
+       CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id) END AS continues,
        pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
   'kind', 'claimed')::text);
@@ -240,7 +316,7 @@ pruned AS (
    WHERE cand.prev_total >= %(history_max)s
      AND a.todo_id = cand.id AND a.seq <= cand.prev_total + 1 - %(history_max)s
      AND a.ended_at IS NOT NULL
-  RETURNING a.seq, a.outcome
+  RETURNING a.seq, a.outcome, a.input_tokens, a.output_tokens, a.cost_usd
 ),
 upd AS (
   UPDATE todos t
@@ -252,6 +328,8 @@ upd AS (
            ELSE t.pruned_outcomes || coalesce((
              SELECT jsonb_object_agg(p.outcome, p.n + coalesce((t.pruned_outcomes ->> p.outcome)::int, 0))
                FROM (SELECT outcome::text AS outcome, count(*) AS n FROM pruned GROUP BY 1) p), '{}') END,
+         pruned_usage = CASE WHEN cand.prev_total < %(history_max)s THEN t.pruned_usage
+           ELSE (SELECT CASE WHEN count(p.input_tokens) + count(p.output_tokens) + count(p.cost_usd) = 0 THEN t.pruned_usage ELSE coalesce(t.pruned_usage, '{}'::jsonb) || jsonb_strip_nulls(jsonb_build_object('input_tokens', CASE WHEN count(p.input_tokens) > 0 THEN coalesce((t.pruned_usage ->> 'input_tokens')::numeric, 0) + sum(p.input_tokens) END, 'output_tokens', CASE WHEN count(p.output_tokens) > 0 THEN coalesce((t.pruned_usage ->> 'output_tokens')::numeric, 0) + sum(p.output_tokens) END, 'cost_usd', CASE WHEN count(p.cost_usd) > 0 THEN coalesce((t.pruned_usage ->> 'cost_usd')::numeric, 0) + sum(p.cost_usd) END)) END FROM pruned p) END,
          updated_at = coalesce(%(now)s::timestamptz, now())
     FROM cand
    WHERE t.id = cand.id
@@ -278,6 +356,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
                 AND a.seq NOT IN (SELECT seq FROM pruned)
               ORDER BY a.seq DESC LIMIT 5)
           ) y ORDER BY y.seq DESC LIMIT 5) x) END AS prior_attempts,
+       CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id) END AS continues,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'claimed')::text)
@@ -305,6 +384,7 @@ UPDATE todos t
  WHERE t.id = ins.todo_id
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.lease_expires_at, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
        CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, 5) END AS prior_attempts,
+       CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id) END AS continues,
        pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
   'kind', 'claimed')::text);
@@ -347,7 +427,7 @@ pruned AS (
    WHERE cand.prev_total >= %(history_max)s
      AND a.todo_id = cand.id AND a.seq <= cand.prev_total + 1 - %(history_max)s
      AND a.ended_at IS NOT NULL
-  RETURNING a.seq, a.outcome
+  RETURNING a.seq, a.outcome, a.input_tokens, a.output_tokens, a.cost_usd
 ),
 upd AS (
   UPDATE todos t
@@ -359,6 +439,8 @@ upd AS (
            ELSE t.pruned_outcomes || coalesce((
              SELECT jsonb_object_agg(p.outcome, p.n + coalesce((t.pruned_outcomes ->> p.outcome)::int, 0))
                FROM (SELECT outcome::text AS outcome, count(*) AS n FROM pruned GROUP BY 1) p), '{}') END,
+         pruned_usage = CASE WHEN cand.prev_total < %(history_max)s THEN t.pruned_usage
+           ELSE (SELECT CASE WHEN count(p.input_tokens) + count(p.output_tokens) + count(p.cost_usd) = 0 THEN t.pruned_usage ELSE coalesce(t.pruned_usage, '{}'::jsonb) || jsonb_strip_nulls(jsonb_build_object('input_tokens', CASE WHEN count(p.input_tokens) > 0 THEN coalesce((t.pruned_usage ->> 'input_tokens')::numeric, 0) + sum(p.input_tokens) END, 'output_tokens', CASE WHEN count(p.output_tokens) > 0 THEN coalesce((t.pruned_usage ->> 'output_tokens')::numeric, 0) + sum(p.output_tokens) END, 'cost_usd', CASE WHEN count(p.cost_usd) > 0 THEN coalesce((t.pruned_usage ->> 'cost_usd')::numeric, 0) + sum(p.cost_usd) END)) END FROM pruned p) END,
          updated_at = coalesce(%(now)s::timestamptz, now())
     FROM cand
    WHERE t.id = cand.id
@@ -385,6 +467,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
                 AND a.seq NOT IN (SELECT seq FROM pruned)
               ORDER BY a.seq DESC LIMIT 5)
           ) y ORDER BY y.seq DESC LIMIT 5) x) END AS prior_attempts,
+       CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id) END AS continues,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'claimed')::text)
@@ -414,6 +497,7 @@ UPDATE todos t
  WHERE t.id = ins.todo_id
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.lease_expires_at, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
        CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, 5) END AS prior_attempts,
+       CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id) END AS continues,
        pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
   'kind', 'claimed')::text);
@@ -444,6 +528,7 @@ UPDATE todos t
  WHERE t.id = ins.todo_id
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.lease_expires_at, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
        CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, 5) END AS prior_attempts,
+       CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id) END AS continues,
        pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
   'kind', 'claimed')::text);
@@ -486,7 +571,7 @@ pruned AS (
    WHERE cand.prev_total >= %(history_max)s
      AND a.todo_id = cand.id AND a.seq <= cand.prev_total + 1 - %(history_max)s
      AND a.ended_at IS NOT NULL
-  RETURNING a.seq, a.outcome
+  RETURNING a.seq, a.outcome, a.input_tokens, a.output_tokens, a.cost_usd
 ),
 upd AS (
   UPDATE todos t
@@ -498,6 +583,8 @@ upd AS (
            ELSE t.pruned_outcomes || coalesce((
              SELECT jsonb_object_agg(p.outcome, p.n + coalesce((t.pruned_outcomes ->> p.outcome)::int, 0))
                FROM (SELECT outcome::text AS outcome, count(*) AS n FROM pruned GROUP BY 1) p), '{}') END,
+         pruned_usage = CASE WHEN cand.prev_total < %(history_max)s THEN t.pruned_usage
+           ELSE (SELECT CASE WHEN count(p.input_tokens) + count(p.output_tokens) + count(p.cost_usd) = 0 THEN t.pruned_usage ELSE coalesce(t.pruned_usage, '{}'::jsonb) || jsonb_strip_nulls(jsonb_build_object('input_tokens', CASE WHEN count(p.input_tokens) > 0 THEN coalesce((t.pruned_usage ->> 'input_tokens')::numeric, 0) + sum(p.input_tokens) END, 'output_tokens', CASE WHEN count(p.output_tokens) > 0 THEN coalesce((t.pruned_usage ->> 'output_tokens')::numeric, 0) + sum(p.output_tokens) END, 'cost_usd', CASE WHEN count(p.cost_usd) > 0 THEN coalesce((t.pruned_usage ->> 'cost_usd')::numeric, 0) + sum(p.cost_usd) END)) END FROM pruned p) END,
          updated_at = coalesce(%(now)s::timestamptz, now())
     FROM cand
    WHERE t.id = cand.id
@@ -524,6 +611,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
                 AND a.seq NOT IN (SELECT seq FROM pruned)
               ORDER BY a.seq DESC LIMIT 5)
           ) y ORDER BY y.seq DESC LIMIT 5) x) END AS prior_attempts,
+       CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id) END AS continues,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'claimed')::text)
@@ -817,6 +905,286 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
   'kind', 'released')::text)
   FROM upd JOIN closed c ON true;
 
+-- name: SQL_CLOSE_AGENT_USAGE[('complete', 'unfenced')]
+-- The same closes when the caller reported usage.
+WITH closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'completed'::attempt_outcome, disposition = 'done'::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, input_tokens = %(input_tokens)s::bigint, output_tokens = %(output_tokens)s::bigint, cost_usd = %(cost_usd)s::numeric, model = %(model)s::text
+   WHERE a.todo_id = %(id)s
+     AND a.seq = (SELECT t.attempts_total FROM todos t
+                   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+                   FOR UPDATE OF t)
+     AND a.outcome IS NULL AND a.lease_token_hash IS NULL
+  RETURNING a.attempt
+)
+UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result = %(result)s, updated_at = coalesce(%(now)s::timestamptz, now())
+  FROM closed c
+ WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt, pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'completed')::text);
+
+-- name: SQL_CLOSE_AGENT_USAGE[('complete', 'token_checked')]
+-- The same closes when the caller reported usage.
+WITH closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'completed'::attempt_outcome, disposition = 'done'::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, input_tokens = %(input_tokens)s::bigint, output_tokens = %(output_tokens)s::bigint, cost_usd = %(cost_usd)s::numeric, model = %(model)s::text
+   WHERE a.todo_id = %(id)s
+     AND a.seq = (SELECT t.attempts_total FROM todos t
+                   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+                   FOR UPDATE OF t)
+     AND a.outcome IS NULL 
+  RETURNING a.attempt
+)
+UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result = %(result)s, updated_at = coalesce(%(now)s::timestamptz, now())
+  FROM closed c
+ WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt, pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'completed')::text);
+
+-- name: SQL_CLOSE_AGENT_USAGE[('fail', 'unfenced')]
+-- The same closes when the caller reported usage.
+WITH locked AS (
+  SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'failed'::attempt_outcome, disposition = (CASE WHEN l.attempt < l.max_attempts THEN 'retry_scheduled' ELSE 'dead_lettered' END)::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, input_tokens = %(input_tokens)s::bigint, output_tokens = %(output_tokens)s::bigint, cost_usd = %(cost_usd)s::numeric, model = %(model)s::text
+    FROM locked l
+   WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL AND a.lease_token_hash IS NULL
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.artifact
+),
+upd AS (
+  UPDATE todos t SET state = 'failed', owner = NULL, lease_expires_at = NULL, result = %(result)s, next_retry_at = CASE WHEN t.attempt < t.max_attempts THEN coalesce(%(now)s::timestamptz, now()) + least(%(retry_max)s::float8, %(retry_base)s::float8 * power(2, least(t.attempt - 1, 30))) * (0.5 + random() * 0.5) * interval '1 second' END, updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed c
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
+      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
+        'died', c.outcome IN ('lease_expired', 'reaped'), 'summary', c.summary, 'artifact', c.artifact),
+      'attempts', jsonb_build_object(
+  'total', u.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
+        UNION ALL SELECT c.outcome::text, 1
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
+       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted', greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+    FROM upd u JOIN closed c ON c.todo_id = u.id
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition, c.summary AS closed_summary, c.artifact AS closed_artifact, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'failed')::text)
+  FROM upd JOIN closed c ON true;
+
+-- name: SQL_CLOSE_AGENT_USAGE[('fail', 'token_checked')]
+-- The same closes when the caller reported usage.
+WITH locked AS (
+  SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'failed'::attempt_outcome, disposition = (CASE WHEN l.attempt < l.max_attempts THEN 'retry_scheduled' ELSE 'dead_lettered' END)::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, input_tokens = %(input_tokens)s::bigint, output_tokens = %(output_tokens)s::bigint, cost_usd = %(cost_usd)s::numeric, model = %(model)s::text
+    FROM locked l
+   WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL 
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.artifact
+),
+upd AS (
+  UPDATE todos t SET state = 'failed', owner = NULL, lease_expires_at = NULL, result = %(result)s, next_retry_at = CASE WHEN t.attempt < t.max_attempts THEN coalesce(%(now)s::timestamptz, now()) + least(%(retry_max)s::float8, %(retry_base)s::float8 * power(2, least(t.attempt - 1, 30))) * (0.5 + random() * 0.5) * interval '1 second' END, updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed c
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
+      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
+        'died', c.outcome IN ('lease_expired', 'reaped'), 'summary', c.summary, 'artifact', c.artifact),
+      'attempts', jsonb_build_object(
+  'total', u.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
+        UNION ALL SELECT c.outcome::text, 1
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
+       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted', greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+    FROM upd u JOIN closed c ON c.todo_id = u.id
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition, c.summary AS closed_summary, c.artifact AS closed_artifact, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'failed')::text)
+  FROM upd JOIN closed c ON true;
+
+-- name: SQL_CLOSE_AGENT_USAGE[('release', 'unfenced')]
+-- The same closes when the caller reported usage.
+WITH locked AS (
+  SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'released'::attempt_outcome, disposition = 'requeued'::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, input_tokens = %(input_tokens)s::bigint, output_tokens = %(output_tokens)s::bigint, cost_usd = %(cost_usd)s::numeric, model = %(model)s::text
+    FROM locked l
+   WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL AND a.lease_token_hash IS NULL
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.artifact
+),
+upd AS (
+  UPDATE todos t SET state = 'pending', owner = NULL, lease_expires_at = NULL, updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed c
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
+      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
+        'died', c.outcome IN ('lease_expired', 'reaped'), 'summary', c.summary, 'artifact', c.artifact),
+      'attempts', jsonb_build_object(
+  'total', u.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
+        UNION ALL SELECT c.outcome::text, 1
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
+       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted', greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+    FROM upd u JOIN closed c ON c.todo_id = u.id
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition, c.summary AS closed_summary, c.artifact AS closed_artifact, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'released')::text)
+  FROM upd JOIN closed c ON true;
+
+-- name: SQL_CLOSE_AGENT_USAGE[('release', 'token_checked')]
+-- The same closes when the caller reported usage.
+WITH locked AS (
+  SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'released'::attempt_outcome, disposition = 'requeued'::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, input_tokens = %(input_tokens)s::bigint, output_tokens = %(output_tokens)s::bigint, cost_usd = %(cost_usd)s::numeric, model = %(model)s::text
+    FROM locked l
+   WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL 
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.artifact
+),
+upd AS (
+  UPDATE todos t SET state = 'pending', owner = NULL, lease_expires_at = NULL, updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed c
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
+      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
+        'died', c.outcome IN ('lease_expired', 'reaped'), 'summary', c.summary, 'artifact', c.artifact),
+      'attempts', jsonb_build_object(
+  'total', u.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
+        UNION ALL SELECT c.outcome::text, 1
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
+       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted', greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+    FROM upd u JOIN closed c ON c.todo_id = u.id
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt, upd.max_attempts, upd.lease_expires_at, upd.next_retry_at, (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition, c.summary AS closed_summary, c.artifact AS closed_artifact, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'released')::text)
+  FROM upd JOIN closed c ON true;
+
 -- name: SQL_CLOSE_HUMAN['complete']
 -- Human statements (the Board): the owning human is exempt from the fence (REQ-6) and may
 -- release, fail or cancel any holder's attempt; complete only their own claim.
@@ -981,6 +1349,16 @@ RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload,
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
   'kind', 'canceled')::text);
 
+-- name: SQL_CONTINUES_MISS['agent']
+-- Classify a continuation that added nothing: the predecessor as the caller may see it (none:
+-- not_found), whether it has ended, and its successor (through the unique index).
+SELECT t.state::text AS state, (t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL)) AS ended, (SELECT s.id FROM todos s WHERE s.continues_id = t.id) AS successor FROM todos t WHERE t.id = %(continues)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s);
+
+-- name: SQL_CONTINUES_MISS['human']
+-- Classify a continuation that added nothing: the predecessor as the caller may see it (none:
+-- not_found), whether it has ended, and its successor (through the unique index).
+SELECT t.state::text AS state, (t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL)) AS ended, (SELECT s.id FROM todos s WHERE s.continues_id = t.id) AS successor FROM todos t WHERE t.id = %(continues)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
+
 -- name: SQL_ENDPOINTS_OF_USER
 SELECT id::text AS id, name, agent_id, scope, queues, created_at, last_used_at, revoked_at
   FROM endpoints WHERE user_id = %(user_id)s ORDER BY created_at DESC;
@@ -1010,8 +1388,34 @@ SELECT a.lease_token_hash
  FOR UPDATE OF t;
 
 -- name: SQL_GET['agent']
--- reads, each filtered by the owner scope in the same statement (REQ-10)
-SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.pruned_outcomes,
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.pruned_outcomes, t.continues_id,
+       (SELECT s.id FROM todos s WHERE s.continues_id = t.id) AS continued_by_id,
+       (WITH RECURSIVE up AS (
+    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, 0 AS pos
+    UNION ALL
+    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, up.pos - 1 FROM up JOIN todos t ON t.id = up.continues_id
+     WHERE up.pos > -50 AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+  ), down AS (
+    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, 0 AS pos
+    UNION ALL
+    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, down.pos + 1 FROM down JOIN todos t ON t.continues_id = down.id
+     WHERE down.pos < 50 AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+  ), links AS (
+    SELECT * FROM up UNION SELECT * FROM down
+  ), kept AS (
+    SELECT c.*, count(*) OVER () AS n FROM links c ORDER BY abs(c.pos), c.pos LIMIT 50
+  )
+  SELECT json_build_object('truncated', max(c.n) > 50, 'links', json_agg(json_build_object(
+           'id', c.id, 'title', c.title, 'state', c.state, 'dead_letter', (c.state = 'failed' AND c.next_retry_at IS NULL),
+           'attempts_total', c.attempts_total, 'last_outcome', l.outcome, 'last_summary', left(l.line, 80),
+           'last_summary_cut', coalesce(length(l.line) > 80, false)) ORDER BY c.pos))
+    FROM kept c
+    LEFT JOIN LATERAL (
+      SELECT a.outcome, btrim(regexp_replace(a.summary, '\s+', ' ', 'g')) AS line FROM attempts a
+       WHERE a.todo_id = c.id AND a.seq = c.attempts_total) l ON true) AS chain,
+       (SELECT CASE WHEN count(a.input_tokens) + count(a.output_tokens) + count(a.cost_usd) > 0
+            OR t.pruned_usage IS NOT NULL THEN json_build_object('input_tokens', CASE WHEN count(a.input_tokens) > 0 OR t.pruned_usage ? 'input_tokens' THEN coalesce(sum(a.input_tokens), 0) + coalesce((t.pruned_usage ->> 'input_tokens')::numeric, 0) END, 'output_tokens', CASE WHEN count(a.output_tokens) > 0 OR t.pruned_usage ? 'output_tokens' THEN coalesce(sum(a.output_tokens), 0) + coalesce((t.pruned_usage ->> 'output_tokens')::numeric, 0) END, 'cost_usd', CASE WHEN count(a.cost_usd) > 0 OR t.pruned_usage ? 'cost_usd' THEN coalesce(sum(a.cost_usd), 0) + coalesce((t.pruned_usage ->> 'cost_usd')::numeric, 0) END) END
+     FROM attempts a WHERE a.todo_id = t.id) AS usage,
        (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
           SELECT a.seq, attempt_public_notes(a, %(notes_limit)s::int) AS j FROM attempts a
            WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,
@@ -1022,8 +1426,34 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
  WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s);
 
 -- name: SQL_GET['human']
--- reads, each filtered by the owner scope in the same statement (REQ-10)
-SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.pruned_outcomes,
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.pruned_outcomes, t.continues_id,
+       (SELECT s.id FROM todos s WHERE s.continues_id = t.id) AS continued_by_id,
+       (WITH RECURSIVE up AS (
+    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, 0 AS pos
+    UNION ALL
+    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, up.pos - 1 FROM up JOIN todos t ON t.id = up.continues_id
+     WHERE up.pos > -50 AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+  ), down AS (
+    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, 0 AS pos
+    UNION ALL
+    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, down.pos + 1 FROM down JOIN todos t ON t.continues_id = down.id
+     WHERE down.pos < 50 AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+  ), links AS (
+    SELECT * FROM up UNION SELECT * FROM down
+  ), kept AS (
+    SELECT c.*, count(*) OVER () AS n FROM links c ORDER BY abs(c.pos), c.pos LIMIT 50
+  )
+  SELECT json_build_object('truncated', max(c.n) > 50, 'links', json_agg(json_build_object(
+           'id', c.id, 'title', c.title, 'state', c.state, 'dead_letter', (c.state = 'failed' AND c.next_retry_at IS NULL),
+           'attempts_total', c.attempts_total, 'last_outcome', l.outcome, 'last_summary', left(l.line, 80),
+           'last_summary_cut', coalesce(length(l.line) > 80, false)) ORDER BY c.pos))
+    FROM kept c
+    LEFT JOIN LATERAL (
+      SELECT a.outcome, btrim(regexp_replace(a.summary, '\s+', ' ', 'g')) AS line FROM attempts a
+       WHERE a.todo_id = c.id AND a.seq = c.attempts_total) l ON true) AS chain,
+       (SELECT CASE WHEN count(a.input_tokens) + count(a.output_tokens) + count(a.cost_usd) > 0
+            OR t.pruned_usage IS NOT NULL THEN json_build_object('input_tokens', CASE WHEN count(a.input_tokens) > 0 OR t.pruned_usage ? 'input_tokens' THEN coalesce(sum(a.input_tokens), 0) + coalesce((t.pruned_usage ->> 'input_tokens')::numeric, 0) END, 'output_tokens', CASE WHEN count(a.output_tokens) > 0 OR t.pruned_usage ? 'output_tokens' THEN coalesce(sum(a.output_tokens), 0) + coalesce((t.pruned_usage ->> 'output_tokens')::numeric, 0) END, 'cost_usd', CASE WHEN count(a.cost_usd) > 0 OR t.pruned_usage ? 'cost_usd' THEN coalesce(sum(a.cost_usd), 0) + coalesce((t.pruned_usage ->> 'cost_usd')::numeric, 0) END) END
+     FROM attempts a WHERE a.todo_id = t.id) AS usage,
        (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
           SELECT a.seq, attempt_public_notes(a, %(notes_limit)s::int) AS j FROM attempts a
            WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,

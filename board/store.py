@@ -36,6 +36,7 @@ from board.inputs import (
     clean_artifact,
     clean_claimant,
     clean_note,
+    clean_usage,
     cut_utf8,
     hash_token,
     json_object,
@@ -59,7 +60,9 @@ from board.statements import (
     FIXED_CLOSE,
     NO_OUTBOX_KINDS,
     SQL_ADD,
+    SQL_ADD_CONTINUING,
     SQL_ADD_HUMAN,
+    SQL_ADD_HUMAN_CONTINUING,
     SQL_ATTEMPT_SUMMARY,
     SQL_CANCEL_HELD_AGENT,
     SQL_CANCEL_UNHELD,
@@ -73,7 +76,9 @@ from board.statements import (
     SQL_CLAIM_NEXT_UNPAUSED,
     SQL_CLASSIFY,
     SQL_CLOSE_AGENT,
+    SQL_CLOSE_AGENT_USAGE,
     SQL_CLOSE_HUMAN,
+    SQL_CONTINUES_MISS,
     SQL_FENCE_LOOKUP,
     SQL_GET,
     SQL_HEARTBEAT,
@@ -156,6 +161,8 @@ _CONSTRAINT_ERRORS: dict[str, Callable[[], SwitchboardError]] = {
     "endpoints_agent_id_check": lambda: Invalid("agent_id must be 1-128 of letters, digits, _ . : / -", argument="agent_id"),
     "attempts_one_open_per_todo": lambda: Conflict("the todo already has an open attempt"),
     "todos_endpoint_id_fkey": lambda: NotFound("no such endpoint"),
+    "todos_one_successor": lambda: Conflict("the todo it continues already has a successor", argument="continues"),
+    "todos_continues_fixed": lambda: Conflict("a todo's continues never changes", argument="continues"),
     "endpoints_user_id_fkey": lambda: NotFound("no such user"),
 }
 
@@ -201,6 +208,33 @@ def _outcome_counts(row: dict) -> dict[str, int]:
     for outcome, n in (row.get("live_outcomes") or {}).items():
         counts[outcome] = counts.get(outcome, 0) + int(n)
     return {k: int(v) for k, v in sorted(counts.items())}
+
+
+def _continues_id(value: Any) -> str:
+    """The id add_todo's continues names, checked as an id is (an id no todo can have is
+    not_found, with the body of any unknown id), naming continues."""
+    try:
+        return checked_todo_id(value, op="add_todo")
+    except Invalid:
+        raise Invalid("continues must be a todo id (a non-empty string)", argument="continues", op="add_todo") from None
+    except NotFound:
+        raise NotFound(argument="continues", op="add_todo") from None
+
+
+def _usage_totals(raw: dict | None) -> dict | None:
+    """get_todo's usage totals: tokens as integers, cost as a number (null: never reported)."""
+    if raw is None:
+        return None
+    return {k: (None if raw.get(k) is None else int(raw[k]) if k != "cost_usd" else float(raw[k]))
+            for k in ("input_tokens", "output_tokens", "cost_usd")}
+
+
+def _continuation(raw: dict) -> dict:
+    """A claim's `continues`: the predecessor and its last closed attempt."""
+    out = dict(raw)
+    if out.get("last_attempt") is not None:
+        out["last_attempt"] = _parse_times(dict(out["last_attempt"]))
+    return out
 
 
 def todo_out(row: dict) -> dict:
@@ -323,10 +357,12 @@ class Store(Accounts):
 
     async def todo_add(self, caller: Caller, *, queue: Any, title: Any, payload: Any = None,
                        routing: Any = None, max_attempts: Any = None, endpoint_id: Any = None,
-                       now: datetime | None = None) -> dict:
+                       continues: Any = None, now: datetime | None = None) -> dict:
         """-> pending, in a queue the endpoint is granted. A human (the Board) adds through one
         of their live endpoints granted the queue: endpoint_id, or else their oldest one; the
-        statement itself picks and checks it."""
+        statement itself picks and checks it. With continues, the new todo continues that todo
+        of the caller's, which must have ended and have no successor yet (one statement; a
+        continuation of a human's todo goes on that todo's endpoint)."""
         human = isinstance(caller, Human)
         if not human:
             caller.require("add_todo")
@@ -344,17 +380,44 @@ class Store(Accounts):
         if not isinstance(title, str) or not 1 <= len(title) <= 500:
             raise Invalid("title must be a string of 1 to 500 characters", argument="title", op="add_todo")
         storable(title, "title")
+        if continues is not None:
+            continues = _continues_id(continues)
         params = self._params(
             caller, queue=queue, title=title,
             payload=Jsonb(json_object(payload, "payload")), routing=Jsonb(json_object(routing, "routing")),
             max_attempts=5 if max_attempts is None else positive_int(max_attempts, "max_attempts", 1, 1000),
-            now=now, **({"endpoint_id": endpoint_id} if human else {}),
+            now=now, continues=continues, **({"endpoint_id": endpoint_id} if human else {}),
         )
-        row = await self._fetch(SQL_ADD_HUMAN if human else SQL_ADD, params, op="add_todo", one=True)
+        if continues is None:
+            sql = SQL_ADD_HUMAN if human else SQL_ADD
+        else:
+            sql = SQL_ADD_HUMAN_CONTINUING if human else SQL_ADD_CONTINUING
+        row = await self._fetch(sql, params, op="add_todo", one=True)
+        if row is None and continues is not None:
+            raise await self._continues_miss(caller, params, not_granted)
         if row is None:  # the human has no live endpoint granted the queue (or not the one named)
             raise not_granted
         self._emit([Transition("added", row["id"], str(row["endpoint_id"]), row["queue"], row["state"])])
-        return todo_out(row)
+        out = todo_out(row)
+        if continues is not None:
+            out["continues_id"] = row["continues_id"]
+        return out
+
+    async def _continues_miss(self, caller: Caller, params: dict, not_granted: SwitchboardError) -> SwitchboardError:
+        """Why a continuation added nothing: the predecessor is not the caller's (NotFound, the
+        body of any unknown id), still live, or continued already (Conflict naming the
+        successor, the winner of a race included: this read runs after it committed)."""
+        which = "agent" if isinstance(caller, Agent) else "human"
+        row = await self._fetch(SQL_CONTINUES_MISS[which], params, op="add_todo", todo_id=params["continues"], one=True)
+        if row is None:
+            return NotFound(argument="continues", op="add_todo", todo_id=params["continues"])
+        if row["successor"] is not None:
+            return Conflict(f"that todo already has a successor: {row['successor']}", argument="continues",
+                            op="add_todo", todo_id=params["continues"])
+        if not row["ended"]:
+            return Conflict(f"that todo is still live ({row['state']}); only a done, canceled or dead-lettered "
+                            "todo can be continued", argument="continues", op="add_todo", todo_id=params["continues"])
+        return not_granted  # a human with no live endpoint of the predecessor's granted the queue
 
     async def todo_list(self, caller: Caller, *, state: Any = None, queue: Any = None, dead_letter: bool = False,
                         title: Any = None, claimant: Any = None, payload_key: Any = None, payload_value: Any = None,
@@ -423,6 +486,11 @@ class Store(Accounts):
             current.update(liveness=live.level, last_activity_at=live.last_activity_at)
             if isinstance(caller, Human):  # the Board's words for it
                 current["liveness_explanation"] = live.explanation
+        out["continues_id"] = row["continues_id"]
+        out["continued_by_id"] = row["continued_by_id"]
+        out["chain"] = row["chain"]["links"]
+        out["chain_truncated"] = row["chain"]["truncated"]
+        out["usage"] = _usage_totals(row["usage"])
         if isinstance(caller, Human):
             out["endpoint_id"] = str(row["endpoint_id"])
         return out
@@ -503,6 +571,8 @@ class Store(Accounts):
             self._emit((opened,))
         out = {"todo": todo_out(row), "attempt_seq": seq, "attempts_total": seq,
                "prior_attempts": self._prior(row["prior_attempts"])}
+        if row.get("continues") is not None:  # the todo continues another: what that one ended with
+            out["continues"] = _continuation(row["continues"])
         if token:
             out["lease_token"] = token
         return out
@@ -555,21 +625,32 @@ class Store(Accounts):
                 "result": Jsonb(result) if with_result and result is not None else None}
 
     async def _close(self, caller: Caller, kind: str, todo_id: Any, *, summary=None, artifact=None, result=None,
-                     lease_token=None, now=None) -> dict:
+                     lease_token=None, usage=None, now=None) -> dict:
         todo_id = checked_todo_id(todo_id)
         inputs = self._closing(summary, artifact, result, with_result=kind in ("complete", "fail"), op=kind,
                                todo_id=todo_id)
+        try:
+            usage = clean_usage(usage)
+        except SwitchboardError as e:
+            e.op, e.todo_id = kind, todo_id
+            raise
+        reported = {k: v for k, v in usage.items() if v is not None}
+        if reported and not isinstance(caller, Agent):  # the Board's closes report none
+            raise Invalid("usage is reported by an agent's closing call", argument="usage", op=kind, todo_id=todo_id)
+        if reported:
+            inputs.update(usage)
         params = self._params(caller, id=todo_id, **inputs, now=now,
                               retry_base=self.settings.retry_base_seconds, retry_max=self.settings.retry_max_seconds)
         if isinstance(caller, Agent):
             caller.require(kind)
             params["from_states"] = ["claimed"]
+            closes = SQL_CLOSE_AGENT_USAGE if reported else SQL_CLOSE_AGENT
             if lease_token is None:  # the statement itself requires an unfenced attempt
-                row = await self._fetch(SQL_CLOSE_AGENT[(kind, UNFENCED)], params, op=kind, todo_id=todo_id,
+                row = await self._fetch(closes[(kind, UNFENCED)], params, op=kind, todo_id=todo_id,
                                         one=True)
             else:
                 try:
-                    row = await self._fenced(caller, SQL_CLOSE_AGENT, lambda mode: (kind, mode), params,
+                    row = await self._fenced(caller, closes, lambda mode: (kind, mode), params,
                                              lease_token, op=kind, todo_id=todo_id, from_states=["claimed"])
                 except Conflict:  # the token no longer holds the open attempt: it may have closed it
                     row = None
@@ -582,7 +663,7 @@ class Store(Accounts):
             row = await self._fetch(SQL_CLOSE_HUMAN[kind], params, op=kind, todo_id=todo_id, one=True)
         if row is None:
             raise await self._classify(caller, todo_id, kind, params)
-        return self._closed(kind, todo_id, row)
+        return self._closed(kind, todo_id, row, usage=reported or None)
 
     async def _replay(self, caller: Agent, kind: str, todo_id: str, lease_token: str, params: dict) -> dict | None:
         """A close retried with the token of an attempt that token already closed with the same
@@ -600,7 +681,7 @@ class Store(Accounts):
                 return out
         return None
 
-    def _closed(self, kind: str, todo_id: str, row: dict) -> dict:
+    def _closed(self, kind: str, todo_id: str, row: dict, *, usage: dict | None = None) -> dict:
         if kind in NO_OUTBOX_KINDS:
             outcome, disposition, state = FIXED_CLOSE[kind]
             row.update(id=todo_id, state=state, owner=None, lease_expires_at=None, next_retry_at=None,
@@ -612,6 +693,8 @@ class Store(Accounts):
             closed = {"seq": row["attempts_total"], "attempt": row["closed_attempt"], "outcome": outcome,
                       "disposition": row["closed_disposition"], "summary": row["closed_summary"],
                       "artifact": row["closed_artifact"]}
+        if usage:  # for the metrics' token and cost counters
+            closed["usage"] = usage
         self._emit((Transition(CLOSED_BY[kind], row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
                                dead_letter=row["dead_letter"], closed=closed, attempts_total=row["attempts_total"]),))
         out = todo_out(row)
@@ -620,22 +703,22 @@ class Store(Accounts):
         return out
 
     async def todo_complete(self, caller: Caller, todo_id: Any, *, result=None, summary=None, artifact=None,
-                            lease_token=None, now=None) -> dict:
-        """claimed -> done; closes the attempt completed/done."""
+                            lease_token=None, usage=None, now=None) -> dict:
+        """claimed -> done; closes the attempt completed/done (with the usage reported)."""
         return await self._close(caller, "complete", todo_id, result=result, summary=summary, artifact=artifact,
-                                 lease_token=lease_token, now=now)
+                                 lease_token=lease_token, usage=usage, now=now)
 
     async def todo_fail(self, caller: Caller, todo_id: Any, *, result=None, summary=None, artifact=None,
-                        lease_token=None, now=None) -> dict:
+                        lease_token=None, usage=None, now=None) -> dict:
         """claimed -> failed with a retry, or a dead letter at the cap; closes failed/..."""
         return await self._close(caller, "fail", todo_id, result=result, summary=summary, artifact=artifact,
-                                 lease_token=lease_token, now=now)
+                                 lease_token=lease_token, usage=usage, now=now)
 
     async def todo_release(self, caller: Caller, todo_id: Any, *, summary=None, artifact=None, lease_token=None,
-                           now=None) -> dict:
+                           usage=None, now=None) -> dict:
         """claimed -> pending, attempt counter unchanged; closes released/requeued (REQ-9)."""
         return await self._close(caller, "release", todo_id, summary=summary, artifact=artifact,
-                                 lease_token=lease_token, now=now)
+                                 lease_token=lease_token, usage=usage, now=now)
 
     async def todo_heartbeat(self, caller: Agent, todo_id: Any, *, lease_token=None, lease_seconds=None,
                              now=None) -> dict:

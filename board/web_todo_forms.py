@@ -12,14 +12,14 @@ from __future__ import annotations
 from litestar import Request, Response, get, post
 from litestar.params import FromPath
 
-from board.errors import Forbidden, Invalid, NotFound
+from board.errors import Conflict, Forbidden, Invalid, NotFound
 from board.inputs import int_text, json_object_text
 from board.store import Human
 from board.web_context import checked_form, not_found, page, query_text, redirect, require_human, runtime
 from board.web_view import actions_for, sentence
 
-FIELDS = ("target", "title", "payload", "routing", "max_attempts")
-BLANK = {"target": "", "title": "", "payload": "", "routing": "", "max_attempts": "5"}
+FIELDS = ("target", "title", "payload", "routing", "max_attempts", "continues")
+BLANK = {"target": "", "title": "", "payload": "", "routing": "", "max_attempts": "5", "continues": ""}
 
 
 async def targets(request: Request, human: Human) -> list[dict]:
@@ -37,9 +37,19 @@ async def targets(request: Request, human: Human) -> list[dict]:
 
 
 def add_page(request: Request, human: Human, session, options: list[dict], values: dict, errors: dict,
-             status: int = 200) -> Response:
+             status: int = 200, continuing: dict | None = None) -> Response:
     return page(request, "todo_new.html", session=session, human=human, active="board", title="Add a todo",
-                status=status, options=options, values=values, errors=errors)
+                status=status, options=options, values=values, errors=errors, continuing=continuing)
+
+
+async def predecessor(request: Request, human: Human, todo_id: str | None) -> dict | None:
+    """The human's todo a new one is to continue (?continues=, the form's hidden field), or None."""
+    if not todo_id:
+        return None
+    try:
+        return await runtime(request).store.todo_get(human, todo_id, attempts_limit=1)
+    except (NotFound, Invalid):
+        return None
 
 
 @get("/todos/new", name="todo_new")
@@ -48,7 +58,14 @@ async def todo_new_page(request: Request) -> Response:
     options = await targets(request, human)
     wanted = query_text(request.query_params, "queue")
     first = next((o["value"] for o in options if o["queue"] == wanted), "")
-    return add_page(request, human, session, options, dict(BLANK, target=first), {})
+    # "Continue in a new todo" from a drawer: on the predecessor's endpoint and queue.
+    pred = await predecessor(request, human, query_text(request.query_params, "continues"))
+    if pred is None:
+        return add_page(request, human, session, options, dict(BLANK, target=first), {})
+    target = f"{pred['endpoint_id']}:{pred['queue']}"
+    values = dict(BLANK, target=target if any(o["value"] == target for o in options) else "",
+                  title=f"Continue: {pred['title']}"[:500], continues=pred["id"])
+    return add_page(request, human, session, options, values, {}, continuing=pred)
 
 
 @post("/todos/new")
@@ -80,13 +97,18 @@ async def todo_new_submit(request: Request) -> Response:
     if not errors:
         try:
             todo = await runtime(request).store.todo_add(
-                human, queue=target["queue"], endpoint_id=target["endpoint"]["id"], title=title, **parsed)
+                human, queue=target["queue"], endpoint_id=target["endpoint"]["id"], title=title,
+                continues=values["continues"] or None, **parsed)
         except (Invalid, Forbidden) as e:  # e.g. the endpoint was revoked since the form was drawn
             errors["target" if e.argument in (None, "queue") else e.argument] = sentence(e.message)
+        except (Conflict, NotFound) as e:  # the todo to continue: live, continued meanwhile, or gone
+            errors["continues"] = sentence("the todo to continue is not one of yours" if isinstance(e, NotFound)
+                                           else e.message)
         else:
             session.set_flash("result", f"Added “{todo['title']}” to queue {todo['queue']}. It is pending.")
             return redirect(request, "/", session)
-    return add_page(request, human, session, options, values, errors, status=400)
+    return add_page(request, human, session, options, values, errors, status=400,
+                    continuing=await predecessor(request, human, values["continues"]))
 
 
 @get("/todos/{todo_id:str}/confirm-cancel", name="todo_cancel_confirm")

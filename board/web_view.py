@@ -125,6 +125,23 @@ def pretty_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
 
 
+def usage_text(usage: dict | None) -> str:
+    """Usage as one line: tokens in and out, cost, model; the parts reported only."""
+    if not usage:
+        return ""
+    parts = []
+    if usage.get("input_tokens") is not None:
+        parts.append(f"{usage['input_tokens']:,} input tokens")
+    if usage.get("output_tokens") is not None:
+        parts.append(f"{usage['output_tokens']:,} output tokens")
+    if usage.get("cost_usd") is not None:
+        whole, cents = f"{usage['cost_usd']:,.6f}".split(".")
+        parts.append(f"${whole}.{cents.rstrip('0').ljust(2, '0')}")  # at least cents: $2.50, $0.0123
+    if usage.get("model"):
+        parts.append(f"model {usage['model']}")
+    return ", ".join(parts)
+
+
 def state_label(state: str) -> str:
     return state.replace("_", " ")
 
@@ -195,7 +212,7 @@ def _env() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(when=fmt_when, iso=fmt_iso, pretty_json=pretty_json, state_label=state_label,
-                       span=fmt_span, summary_start=summary_start)
+                       span=fmt_span, summary_start=summary_start, usage_text=usage_text)
     env.globals.update(holder=holder, deadline=deadline, actions_for=actions_for,
                        attempt_view=attempt_view, attempt_line=attempt_line, relative=fmt_relative, STATES=STATES, DIED_OUTCOMES=DIED_OUTCOMES,
                        LIST_SORTS=LIST_SORTS, VERB_GROUPS=VERB_GROUPS, VERB_HELP=VERB_HELP)

@@ -68,8 +68,8 @@ CREATE TRIGGER todos_continues_fixed BEFORE UPDATE OF continues_id ON todos
   FOR EACH ROW WHEN (OLD.continues_id IS DISTINCT FROM NEW.continues_id)
   EXECUTE FUNCTION todos_continues_fixed();
 
--- An attempt as agents and the Board see it, now with its notes' counters and the time of its
--- last note (columns of the row: the planner still inlines the one expression).
+-- An attempt as agents and the Board see it, now with its notes' counters, the time of its
+-- last note, and `usage`: what the closing verb reported, or null when it reported nothing.
 CREATE OR REPLACE FUNCTION attempt_public(a attempts) RETURNS json LANGUAGE sql STABLE PARALLEL SAFE AS $$
   SELECT json_build_object('seq', a.seq, 'attempt', a.attempt,
     'claimer_kind', a.claimer_kind, 'claimant', a.claimant, 'claimed_at', a.claimed_at,
@@ -78,7 +78,10 @@ CREATE OR REPLACE FUNCTION attempt_public(a attempts) RETURNS json LANGUAGE sql 
     'died', coalesce(a.outcome IN ('lease_expired', 'reaped'), false),
     'summary', a.summary, 'summary_truncated', a.summary_truncated, 'artifact', a.artifact,
     'notes_count', coalesce(a.notes_count, 0), 'notes_pruned', coalesce(a.notes_pruned, 0),
-    'last_note_at', a.last_note_at)
+    'last_note_at', a.last_note_at,
+    'usage', CASE WHEN num_nonnulls(a.input_tokens, a.output_tokens, a.cost_usd, a.model) > 0 THEN
+      json_build_object('input_tokens', a.input_tokens, 'output_tokens', a.output_tokens,
+                        'cost_usd', a.cost_usd, 'model', a.model) END)
 $$;
 
 -- An attempt's n newest notes, newest first ('[]' when none): a walk of the primary key.
@@ -103,4 +106,17 @@ CREATE OR REPLACE FUNCTION attempt_prior(todo_id text, n integer) RETURNS json L
   SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json)
     FROM (SELECT a.seq, attempt_public_notes(a, 3) AS j FROM attempts a
            WHERE a.todo_id = $1 AND a.ended_at IS NOT NULL ORDER BY a.seq DESC LIMIT $2) x
+$$;
+
+-- What a claim of a continuing todo returns beside it: the predecessor (of the same
+-- endpoint) with its id, state, result, attempts_total and its last closed attempt. The
+-- claim calls it only for a todo whose continues_id is set, so a claim of any other todo
+-- sets up nothing for it.
+CREATE FUNCTION todo_continuation(pred_id text, endpoint uuid) RETURNS json LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT json_build_object('id', p.id, 'state', p.state,
+    'dead_letter', (p.state = 'failed' AND p.next_retry_at IS NULL), 'result', p.result,
+    'attempts_total', p.attempts_total,
+    'last_attempt', (SELECT attempt_public_notes(a, 3) FROM attempts a
+                      WHERE a.todo_id = p.id AND a.ended_at IS NOT NULL ORDER BY a.seq DESC LIMIT 1))
+    FROM todos p WHERE p.id = $1 AND p.endpoint_id = $2
 $$;

@@ -102,7 +102,10 @@ CREATE FUNCTION public.attempt_public(a public.attempts) RETURNS json
     'died', coalesce(a.outcome IN ('lease_expired', 'reaped'), false),
     'summary', a.summary, 'summary_truncated', a.summary_truncated, 'artifact', a.artifact,
     'notes_count', coalesce(a.notes_count, 0), 'notes_pruned', coalesce(a.notes_pruned, 0),
-    'last_note_at', a.last_note_at)
+    'last_note_at', a.last_note_at,
+    'usage', CASE WHEN num_nonnulls(a.input_tokens, a.output_tokens, a.cost_usd, a.model) > 0 THEN
+      json_build_object('input_tokens', a.input_tokens, 'output_tokens', a.output_tokens,
+                        'cost_usd', a.cost_usd, 'model', a.model) END)
 $$;
 CREATE FUNCTION public.attempt_public_notes(a public.attempts, n integer) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -110,6 +113,16 @@ CREATE FUNCTION public.attempt_public_notes(a public.attempts, n integer) RETURN
   SELECT (attempt_public(a)::jsonb || jsonb_build_object('notes',
             CASE WHEN a.notes_count IS NULL OR $2 = 0 THEN '[]'::json
                  ELSE attempt_notes_newest(a.todo_id, a.seq, $2) END))::json
+$_$;
+CREATE FUNCTION public.todo_continuation(pred_id text, endpoint uuid) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $_$
+  SELECT json_build_object('id', p.id, 'state', p.state,
+    'dead_letter', (p.state = 'failed' AND p.next_retry_at IS NULL), 'result', p.result,
+    'attempts_total', p.attempts_total,
+    'last_attempt', (SELECT attempt_public_notes(a, 3) FROM attempts a
+                      WHERE a.todo_id = p.id AND a.ended_at IS NOT NULL ORDER BY a.seq DESC LIMIT 1))
+    FROM todos p WHERE p.id = $1 AND p.endpoint_id = $2
 $_$;
 CREATE FUNCTION public.todos_consistent() RETURNS trigger
     LANGUAGE plpgsql

@@ -409,7 +409,7 @@
     connect(true);
   }
 
-  function openDrawer(id, opener, push, href) {
+  function openDrawer(id, opener, push, href, replace) {
     var url = "/todos/" + encodeURIComponent(id);
     fetch(url + "/drawer", { credentials: "same-origin", headers: { "Accept": "text/html" } })
       .then(function (resp) {
@@ -426,6 +426,8 @@
         if (push) {
           history.pushState({ drawer: id }, "", url + location.search);
           state.pushed = true;
+        } else if (replace) {  // a step along a chain: the drawer stays one history entry
+          history.replaceState({ drawer: id }, "", url + location.search);
         }
         showDrawer(d);
         connect(true);
@@ -438,6 +440,16 @@
     if (link && e.button === 0 && !e.metaKey && !e.ctrlKey && !e.shiftKey && !e.altKey) {
       e.preventDefault();
       openDrawer(link.closest("tr").dataset.id, link, true, link.href);
+      return;
+    }
+    // A link of the drawer's continuation chain opens that todo's drawer in its place; closing
+    // it returns focus to where the first drawer was opened from.
+    var hop = e.target.closest && e.target.closest("a.chain-link");
+    if (hop && e.button === 0 && !e.metaKey && !e.ctrlKey && !e.shiftKey && !e.altKey) {
+      e.preventDefault();
+      if (hop.getAttribute("aria-current") !== "page") {
+        openDrawer(hop.dataset.id, state.opener, false, hop.href, /^\/todos\//.test(location.pathname));
+      }
       return;
     }
     // An error summary's link moves focus to its field itself (and shows the field's label):

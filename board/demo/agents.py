@@ -71,6 +71,7 @@ class SimAgent:
         self._idle = False
         self.leaving = False  # saying goodbye: calls still go out while the demo stops
         self.rng = random.Random(f"{name}")
+        self.usage_rng = random.Random(f"{name}/usage")  # apart, so the plan's choices stay as they were
 
     @property
     def claimant(self) -> str:
@@ -157,11 +158,17 @@ class SimAgent:
             await self.pause(seconds / beats)
             await self.heartbeat()
 
+    def usage(self) -> dict:
+        """What a model-driven worker would report about its attempt (made up, plausible)."""
+        tokens_in, tokens_out = self.usage_rng.randint(800, 12000), self.usage_rng.randint(50, 1500)
+        return {"input_tokens": tokens_in, "output_tokens": tokens_out, "model": "demo-model-1",
+                "cost_usd": round(tokens_in * 3e-6 + tokens_out * 15e-6, 6)}
+
     async def complete(self, summary_kind: str = "complete") -> None:
         held = self.held
         await self.call("complete", id=held.id, summary=self.rng.choice(SUMMARIES[summary_kind]),
                         artifact=self.artifact(), result={"ok": True, "by": self.claimant},
-                        **self._fence())
+                        usage=self.usage(), **self._fence())
         self.held = None
         self.demo.saw("completed")
         self.say("completed", held.todo, "done")
@@ -169,7 +176,7 @@ class SimAgent:
     async def fail(self, summary_kind: str = "fail") -> None:
         held = self.held
         r = await self.call("fail", id=held.id, summary=self.rng.choice(SUMMARIES[summary_kind]),
-                            artifact=self.artifact(), result={"ok": False}, **self._fence())
+                            artifact=self.artifact(), result={"ok": False}, usage=self.usage(), **self._fence())
         self.held = None
         self.demo.saw("failed")
         closed = r.get("closed_attempt") or {}

@@ -169,3 +169,34 @@ async def test_the_not_found_page_keeps_the_navigation_and_sign_out_for_a_signed
             assert r.headers["content-security-policy"].startswith("default-src 'self'")
         signed_out = await c.post("/logout", data={"csrf_token": csrf_of(r.text)})  # its Sign out form works
         assert signed_out.status_code == 303 and signed_out.headers["location"] == "/login"
+
+
+async def test_continue_in_a_new_todo_from_the_drawer_adds_the_next_link_of_the_chain(live_server):
+    store = live_server.store
+    ada = await make_human(store, "ada")
+    agent = await make_agent(store, user=ada, agent_id="reviewer", queues=("reviews", "other"))
+    done = await store.todo_add(agent, queue="reviews", title="Write <the> parser")
+    await store.todo_claim(agent, done["id"])
+    await store.todo_complete(agent, done["id"], summary="review: needs tests")
+    async with client_for(live_server) as c:
+        token = await sign_in(c, "ada")
+        drawer = (await c.get(f"/todos/{done['id']}")).text
+        assert f'href="/todos/new?continues={done["id"]}"' in drawer
+        form = (await c.get(f"/todos/new?continues={done['id']}")).text
+        assert "This todo continues “Write &lt;the&gt; parser”" in form
+        assert re.search(r'<option value="[^"]+:reviews" selected>', form)
+        assert 'value="Continue: Write &lt;the&gt; parser"' in control(form, "add-title")
+        target = options(form)["reviews"]
+        r = await c.post("/todos/new", data={"csrf_token": token, "target": target, "title": "Add the tests",
+                                             "max_attempts": "5", "continues": done["id"]})
+        assert r.status_code == 303, r.text
+        got = await store.todo_get(ada, done["id"])
+        assert got["continued_by_id"] is not None
+        assert "Continue in a new todo" not in (await c.get(f"/todos/{done['id']}")).text
+        # a second continuation of the same todo is refused next to the field, naming the first
+        again = await c.post("/todos/new", data={"csrf_token": token, "target": target, "title": "Again",
+                                                 "max_attempts": "5", "continues": done["id"]})
+        assert again.status_code == 400
+        assert got["continued_by_id"] in field_error(again.text, "add-continues")
+    chain = (await store.todo_get(ada, got["continued_by_id"]))["chain"]
+    assert [link["title"] for link in chain] == ["Write <the> parser", "Add the tests"]

@@ -108,3 +108,25 @@ async def test_the_operator_token_guards_metrics(server_settings):
             assert (await client.get("/metrics")).status_code == 401
             assert (await client.get("/metrics", headers={"authorization": "Bearer nope"})).status_code == 401
         await scrape(srv.url, headers={"authorization": "Bearer op-token-123"})
+
+
+async def test_reported_usage_moves_the_token_and_cost_counters_by_exactly_what_was_reported(live_server):
+    store = live_server.store
+    agent = await make_agent(store, queues=("llm",))
+    before = await scrape(live_server.url)
+    closes = (("complete", {"input_tokens": 1200, "output_tokens": 300, "cost_usd": 0.25, "model": "model-label-xyz"}),
+              ("fail", {"input_tokens": 50, "cost_usd": 0.5}), ("release", {"output_tokens": 7}), ("complete", None))
+    for verb, usage in closes:
+        todo = await store.todo_add(agent, queue="llm", title="t")
+        await store.todo_claim(agent, todo["id"])
+        await getattr(store, f"todo_{verb}")(agent, todo["id"], usage=usage)
+    after = await scrape(live_server.url)
+
+    def moved(name, **labels):
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert moved("switchboard_attempt_tokens_total", queue="llm", kind="input") == 1250
+    assert moved("switchboard_attempt_tokens_total", queue="llm", kind="output") == 307
+    assert moved("switchboard_attempt_cost_usd_total", queue="llm") == 0.75
+    async with httpx.AsyncClient(base_url=live_server.url) as client:
+        assert "model-label-xyz" not in (await client.get("/metrics")).text

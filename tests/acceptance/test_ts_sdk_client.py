@@ -227,3 +227,34 @@ async def test_notes_and_liveness_pass_the_typescript_client_s_schema_check(ts_s
         assert again["prior_attempts"][0]["notes_count"] == 2 and len(again["prior_attempts"][0]["notes"]) == 2
         empty = await client.call_tool("note", {"id": todo["id"], "text": "\u0001"})
     assert tool_error(empty)["argument"] == "text"
+
+
+async def test_continuations_and_usage_pass_the_typescript_client_s_schema_check(ts_server):
+    """add_todo with continues, complete, fail and release with usage, a claim that returns
+    `continues`, and get_todo with its chain and usage totals: each result passes the
+    client's output-schema check."""
+    ep = await vend(ts_server.store)
+    async with ts_client(ts_server, ep.token) as client:
+        async def call(tool, args):
+            return ok(await client.call_tool(tool, args))
+
+        root = await call("add_todo", {"queue": "q", "title": "draft"})
+        await call("claim", {"id": root["id"]})
+        await call("release", {"id": root["id"], "usage": {"input_tokens": 3}})
+        await call("claim", {"id": root["id"]})
+        await call("complete", {"id": root["id"], "result": {"v": 1}, "summary": "drafted",
+                                "usage": {"input_tokens": 10, "output_tokens": 2, "cost_usd": 0.5, "model": "m-1"}})
+        nxt = await call("add_todo", {"queue": "q", "title": "review fixes", "continues": root["id"],
+                                      "max_attempts": 1})
+        assert nxt["continues_id"] == root["id"]
+        claim = await call("claim", {"id": nxt["id"]})
+        assert claim["continues"]["id"] == root["id"] and claim["continues"]["last_attempt"]["usage"]["model"] == "m-1"
+        failed = await call("fail", {"id": nxt["id"], "usage": {"output_tokens": 4}})
+        assert failed["dead_letter"] is True
+        got = await call("get_todo", {"id": nxt["id"]})
+        assert [c["id"] for c in got["chain"]] == [root["id"], nxt["id"]]
+        assert got["usage"] == {"input_tokens": None, "output_tokens": 4, "cost_usd": None}
+        first = await call("get_todo", {"id": root["id"]})
+        assert first["continued_by_id"] == nxt["id"] and first["usage"]["input_tokens"] == 13
+        error = tool_error(await client.call_tool("complete", {"id": nxt["id"], "usage": {"cost_usd": -1}}))
+        assert error["code"] == "invalid" and error["argument"] == "usage"

@@ -72,7 +72,7 @@ async def ts_client(server, token: str | None, *, list_tools: bool = True) -> As
     compiles each tool's output schema and starts validating results against it)."""
     proc = await asyncio.create_subprocess_exec(
         node(), str(DRIVER), cwd=CLIENTS, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE)
+        stderr=asyncio.subprocess.PIPE, limit=1 << 22)  # one JSON line per reply; tools/list is long
     client = TsClient(proc)
     try:
         headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
