@@ -39,7 +39,7 @@ async def targets(request: Request, human: Human) -> list[dict]:
 def add_page(request: Request, human: Human, session, options: list[dict], values: dict, errors: dict,
              status: int = 200) -> Response:
     return page(request, "todo_new.html", session=session, human=human, active="board", title="Add a todo",
-                status=status, options=options, values=values, errors=errors)
+                status=status, options=options, values=values, errors=errors, scheme_next="/todos/new")
 
 
 @get("/todos/new", name="todo_new")
