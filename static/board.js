@@ -558,6 +558,27 @@
     });
   }
 
+  // -- tables that scroll sideways -----------------------------------------------------
+  // A table's region is focusable in the HTML, so a keyboard can scroll it without this
+  // script; here it stays a tab stop only while its table is wider than it (a narrow
+  // screen, high zoom), not an extra stop on the way to the rows where everything fits.
+
+  function fitScrollRegion(region) {
+    if (region.scrollWidth > region.clientWidth + 1) region.tabIndex = 0;
+    else if (document.activeElement !== region) region.removeAttribute("tabindex");
+  }
+
+  function setUpScrollRegions() {
+    if (!window.ResizeObserver) return;
+    var seen = new ResizeObserver(function (entries) {
+      entries.forEach(function (e) { fitScrollRegion(e.target.closest(".table-scroll")); });
+    });
+    document.querySelectorAll(".table-scroll").forEach(function (region) {
+      seen.observe(region);
+      if (region.firstElementChild) seen.observe(region.firstElementChild); // the table grows with its rows
+    });
+  }
+
   // -- the colour scheme --------------------------------------------------------------
   // The toggle is a form that works alone (a post, then the page again); here it posts in
   // the background and switches <html data-scheme> in place, so focus, typed text and a
@@ -595,6 +616,7 @@
   setUpSelectPage();
   setUpCopy();
   setUpScheme();
+  setUpScrollRegions();
   var d = drawer();
   if (d) showDrawer(d);
   var focusTarget = document.querySelector("[data-focus-on-load]");
