@@ -239,8 +239,13 @@ async def test_the_board_with_its_overview_reflows_and_passes_axe_in_every_mode(
     for width in (640, 1024):  # 1280 px at 200%, and a small laptop
         await page.set_viewport_size({"width": width, "height": 800})
         await check_layout(page, f"the Board at {width} px")
+    # The list's region is a tab stop only while it scrolls: not at 1280 px, where it fits.
+    todos = page.get_by_role("region", name="Todos")
+    await page.set_viewport_size(WIDE)
+    await expect(todos).not_to_have_attribute("tabindex", "0")
     # At 320 px the filters and the overview are one column; the list scrolls in its region.
     await page.set_viewport_size(NARROW)
+    await expect(todos).to_have_attribute("tabindex", "0")
     lefts = await page.locator("form.filters > *").evaluate_all(
         "els => els.map(e => Math.round(e.getBoundingClientRect().left))")
     assert len(set(lefts)) == 1, f"the filters are not one column: {lefts}"
@@ -250,7 +255,6 @@ async def test_the_board_with_its_overview_reflows_and_passes_axe_in_every_mode(
     assert widths and max(widths) <= NARROW["width"], widths
     pending = page.get_by_role("region", name="Queues").locator("td[data-label=Pending]").first
     assert await pending.evaluate("td => getComputedStyle(td, '::before').content") == '"Pending" / ""'  # its label
-    todos = page.get_by_role("region", name="Todos")
     assert await todos.evaluate("el => el.scrollWidth > el.clientWidth"), "the list fits: nothing to scroll"
     await todos.focus()
     await page.keyboard.press("ArrowRight")
@@ -457,4 +461,11 @@ async def test_the_scheme_toggle_works_without_javascript_and_returns_to_the_pag
     await page.get_by_role("button", name="Sign in").click()
     await expect(page.get_by_role("heading", name="Endpoints", level=1)).to_be_visible()
     await expect(page.locator("html")).to_have_attribute("data-scheme", "dark")  # the cookie outlives the sign-in
+    # Without JavaScript the drawer page draws the drawer first, in the page's flow: over the
+    # list it would hide whatever a Tab moved to there.
+    await page.goto(f"/todos/{board.seeded['drawer']}")
+    dialog, board_heading = page.locator("dialog#drawer"), page.get_by_role("heading", name="Board", level=1)
+    assert await dialog.evaluate("d => d.open && getComputedStyle(d).position") == "static"
+    assert (await dialog.bounding_box())["y"] < (await board_heading.bounding_box())["y"]
+    await check_layout(page, "the drawer page without JavaScript at 320 px")
     await context.close()
