@@ -176,7 +176,7 @@ async def bulk_confirm(request: Request) -> Response:
                 title=f"{BULK_ACTIONS[action].verb} todos?", action=action, act=BULK_ACTIONS[action], view=view,
                 every=form.get("scope") == "filter", selected=len(selection.todos) + selection.missing,
                 change=change, groups=groups(selection, action, human.user_id), more=selection.more,
-                bulk_max=BULK_MAX)
+                bulk_max=BULK_MAX, scheme_next="/" + view.query())
 
 
 @post("/todos/bulk/apply", name="bulk_apply")

@@ -30,6 +30,11 @@ log = logging.getLogger("switchboard.web")
 PAGE_SIZE = 50
 ATTEMPTS_SHOWN = 50
 NO_STORE = {"cache-control": "no-store"}
+# The colour scheme the human chose (static/board.css): read here, so each page is drawn in
+# it from the first byte; "system" follows the browser's prefers-color-scheme.
+SCHEME_COOKIE = "sb_scheme"
+SCHEMES = ("light", "dark", "system")
+SCHEME_MAX_AGE = 400 * 24 * 3600  # the longest a browser keeps a cookie
 
 
 @dataclass
@@ -116,11 +121,31 @@ def with_session(request: Request, response: Response, session: Session | None) 
     return response
 
 
+def scheme_of(request: Request) -> str:
+    value = request.cookies.get(SCHEME_COOKIE)
+    return value if value in SCHEMES else "system"
+
+
+def scheme_cookie(request: Request, scheme: str) -> Cookie:
+    return Cookie(key=SCHEME_COOKIE, value=scheme, max_age=SCHEME_MAX_AGE, path="/", httponly=True,
+                  samesite="lax", secure=request.url.scheme == "https")
+
+
+def this_page(request: Request) -> str:
+    """Where the scheme toggle returns to: this address when it was asked for with GET;
+    after a form post (which a GET cannot repeat), the Board unless the page says better."""
+    if request.method not in ("GET", "HEAD"):
+        return "/"
+    return request.url.path + (f"?{request.url.query}" if request.url.query else "")
+
+
 def page(request: Request, template: str, *, session: Session | None, human: Human | None = None,
          status: int = 200, headers: dict | None = None, **context: Any) -> Response:
     """A full page (or fragment) rendered server-side; re-issues the cookie when it changed."""
     flash = session.pop_flash() if session is not None and context.pop("show_flash", True) else None
-    html = render(template, human=human, csrf=session.csrf if session else "", flash=flash, **context)
+    context.setdefault("scheme_next", this_page(request))
+    html = render(template, human=human, csrf=session.csrf if session else "", flash=flash,
+                  scheme=scheme_of(request), **context)
     response = Response(html, media_type=MediaType.HTML, status_code=status, headers={**NO_STORE, **(headers or {})})
     return with_session(request, response, session)
 
@@ -132,7 +157,7 @@ def redirect(request: Request, to: str, session: Session | None = None) -> Respo
 def not_found(request: Request, session: Session | None, human: Human | None) -> Response:
     """The one not-found page: a random id and another human's todo get the same bytes."""
     return page(request, "not_found.html", session=session, human=human, status=404, title="Not found",
-                show_flash=False)
+                show_flash=False, scheme_next="/")
 
 
 def client_of(request: Request) -> str:

@@ -17,9 +17,9 @@ from board import auth, logs, web_overview
 from board.errors import Conflict, Invalid, NotFound, SwitchboardError, Unavailable
 from board.store import Human
 from board.web_auth import new_session, safe_next
-from board.web_context import (ATTEMPTS_SHOWN, NO_STORE, PAGE_SIZE, Filters, SignInRequired, checked_form, client_of,
-                               client_snippet, mcp_url, not_found, page, query_text, read_session, redirect,
-                               require_human, runtime, web_state)
+from board.web_context import (ATTEMPTS_SHOWN, NO_STORE, PAGE_SIZE, SCHEMES, Filters, SignInRequired, bad_request,
+                               checked_form, client_of, client_snippet, mcp_url, not_found, page, query_text,
+                               read_session, redirect, require_human, runtime, scheme_cookie, web_state)
 from board.accounts import vend_problems
 from board.web_context import known_human
 from board.web_view import DEFAULT_VERBS, sentence
@@ -51,7 +51,8 @@ async def login_submit(request: Request) -> Response:
 
     def again(status: int, error: str, headers: dict | None = None) -> Response:
         return page(request, "login.html", session=session, title="Sign in", status=status, headers=headers,
-                    next=target, username=username, error=error)
+                    next=target, username=username, error=error,
+                    scheme_next="/login" + ("" if target == "/" else "?" + urlencode({"next": target})))
 
     wait = state.throttle.retry_after(username, client)
     if wait:
@@ -74,6 +75,23 @@ async def logout(request: Request) -> Response:
     anonymous = new_session(None)
     anonymous.set_flash("info", "You have signed out.")
     return redirect(request, "/login", anonymous)
+
+
+@post("/scheme")
+async def scheme_submit(request: Request) -> Response:
+    """The colour scheme toggle (light, dark, or the system's): a cookie the pages read, then
+    back to the page it was posted from. Signed in or not (the sign-in page has it too)."""
+    session = read_session(request)
+    form = await checked_form(request, session)
+    if isinstance(form, Response):
+        return form
+    scheme = form.get("scheme")
+    if scheme not in SCHEMES:
+        return bad_request(request, session, "The scheme must be light, dark or system.")
+    back = safe_next(form.get("next")).split("#", 1)[0]
+    response = redirect(request, f"{back}#scheme-{scheme}", session)
+    response.set_cookie(scheme_cookie(request, scheme))
+    return response
 
 
 # -- the Board ---------------------------------------------------------------------------
@@ -227,7 +245,7 @@ async def endpoints_vend(request: Request) -> Response:
         errors = {p.argument or "general": sentence(p.message) for p in (problems or [e])}
         ctx = await endpoints_context(request, human)
         return page(request, "endpoints.html", session=session, human=human, title="Endpoints", status=400,
-                    created=None, errors=errors, values=values, **ctx)
+                    created=None, errors=errors, values=values, scheme_next="/endpoints", **ctx)
     ctx = await endpoints_context(request, human)
     created = {"row": row, "token": token, "snippet": client_snippet(ctx["mcp_url"], token, "switchboard")}
     # The token is in this response body only: never in a URL, a cookie or a log.
@@ -321,5 +339,5 @@ def on_http_error(request: Request, exc: Exception) -> Response:
 
 
 def handlers() -> list:
-    return [login_page, login_submit, logout, board_page, todo_page, drawer_fragment, todo_action,
+    return [login_page, login_submit, logout, scheme_submit, board_page, todo_page, drawer_fragment, todo_action,
             endpoints_page, endpoints_vend, endpoint_revoke_page, endpoint_revoke_submit]

@@ -9,6 +9,8 @@ endpoint's doorbell and reaches every open Board over the live stream like any o
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from litestar import Request, Response, get, post
 from litestar.params import FromPath
 
@@ -39,7 +41,8 @@ async def targets(request: Request, human: Human) -> list[dict]:
 def add_page(request: Request, human: Human, session, options: list[dict], values: dict, errors: dict,
              status: int = 200, continuing: dict | None = None) -> Response:
     return page(request, "todo_new.html", session=session, human=human, active="board", title="Add a todo",
-                status=status, options=options, values=values, errors=errors, continuing=continuing)
+                status=status, options=options, values=values, errors=errors, continuing=continuing,
+                scheme_next="/todos/new" + (f"?continues={quote(continuing['id'])}" if continuing else ""))
 
 
 async def predecessor(request: Request, human: Human, todo_id: str | None) -> dict | None:

@@ -168,7 +168,8 @@
   }
 
   function holding() {
-    var table = rowsBody() && rowsBody().closest("table");
+    // The table's scrolling region counts as the table: a reader scrolling it is reading.
+    var table = rowsBody() && (rowsBody().closest(".table-scroll") || rowsBody().closest("table"));
     var active = document.activeElement;
     var d = drawer();
     return Object.keys(state.held).length > 0 || (d && d.open) || !!(table && active && table.contains(active));
@@ -316,7 +317,7 @@
   // After a Pause or Resume the page comes back with the control's id as its fragment:
   // focus it, where the keyboard user left it.
   function focusFragment() {
-    var m = location.hash.match(/^#(queue-toggle-.+)$/);
+    var m = location.hash.match(/^#(queue-toggle-.+|scheme-(?:light|dark|system))$/);
     var el = m && byId(decodeURIComponent(m[1]));
     if (el) el.focus();
   }
@@ -378,9 +379,19 @@
     while (log.children.length > 5) log.firstElementChild.remove();
   }
 
+  // The drawer's head sticks to its top: scroll padding of its height keeps a focused
+  // element from landing under it (WCAG 2.2, 2.4.11). The head's height changes with the
+  // title's lines and the width, and a live patch replaces the head, so it is read on focus.
+  function fitDrawerPadding(d) {
+    var head = d.querySelector("#drawer-head");
+    if (head) d.style.setProperty("--drawer-head", head.getBoundingClientRect().height + "px");
+  }
+
   function showDrawer(d) {
     if (d.hasAttribute("open")) d.removeAttribute("open"); // the no-JS page renders it open
     d.showModal();
+    fitDrawerPadding(d);
+    d.addEventListener("focusin", function () { fitDrawerPadding(d); });
     state.drawerId = d.dataset.todo;
     // A field the server refused (the note) takes focus, with its message beside it.
     var title = d.querySelector("[aria-invalid=true]") || d.querySelector("#drawer-title");
@@ -459,7 +470,7 @@
       e.preventDefault();
       var field = byId(fix.getAttribute("href").slice(1));
       var label = document.querySelector("label[for='" + field.id + "']");
-      (label || field).scrollIntoView({ block: "start" });
+      (label || field).scrollIntoView({ block: "start" });  // instant: nothing here scrolls smoothly
       field.focus({ preventScroll: true });
       return;
     }
@@ -568,6 +579,55 @@
     });
   }
 
+  // -- tables that scroll sideways -----------------------------------------------------
+  // A table's region is focusable in the HTML, so a keyboard can scroll it without this
+  // script; here it stays a tab stop only while its table is wider than it (a narrow
+  // screen, high zoom), not an extra stop on the way to the rows where everything fits.
+
+  function fitScrollRegion(region) {
+    if (region.scrollWidth > region.clientWidth + 1) region.tabIndex = 0;
+    else if (document.activeElement !== region) region.removeAttribute("tabindex");
+  }
+
+  function setUpScrollRegions() {
+    if (!window.ResizeObserver) return;
+    var seen = new ResizeObserver(function (entries) {
+      entries.forEach(function (e) { fitScrollRegion(e.target.closest(".table-scroll")); });
+    });
+    document.querySelectorAll(".table-scroll").forEach(function (region) {
+      seen.observe(region);
+      if (region.firstElementChild) seen.observe(region.firstElementChild); // the table grows with its rows
+    });
+  }
+
+  // -- the colour scheme --------------------------------------------------------------
+  // The toggle is a form that works alone (a post, then the page again); here it posts in
+  // the background and switches <html data-scheme> in place, so focus, typed text and a
+  // just-vended token stay. The cookie comes with the post's answer either way.
+
+  function setUpScheme() {
+    var form = document.querySelector("form.scheme-form");
+    if (!form || !window.fetch || !window.FormData) return;
+    form.addEventListener("submit", function (e) {
+      var button = e.submitter;
+      if (!button || button.name !== "scheme" || form.dataset.plain) return;
+      e.preventDefault();
+      var body = new FormData(form);
+      body.set("scheme", button.value);
+      fetch(form.action, { method: "POST", body: body, credentials: "same-origin", redirect: "manual" })
+        .then(function (resp) {
+          if (resp.type !== "opaqueredirect" && !resp.ok) throw new Error("status " + resp.status);
+          var root = document.documentElement, meta = document.querySelector("meta[name=color-scheme]");
+          if (button.value === "system") delete root.dataset.scheme; else root.dataset.scheme = button.value;
+          if (meta) meta.content = button.value === "system" ? "light dark" : button.value;
+          form.querySelectorAll("button[name=scheme]").forEach(function (b) {
+            b.setAttribute("aria-pressed", b === button ? "true" : "false");
+          });
+        })
+        .catch(function () { form.dataset.plain = "1"; form.requestSubmit(button); });
+    });
+  }
+
   // -- start -------------------------------------------------------------------------
 
   setUpSearch();
@@ -576,6 +636,8 @@
   setInterval(refreshTimes, 30000);
   setUpSelectPage();
   setUpCopy();
+  setUpScheme();
+  setUpScrollRegions();
   var d = drawer();
   if (d) showDrawer(d);
   var focusTarget = document.querySelector("[data-focus-on-load]");

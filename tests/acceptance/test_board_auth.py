@@ -180,10 +180,11 @@ async def test_changing_forms_without_the_csrf_token_are_rejected(live_server):
     async with client_for(live_server) as c:
         token = await sign_in(c, "ada")
         posts = [f"/todos/{todo['id']}/claim", f"/todos/{todo['id']}/cancel", "/endpoints",
-                 f"/endpoints/{agent.endpoint_id}/revoke", "/logout", "/login"]
+                 f"/endpoints/{agent.endpoint_id}/revoke", "/logout", "/login", "/scheme"]
         for path in posts:
             for data in ({}, {"csrf_token": "forged"}, {"csrf_token": ""}):
-                data = dict(data, agent_id="x", queues="q", verbs="claim", username="ada", password=PASSWORD)
+                data = dict(data, agent_id="x", queues="q", verbs="claim", username="ada", password=PASSWORD,
+                            scheme="dark")
                 r = await c.post(path, data=data)
                 assert r.status_code == 403, (path, data)
                 assert "This form has expired" in r.text
