@@ -483,8 +483,10 @@ RETURNING {todo_cols}, {closed_cols}, {notify}
 
 # What the closing verb reported about usage, on the attempt it closes (migration 0004), set
 # only by the variants a close with usage runs: a close without it assigns no new column.
-_USAGE_SET = (", input_tokens = %(input_tokens)s::bigint, output_tokens = %(output_tokens)s::bigint, "
-              "cost_usd = %(cost_usd)s::numeric, model = %(model)s::text")
+# Each value is cast to its domain here, where usage is written: the columns are of the base
+# types (migrations/0004_working_context.sql says why).
+_USAGE_SET = (", input_tokens = %(input_tokens)s::attempt_tokens, output_tokens = %(output_tokens)s::attempt_tokens, "
+              "cost_usd = %(cost_usd)s::attempt_cost_usd, model = %(model)s::attempt_model")
 
 
 def _close_sql(kind: str, scope: str, owner: bool, fence: bool, usage: bool = False) -> str:
@@ -714,8 +716,8 @@ SELECT {todo_cols}, {notify} FROM upd
 # -- add a continuation: -> pending, continuing a todo of the caller's that has ended (done,
 # canceled or a dead letter) and has no successor yet, in one statement. The predecessor is
 # locked FOR SHARE, so a manual retry or a deletion waits until the insert commits; two adds
-# continuing one todo race on the unique index todos_one_successor, and the loser inserts
-# nothing (ON CONFLICT waits for the winner's commit). A miss is classified after
+# continuing one todo race on todo_successors' primary key todos_one_successor, and the loser
+# inserts nothing (ON CONFLICT waits for the winner's commit). A miss is classified after
 # (SQL_CONTINUES_MISS). A human's continuation goes on the predecessor's endpoint, so a
 # chain never spans endpoints.
 _PRED_ENDED = "(t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL))"
@@ -725,11 +727,18 @@ WITH pred AS (
    WHERE t.id = %(continues)s AND {scope} AND {ended}
    FOR SHARE OF t
 ),
+link AS (
+  INSERT INTO todo_successors (todo_id, successor_id)
+  SELECT pred.id, gen_random_uuid()::text FROM pred
+  ON CONFLICT (todo_id) DO NOTHING
+  RETURNING todo_id, successor_id
+),
 upd AS (
-  INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at, updated_at)
-  SELECT %(endpoint_id)s, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, pred.id, {NOW}, {NOW}
-    FROM pred
-  ON CONFLICT (continues_id) WHERE continues_id IS NOT NULL DO NOTHING
+  INSERT INTO todos AS t (id, endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at,
+                          updated_at)
+  SELECT link.successor_id, %(endpoint_id)s, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s,
+         link.todo_id, {NOW}, {NOW}
+    FROM link
   RETURNING t.*
 ),
 {outbox}
@@ -748,11 +757,18 @@ ep AS (
      AND (%(endpoint_id)s::uuid IS NULL OR e.id = %(endpoint_id)s::uuid)
    FOR SHARE OF e
 ),
+link AS (
+  INSERT INTO todo_successors (todo_id, successor_id)
+  SELECT pred.id, gen_random_uuid()::text FROM pred, ep
+  ON CONFLICT (todo_id) DO NOTHING
+  RETURNING todo_id, successor_id
+),
 upd AS (
-  INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at, updated_at)
-  SELECT ep.id, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, pred.id, {NOW}, {NOW}
-    FROM ep, pred
-  ON CONFLICT (continues_id) WHERE continues_id IS NOT NULL DO NOTHING
+  INSERT INTO todos AS t (id, endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at,
+                          updated_at)
+  SELECT link.successor_id, ep.id, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, link.todo_id,
+         {NOW}, {NOW}
+    FROM ep, link
   RETURNING t.*
 ),
 {outbox}
@@ -760,10 +776,10 @@ SELECT {todo_cols}, upd.continues_id, {notify} FROM upd
 """, scope=_HUMAN_SCOPE, ended=_PRED_ENDED, todo_cols=compose(_TODO_COLS, r="upd"),
    notify=compose(_NOTIFY, r="upd", kind="added"), outbox=_outbox("u", None))
 # Classify a continuation that added nothing: the predecessor as the caller may see it (none:
-# not_found), whether it has ended, and its successor (through the unique index).
+# not_found), whether it has ended, and its successor (todo_successors, by key).
 SQL_CONTINUES_MISS = {
     name: compose("SELECT t.state::text AS state, {ended} AS ended, "
-                  "(SELECT s.id FROM todos s WHERE s.continues_id = t.id) AS successor "
+                  "(SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS successor "
                   "FROM todos t WHERE t.id = %(continues)s AND {scope}", scope=scope, ended=_PRED_ENDED)
     for name, scope in (("agent", _AGENT_SCOPE), ("human", _HUMAN_SCOPE))
 }
@@ -793,7 +809,7 @@ SELECT {todo_cols}, a.seq AS closed_seq, a.attempt AS closed_attempt, a.outcome:
 # A todo's continuation chain as get_todo returns it: every link root first, each with its
 # id, title, state, attempts_total and its newest attempt's outcome (null while open) and
 # the start of its summary on one line. Walked both ways from the todo, by primary key up
-# and by the unique index todos_one_successor down, each link in the caller's scope, at most
+# and through todo_successors down, each link in the caller's scope, at most
 # CHAIN_MAX links each way; of a longer chain, the CHAIN_MAX links nearest the todo.
 CHAIN_MAX = 50
 _CHAIN_LINK = "t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total"
@@ -805,7 +821,8 @@ _CHAIN = """(WITH RECURSIVE up AS (
   ), down AS (
     SELECT {link}, 0 AS pos
     UNION ALL
-    SELECT {link}, down.pos + 1 FROM down JOIN todos t ON t.continues_id = down.id
+    SELECT {link}, down.pos + 1 FROM down JOIN todo_successors s ON s.todo_id = down.id
+      JOIN todos t ON t.id = s.successor_id
      WHERE down.pos < {chain_max} AND {scope}
   ), links AS (
     SELECT * FROM up UNION SELECT * FROM down
@@ -829,7 +846,7 @@ _USAGE_TOTAL = ("'{k}', CASE WHEN count(a.{k}) > 0 OR t.pruned_usage ? '{k}' THE
                 "+ coalesce((t.pruned_usage ->> '{k}')::numeric, 0) END")
 _GET = """
 SELECT {todo_cols}, t.pruned_outcomes, t.continues_id,
-       (SELECT s.id FROM todos s WHERE s.continues_id = t.id) AS continued_by_id,
+       (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS continued_by_id,
        {chain} AS chain,
        {usage} AS usage,
        (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
@@ -975,7 +992,8 @@ SELECT {todo_cols}, {notify} FROM upd
 """, todo_cols=compose(_TODO_COLS, r="upd"), notify=compose(_NOTIFY, r="upd", kind="requeued"),
    outbox=_outbox("u", None))
 
-# retention: terminal todos older than the bound are deleted; attempts cascade (REQ-11).
+# retention: terminal todos older than the bound are deleted; attempts cascade (REQ-11), and
+# the todo_successors rows naming them go in the same statement.
 # Live todos (pending, held, failed with a retry window) are never touched.
 SQL_RETENTION = compose("""
 WITH old AS (
@@ -984,6 +1002,10 @@ WITH old AS (
      AND (t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL))
    LIMIT %(batch)s
    FOR UPDATE OF t SKIP LOCKED
+),
+links AS (
+  DELETE FROM todo_successors s
+   WHERE s.todo_id = ANY(ARRAY(SELECT id FROM old)) OR s.successor_id = ANY(ARRAY(SELECT id FROM old))
 )
 DELETE FROM todos t USING old WHERE t.id = old.id
 RETURNING t.id, t.endpoint_id, t.queue, {notify}

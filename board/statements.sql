@@ -35,11 +35,18 @@ WITH pred AS (
    WHERE t.id = %(continues)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND (t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL))
    FOR SHARE OF t
 ),
+link AS (
+  INSERT INTO todo_successors (todo_id, successor_id)
+  SELECT pred.id, gen_random_uuid()::text FROM pred
+  ON CONFLICT (todo_id) DO NOTHING
+  RETURNING todo_id, successor_id
+),
 upd AS (
-  INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at, updated_at)
-  SELECT %(endpoint_id)s, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, pred.id, coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now())
-    FROM pred
-  ON CONFLICT (continues_id) WHERE continues_id IS NOT NULL DO NOTHING
+  INSERT INTO todos AS t (id, endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at,
+                          updated_at)
+  SELECT link.successor_id, %(endpoint_id)s, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s,
+         link.todo_id, coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now())
+    FROM link
   RETURNING t.*
 ),
 outbox AS (
@@ -112,11 +119,18 @@ ep AS (
      AND (%(endpoint_id)s::uuid IS NULL OR e.id = %(endpoint_id)s::uuid)
    FOR SHARE OF e
 ),
+link AS (
+  INSERT INTO todo_successors (todo_id, successor_id)
+  SELECT pred.id, gen_random_uuid()::text FROM pred, ep
+  ON CONFLICT (todo_id) DO NOTHING
+  RETURNING todo_id, successor_id
+),
 upd AS (
-  INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at, updated_at)
-  SELECT ep.id, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, pred.id, coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now())
-    FROM ep, pred
-  ON CONFLICT (continues_id) WHERE continues_id IS NOT NULL DO NOTHING
+  INSERT INTO todos AS t (id, endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at,
+                          updated_at)
+  SELECT link.successor_id, ep.id, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, link.todo_id,
+         coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now())
+    FROM ep, link
   RETURNING t.*
 ),
 outbox AS (
@@ -910,7 +924,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
 WITH closed AS (
   UPDATE attempts a
      SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'completed'::attempt_outcome, disposition = 'done'::attempt_disposition,
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, input_tokens = %(input_tokens)s::bigint, output_tokens = %(output_tokens)s::bigint, cost_usd = %(cost_usd)s::numeric, model = %(model)s::text
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, input_tokens = %(input_tokens)s::attempt_tokens, output_tokens = %(output_tokens)s::attempt_tokens, cost_usd = %(cost_usd)s::attempt_cost_usd, model = %(model)s::attempt_model
    WHERE a.todo_id = %(id)s
      AND a.seq = (SELECT t.attempts_total FROM todos t
                    WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
@@ -930,7 +944,7 @@ RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload,
 WITH closed AS (
   UPDATE attempts a
      SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'completed'::attempt_outcome, disposition = 'done'::attempt_disposition,
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, input_tokens = %(input_tokens)s::bigint, output_tokens = %(output_tokens)s::bigint, cost_usd = %(cost_usd)s::numeric, model = %(model)s::text
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, input_tokens = %(input_tokens)s::attempt_tokens, output_tokens = %(output_tokens)s::attempt_tokens, cost_usd = %(cost_usd)s::attempt_cost_usd, model = %(model)s::attempt_model
    WHERE a.todo_id = %(id)s
      AND a.seq = (SELECT t.attempts_total FROM todos t
                    WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
@@ -955,7 +969,7 @@ WITH locked AS (
 closed AS (
   UPDATE attempts a
      SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'failed'::attempt_outcome, disposition = (CASE WHEN l.attempt < l.max_attempts THEN 'retry_scheduled' ELSE 'dead_lettered' END)::attempt_disposition,
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, input_tokens = %(input_tokens)s::bigint, output_tokens = %(output_tokens)s::bigint, cost_usd = %(cost_usd)s::numeric, model = %(model)s::text
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, input_tokens = %(input_tokens)s::attempt_tokens, output_tokens = %(output_tokens)s::attempt_tokens, cost_usd = %(cost_usd)s::attempt_cost_usd, model = %(model)s::attempt_model
     FROM locked l
    WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL AND a.lease_token_hash IS NULL
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
@@ -1015,7 +1029,7 @@ WITH locked AS (
 closed AS (
   UPDATE attempts a
      SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'failed'::attempt_outcome, disposition = (CASE WHEN l.attempt < l.max_attempts THEN 'retry_scheduled' ELSE 'dead_lettered' END)::attempt_disposition,
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, input_tokens = %(input_tokens)s::bigint, output_tokens = %(output_tokens)s::bigint, cost_usd = %(cost_usd)s::numeric, model = %(model)s::text
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, input_tokens = %(input_tokens)s::attempt_tokens, output_tokens = %(output_tokens)s::attempt_tokens, cost_usd = %(cost_usd)s::attempt_cost_usd, model = %(model)s::attempt_model
     FROM locked l
    WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL 
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
@@ -1075,7 +1089,7 @@ WITH locked AS (
 closed AS (
   UPDATE attempts a
      SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'released'::attempt_outcome, disposition = 'requeued'::attempt_disposition,
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, input_tokens = %(input_tokens)s::bigint, output_tokens = %(output_tokens)s::bigint, cost_usd = %(cost_usd)s::numeric, model = %(model)s::text
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, input_tokens = %(input_tokens)s::attempt_tokens, output_tokens = %(output_tokens)s::attempt_tokens, cost_usd = %(cost_usd)s::attempt_cost_usd, model = %(model)s::attempt_model
     FROM locked l
    WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL AND a.lease_token_hash IS NULL
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
@@ -1135,7 +1149,7 @@ WITH locked AS (
 closed AS (
   UPDATE attempts a
      SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'released'::attempt_outcome, disposition = 'requeued'::attempt_disposition,
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, input_tokens = %(input_tokens)s::bigint, output_tokens = %(output_tokens)s::bigint, cost_usd = %(cost_usd)s::numeric, model = %(model)s::text
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s, input_tokens = %(input_tokens)s::attempt_tokens, output_tokens = %(output_tokens)s::attempt_tokens, cost_usd = %(cost_usd)s::attempt_cost_usd, model = %(model)s::attempt_model
     FROM locked l
    WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL 
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
@@ -1351,13 +1365,13 @@ RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload,
 
 -- name: SQL_CONTINUES_MISS['agent']
 -- Classify a continuation that added nothing: the predecessor as the caller may see it (none:
--- not_found), whether it has ended, and its successor (through the unique index).
-SELECT t.state::text AS state, (t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL)) AS ended, (SELECT s.id FROM todos s WHERE s.continues_id = t.id) AS successor FROM todos t WHERE t.id = %(continues)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s);
+-- not_found), whether it has ended, and its successor (todo_successors, by key).
+SELECT t.state::text AS state, (t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL)) AS ended, (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS successor FROM todos t WHERE t.id = %(continues)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s);
 
 -- name: SQL_CONTINUES_MISS['human']
 -- Classify a continuation that added nothing: the predecessor as the caller may see it (none:
--- not_found), whether it has ended, and its successor (through the unique index).
-SELECT t.state::text AS state, (t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL)) AS ended, (SELECT s.id FROM todos s WHERE s.continues_id = t.id) AS successor FROM todos t WHERE t.id = %(continues)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
+-- not_found), whether it has ended, and its successor (todo_successors, by key).
+SELECT t.state::text AS state, (t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL)) AS ended, (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS successor FROM todos t WHERE t.id = %(continues)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
 
 -- name: SQL_ENDPOINTS_OF_USER
 SELECT id::text AS id, name, agent_id, scope, queues, created_at, last_used_at, revoked_at
@@ -1389,7 +1403,7 @@ SELECT a.lease_token_hash
 
 -- name: SQL_GET['agent']
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.pruned_outcomes, t.continues_id,
-       (SELECT s.id FROM todos s WHERE s.continues_id = t.id) AS continued_by_id,
+       (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS continued_by_id,
        (WITH RECURSIVE up AS (
     SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, 0 AS pos
     UNION ALL
@@ -1398,7 +1412,8 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
   ), down AS (
     SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, 0 AS pos
     UNION ALL
-    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, down.pos + 1 FROM down JOIN todos t ON t.continues_id = down.id
+    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, down.pos + 1 FROM down JOIN todo_successors s ON s.todo_id = down.id
+      JOIN todos t ON t.id = s.successor_id
      WHERE down.pos < 50 AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
   ), links AS (
     SELECT * FROM up UNION SELECT * FROM down
@@ -1427,7 +1442,7 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 
 -- name: SQL_GET['human']
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts, t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.pruned_outcomes, t.continues_id,
-       (SELECT s.id FROM todos s WHERE s.continues_id = t.id) AS continued_by_id,
+       (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS continued_by_id,
        (WITH RECURSIVE up AS (
     SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, 0 AS pos
     UNION ALL
@@ -1436,7 +1451,8 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
   ), down AS (
     SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, 0 AS pos
     UNION ALL
-    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, down.pos + 1 FROM down JOIN todos t ON t.continues_id = down.id
+    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, down.pos + 1 FROM down JOIN todo_successors s ON s.todo_id = down.id
+      JOIN todos t ON t.id = s.successor_id
      WHERE down.pos < 50 AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
   ), links AS (
     SELECT * FROM up UNION SELECT * FROM down
@@ -2000,7 +2016,8 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
  ORDER BY a.seq DESC;
 
 -- name: SQL_RETENTION
--- retention: terminal todos older than the bound are deleted; attempts cascade (REQ-11).
+-- retention: terminal todos older than the bound are deleted; attempts cascade (REQ-11), and
+-- the todo_successors rows naming them go in the same statement.
 -- Live todos (pending, held, failed with a retry window) are never touched.
 WITH old AS (
   SELECT t.id FROM todos t
@@ -2008,6 +2025,10 @@ WITH old AS (
      AND (t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL))
    LIMIT %(batch)s
    FOR UPDATE OF t SKIP LOCKED
+),
+links AS (
+  DELETE FROM todo_successors s
+   WHERE s.todo_id = ANY(ARRAY(SELECT id FROM old)) OR s.successor_id = ANY(ARRAY(SELECT id FROM old))
 )
 DELETE FROM todos t USING old WHERE t.id = old.id
 RETURNING t.id, t.endpoint_id, t.queue, pg_notify('switchboard_v1', json_build_object(

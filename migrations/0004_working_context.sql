@@ -13,14 +13,20 @@
 -- todos.pruned_usage folds in the usage of attempts the per-todo cap deleted (like
 -- pruned_outcomes), so a todo's totals stay exact; NULL while nothing with usage was pruned.
 --
--- continues_id: the todo this one continues. At most one todo continues any todo (the
--- partial unique index todos_one_successor), and it never changes after insert, except that
--- deleting the predecessor (retention) clears it (ON DELETE SET NULL).
+-- continues_id: the todo this one continues; it never changes after insert (trigger
+-- todos_continues_fixed). At most one todo continues any todo: todo_successors holds one row
+-- per continued todo (its primary key todos_one_successor), written by the statement that adds
+-- the successor. Kept beside todos rather than as an index or a foreign key on todos: either
+-- would cost every claim and complete (each updates a todos row) for the few todos that are
+-- continued (bench/attempt_instructions.py). Retention deletes a todo's successor rows with it;
+-- a successor's continues_id may then name a todo that no longer exists.
 --
--- Every new column is nullable with no default, and the bounds are domains, checked only
--- where a statement assigns the column: a claim or a complete that uses none of this writes
--- no wider rows and evaluates no new check. The trigger fires only for an UPDATE that names
--- continues_id.
+-- Every new column is nullable with no default, so a claim or a complete that uses none of
+-- this evaluates no new check. The usage columns are of the domains' base types: an INSERT
+-- checks a domain column it leaves out (a NULL coerced to the domain), which every claim's
+-- new attempt would pay; the close statements that write usage cast each value to its domain
+-- (attempt_tokens, attempt_cost_usd, attempt_model), so the bounds hold for every value
+-- written. The trigger fires only for an UPDATE that names continues_id.
 
 CREATE DOMAIN attempt_note_text AS text CHECK (octet_length(VALUE) BETWEEN 1 AND 2048);
 CREATE DOMAIN attempt_tokens AS bigint CHECK (VALUE BETWEEN 0 AND 1000000000000);
@@ -43,25 +49,27 @@ ALTER TABLE attempts
   ADD COLUMN notes_count   integer,  -- notes ever written on this attempt (NULL: none)
   ADD COLUMN notes_pruned  integer,  -- of those, deleted past the cap (NULL: none)
   ADD COLUMN last_note_at  timestamptz,
-  ADD COLUMN input_tokens  attempt_tokens,
-  ADD COLUMN output_tokens attempt_tokens,
-  ADD COLUMN cost_usd      attempt_cost_usd,
-  ADD COLUMN model         attempt_model;
+  ADD COLUMN input_tokens  bigint,         -- each written as its domain (attempt_tokens, ...)
+  ADD COLUMN output_tokens bigint,         -- by the close statements that take usage
+  ADD COLUMN cost_usd      numeric(18, 6),
+  ADD COLUMN model         text;
 
 ALTER TABLE todos
-  ADD COLUMN continues_id text COLLATE "C" REFERENCES todos (id) ON DELETE SET NULL,
+  ADD COLUMN continues_id text COLLATE "C",
   ADD COLUMN pruned_usage jsonb;  -- {"input_tokens", "output_tokens", "cost_usd"} summed
 
-CREATE UNIQUE INDEX todos_one_successor ON todos (continues_id) WHERE continues_id IS NOT NULL;
+CREATE TABLE todo_successors (
+  todo_id      text COLLATE "C" NOT NULL,  -- the continued todo
+  successor_id text COLLATE "C" NOT NULL,  -- the todo that continues it (its continues_id)
+  CONSTRAINT todos_one_successor PRIMARY KEY (todo_id)
+);
+CREATE INDEX todo_successors_successor_idx ON todo_successors (successor_id);
 
 CREATE FUNCTION todos_continues_fixed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF NEW.continues_id IS NOT NULL THEN
-    RAISE EXCEPTION 'new row for relation "todos" violates check constraint "todos_continues_fixed"'
-      USING ERRCODE = 'check_violation', CONSTRAINT = 'todos_continues_fixed', TABLE = 'todos',
-            DETAIL = 'continues_id never changes after insert';
-  END IF;
-  RETURN NEW;  -- cleared: the predecessor was deleted
+  RAISE EXCEPTION 'new row for relation "todos" violates check constraint "todos_continues_fixed"'
+    USING ERRCODE = 'check_violation', CONSTRAINT = 'todos_continues_fixed', TABLE = 'todos',
+          DETAIL = 'continues_id never changes after insert';
 END
 $$;
 CREATE TRIGGER todos_continues_fixed BEFORE UPDATE OF continues_id ON todos

@@ -87,10 +87,10 @@ CREATE TABLE public.attempts (
     notes_count integer,
     notes_pruned integer,
     last_note_at timestamp with time zone,
-    input_tokens public.attempt_tokens,
-    output_tokens public.attempt_tokens,
-    cost_usd public.attempt_cost_usd,
-    model public.attempt_model
+    input_tokens bigint,
+    output_tokens bigint,
+    cost_usd numeric(18,6),
+    model text
 );
 CREATE FUNCTION public.attempt_public(a public.attempts) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -172,12 +172,9 @@ CREATE FUNCTION public.todos_continues_fixed() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-  IF NEW.continues_id IS NOT NULL THEN
-    RAISE EXCEPTION 'new row for relation "todos" violates check constraint "todos_continues_fixed"'
-      USING ERRCODE = 'check_violation', CONSTRAINT = 'todos_continues_fixed', TABLE = 'todos',
-            DETAIL = 'continues_id never changes after insert';
-  END IF;
-  RETURN NEW;  -- cleared: the predecessor was deleted
+  RAISE EXCEPTION 'new row for relation "todos" violates check constraint "todos_continues_fixed"'
+    USING ERRCODE = 'check_violation', CONSTRAINT = 'todos_continues_fixed', TABLE = 'todos',
+          DETAIL = 'continues_id never changes after insert';
 END
 $$;
 CREATE FUNCTION public.todos_fields_valid() RETURNS trigger
@@ -243,6 +240,10 @@ CREATE TABLE public.queue_pauses (
     paused_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT queue_pauses_queue_check CHECK ((queue ~ '^[A-Za-z0-9_.:-]{1,64}$'::text))
 );
+CREATE TABLE public.todo_successors (
+    todo_id text NOT NULL COLLATE pg_catalog."C",
+    successor_id text NOT NULL COLLATE pg_catalog."C"
+);
 CREATE TABLE public.todos (
     id text DEFAULT (gen_random_uuid())::text NOT NULL COLLATE pg_catalog."C",
     endpoint_id uuid NOT NULL,
@@ -294,6 +295,8 @@ ALTER TABLE ONLY public.hook_events
     ADD CONSTRAINT hook_events_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY public.queue_pauses
     ADD CONSTRAINT queue_pauses_pkey PRIMARY KEY (user_id, queue);
+ALTER TABLE ONLY public.todo_successors
+    ADD CONSTRAINT todos_one_successor PRIMARY KEY (todo_id);
 ALTER TABLE ONLY public.todos
     ADD CONSTRAINT todos_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY public.users
@@ -304,9 +307,9 @@ CREATE INDEX attempts_ended_brin ON public.attempts USING brin (ended_at) WITH (
 CREATE INDEX endpoints_user_idx ON public.endpoints USING btree (user_id);
 CREATE INDEX hook_events_delivered_brin ON public.hook_events USING brin (delivered_at);
 CREATE INDEX hook_events_due_idx ON public.hook_events USING btree (next_attempt_at) WHERE (delivered_at IS NULL);
+CREATE INDEX todo_successors_successor_idx ON public.todo_successors USING btree (successor_id);
 CREATE INDEX todos_claimed_idx ON public.todos USING btree (endpoint_id) WHERE (state = 'claimed'::public.todo_state);
 CREATE INDEX todos_endpoint_created_idx ON public.todos USING btree (endpoint_id, created_at DESC, id) INCLUDE (queue, state, next_retry_at);
-CREATE UNIQUE INDEX todos_one_successor ON public.todos USING btree (continues_id) WHERE (continues_id IS NOT NULL);
 CREATE INDEX todos_pending_idx ON public.todos USING btree (endpoint_id, created_at, id) WHERE (state = 'pending'::public.todo_state);
 CREATE INDEX todos_retry_idx ON public.todos USING btree (next_retry_at) WHERE ((state = 'failed'::public.todo_state) AND (next_retry_at IS NOT NULL));
 CREATE INDEX todos_updated_brin ON public.todos USING brin (updated_at);
@@ -321,7 +324,5 @@ ALTER TABLE ONLY public.endpoints
     ADD CONSTRAINT endpoints_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.queue_pauses
     ADD CONSTRAINT queue_pauses_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
-ALTER TABLE ONLY public.todos
-    ADD CONSTRAINT todos_continues_id_fkey FOREIGN KEY (continues_id) REFERENCES public.todos(id) ON DELETE SET NULL;
 ALTER TABLE ONLY public.todos
     ADD CONSTRAINT todos_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.endpoints(id) ON DELETE CASCADE;

@@ -116,8 +116,28 @@ async def test_continues_never_changes_after_insert(store, agent, db_url):
     succ = await store.todo_add(agent, queue="q", title="next", continues=pred["id"])
     import psycopg
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
-        with pytest.raises(psycopg.errors.CheckViolation):
-            await conn.execute("UPDATE todos SET continues_id = %s WHERE id = %s", (other["id"], succ["id"]))
+        for value in (other["id"], None):
+            with pytest.raises(psycopg.errors.CheckViolation):
+                await conn.execute("UPDATE todos SET continues_id = %s WHERE id = %s", (value, succ["id"]))
+
+
+async def test_retention_deletes_a_continued_todo_with_its_successor_link_and_the_chain_closes_over_it(
+        store, agent, db_url):
+    """The predecessor goes (retention); its successor stays, still naming it, and reads as
+    the root of what is left; a todo may then continue the successor as usual."""
+    pred = await finished(store, agent)
+    succ = await store.todo_add(agent, queue="q", title="next", continues=pred["id"])
+    await store.todo_claim(agent, succ["id"])
+    await store.todo_complete(agent, succ["id"])
+    await sql_rows(db_url, "UPDATE todos SET updated_at = now() - interval '40 days' WHERE id = %s RETURNING id",
+                   (pred["id"],))
+    assert await store.sweep_retention() == 1  # the predecessor, past the 30-day bound
+    assert await sql_rows(db_url, "SELECT id FROM todos WHERE id = %s", (pred["id"],)) == []
+    assert await sql_rows(db_url, "SELECT * FROM todo_successors WHERE todo_id = %s", (pred["id"],)) == []
+    got = await store.todo_get(agent, succ["id"])
+    assert got["continues_id"] == pred["id"] and [c["id"] for c in got["chain"]] == [succ["id"]]
+    third = await store.todo_add(agent, queue="q", title="third", continues=succ["id"])
+    assert (await store.todo_get(agent, succ["id"]))["continued_by_id"] == third["id"]
 
 
 async def test_a_claim_of_a_continuation_returns_what_its_predecessor_ended_with(store, agent):
@@ -238,17 +258,18 @@ async def test_a_todo_with_no_usage_reported_has_no_totals(store, agent):
 
 async def test_a_continuation_waiting_on_an_uncommitted_one_loses_to_it_once_it_commits(store, agent, db_url):
     """The race made deterministic: another transaction has inserted a successor and not yet
-    committed; the store's add waits on the unique index, then refuses, naming that successor."""
+    committed; the store's add waits on its todo_successors key, then refuses, naming that successor."""
     import psycopg
     pred = await finished(store, agent)
     async with await psycopg.AsyncConnection.connect(db_url) as conn:
         cur = await conn.execute(
-            "INSERT INTO todos (endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at, "
-            "updated_at) SELECT endpoint_id, queue, 'winner', '{}', '{}', 5, id, now(), now() FROM todos "
-            "WHERE id = %s RETURNING id", (pred["id"],))
+            "WITH link AS (INSERT INTO todo_successors (todo_id, successor_id) VALUES (%(p)s, gen_random_uuid()::text)"
+            " RETURNING successor_id) INSERT INTO todos (id, endpoint_id, queue, title, continues_id)"
+            " SELECT link.successor_id, p.endpoint_id, p.queue, 'winner', p.id FROM link, todos p WHERE p.id = %(p)s"
+            " RETURNING id", {"p": pred["id"]})
         (winner,) = await cur.fetchone()
         loser = asyncio.create_task(_outcome(store.todo_add(agent, queue="q", title="loser", continues=pred["id"])))
-        for _ in range(500):  # until the add is seen waiting on a lock (the winner's index entry)
+        for _ in range(500):  # until the add is seen waiting on a lock (the winner's key)
             waiting = await sql_rows(db_url, "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() "
                                              "AND wait_event_type = 'Lock'")
             if waiting or loser.done():
