@@ -158,7 +158,18 @@ async def sql_rows(url_or_pool, query: str, params=None) -> list[dict]:
 
 import asyncio
 import socket
+import time
 from dataclasses import dataclass
+
+
+async def until(predicate, what: str, timeout: float = 10.0) -> None:
+    """Wait for predicate() to hold (an event another task or process brings about), or fail
+    naming what did not happen."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout} s")
+        await asyncio.sleep(0.01)
 
 
 def free_port() -> int:

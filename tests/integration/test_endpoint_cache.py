@@ -4,12 +4,9 @@ revocation that no notification announced cannot outlive a LISTEN reconnect."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 from board.endpoint_cache import EndpointCache
 from board.live import Fanout
-from tests.conftest import make_user, sql_rows
+from tests.conftest import make_user, sql_rows, until
 
 # Revokes behind the store's back: no notification, so only a lookup could notice.
 SILENT_REVOKE = "UPDATE endpoints SET revoked_at = now() WHERE id = %s RETURNING id"
@@ -19,14 +16,6 @@ async def _vend(store):
     user = await make_user(store)
     row, token = await store.endpoint_vend(user.user_id, name="w", agent_id="w", queues=["q"], scope=["list_todos"])
     return row["id"], token
-
-
-async def _until(predicate, what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout} s")
-        await asyncio.sleep(0.01)
 
 
 async def _cache(store, db_url):
@@ -55,7 +44,7 @@ async def test_a_revocation_drops_the_cached_endpoint_through_the_fanout(store, 
         other_id, other_token = await _vend(store)
         assert await cache.authenticate(token) and await cache.authenticate(other_token)
         await store.endpoint_revoke(endpoint_id)
-        await _until(lambda: len(cache) == 1, "the revoked endpoint leaving the cache")
+        await until(lambda: len(cache) == 1, "the revoked endpoint leaving the cache")
         assert await cache.authenticate(token) is None
         assert (await cache.authenticate(other_token)).endpoint_id == other_id
     finally:
@@ -71,7 +60,7 @@ async def test_a_lost_listen_connection_empties_the_cache_on_reconnect(store, db
         killed = await sql_rows(db_url, "SELECT pg_terminate_backend(pid) AS k FROM pg_stat_activity "
                                         "WHERE query LIKE 'LISTEN%%' AND datname = current_database()")
         assert killed == [{"k": True}]
-        await _until(lambda: fanout.reconnects == 1, "the LISTEN reconnect")
+        await until(lambda: fanout.reconnects == 1, "the LISTEN reconnect")
         assert await cache.authenticate(token) is None
     finally:
         await fanout.stop()
@@ -95,7 +84,7 @@ async def test_a_lookup_overtaken_by_a_revocation_is_not_cached(store, db_url):
         async def revoked_mid_lookup(t):
             agent = await real(t)  # the row as read before the revocation committed
             await store.endpoint_revoke(endpoint_id)
-            await _until(lambda: cache._generation == 1, "the revocation's notification")
+            await until(lambda: cache._generation == 1, "the revocation's notification")
             return agent
 
         store.endpoint_authenticate = revoked_mid_lookup

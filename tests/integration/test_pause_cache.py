@@ -6,24 +6,15 @@ outlive a LISTEN reconnect (while the connection is down, claims check the table
 from __future__ import annotations
 
 import asyncio
-import time
 
 from board.db import open_pool
 from board.live import Fanout
 from board.pause_cache import PauseCache
 from board.store import Store
-from tests.conftest import make_agent, make_user, sql_rows
+from tests.conftest import make_agent, make_user, sql_rows, until
 
 # Pauses behind the store's back: no notification, so only a look at the table could tell.
 SILENT_PAUSE = "INSERT INTO queue_pauses (user_id, queue) VALUES (%s, %s) RETURNING queue"
-
-
-async def _until(predicate, what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout} s")
-        await asyncio.sleep(0.01)
 
 
 async def _server_store(store, db_url):
@@ -68,7 +59,7 @@ async def test_a_pause_made_by_another_process_holds_here_once_its_notification_
         assert await store.todo_claim_next(agent, queue="builds") == {"todo": None}
         assert (await store.todo_claim_next(agent))["todo"]["queue"] == "docs"
         await other.queue_resume(ada, "builds")
-        await _until(lambda: ada.user_id not in store.pauses._paused, "the resume's notification")
+        await until(lambda: ada.user_id not in store.pauses._paused, "the resume's notification")
         assert (await store.todo_claim_next(agent))["todo"]["id"] == build["id"]
     finally:
         await other_pool.close()
@@ -104,7 +95,7 @@ async def test_a_lost_listen_connection_empties_the_cache_on_reconnect(store, db
         killed = await sql_rows(db_url, "SELECT pg_terminate_backend(pid) AS k FROM pg_stat_activity "
                                         "WHERE query LIKE 'LISTEN%%' AND datname = current_database()")
         assert killed == [{"k": True}]
-        await _until(lambda: fanout.reconnects == 1, "the LISTEN reconnect")
+        await until(lambda: fanout.reconnects == 1, "the LISTEN reconnect")
         assert await store.todo_claim_next(agent, queue="builds") == {"todo": None}
     finally:
         await fanout.stop()
