@@ -16,14 +16,20 @@ from tests.conftest import make_agent
 XSS = "<script>alert(1)</script>"
 
 
-async def tab_to(page: Page, locator, limit: int = 60) -> None:
-    """Presses Tab until the locator has focus, as a keyboard user would."""
+async def tab_to(page: Page, locator, limit: int = 60, key: str = "Tab") -> None:
+    """Presses Tab (or the key given, e.g. Shift+Tab) until the locator has focus, as a
+    keyboard user would."""
     handle = await locator.element_handle()
     for _ in range(limit):
         if await page.evaluate("(el) => document.activeElement === el", handle):
             return
-        await page.keyboard.press("Tab")
-    raise AssertionError(f"Tab never reached {locator}")
+        await page.keyboard.press(key)
+    raise AssertionError(f"{key} never reached {locator}")
+
+
+async def shift_tab_to(page: Page, locator, limit: int = 60) -> None:
+    """Presses Shift+Tab until the locator has focus."""
+    await tab_to(page, locator, limit, key="Shift+Tab")
 
 
 async def todo_with_every_outcome(store, human):

@@ -4,30 +4,11 @@ keyboard user expects it after each step."""
 
 from __future__ import annotations
 
-from axe_playwright_python.async_playwright import Axe
 from playwright.async_api import Page, expect
 
-from e2e.conftest import ARTIFACTS, live_on, make_human, no_csp_errors, sign_in
-from e2e.test_board_e2e import tab_to
+from e2e.conftest import ARTIFACTS, assert_accessible, live_on, make_human, no_csp_errors, sign_in
+from e2e.test_board_e2e import shift_tab_to, tab_to
 from tests.conftest import make_agent
-
-AXE_OPTIONS = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]},
-               "resultTypes": ["violations"]}
-
-
-async def assert_accessible(page: Page, what: str) -> None:
-    results = await Axe().run(page, options=AXE_OPTIONS)
-    assert results.violations_count == 0, f"axe found violations on {what}:\n{results.generate_report()}"
-
-
-async def shift_tab_to(page: Page, locator, limit: int = 60) -> None:
-    """Presses Shift+Tab until the locator has focus."""
-    handle = await locator.element_handle()
-    for _ in range(limit):
-        if await page.evaluate("(el) => document.activeElement === el", handle):
-            return
-        await page.keyboard.press("Shift+Tab")
-    raise AssertionError(f"Shift+Tab never reached {locator}")
 
 
 async def dead_letter(store, agent, title: str) -> dict:

@@ -11,7 +11,7 @@ from axe_playwright_python.async_playwright import Axe
 from playwright.async_api import Page, expect
 
 from e2e.conftest import ARTIFACTS, live_on, make_human, no_csp_errors, sign_in
-from e2e.test_board_e2e import tab_to
+from e2e.test_board_e2e import shift_tab_to, tab_to
 from tests.conftest import make_agent
 
 AXE_22 = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]},
@@ -132,16 +132,6 @@ async def test_keyboard_alone_searches_and_lands_on_the_results(page: Page, live
     no_csp_errors(page)
 
 
-async def back_tab_to(page: Page, locator, limit: int = 30) -> None:
-    """Presses Shift+Tab until the locator has focus."""
-    handle = await locator.element_handle()
-    for _ in range(limit):
-        if await page.evaluate("(el) => document.activeElement === el", handle):
-            return
-        await page.keyboard.press("Shift+Tab")
-    raise AssertionError(f"Shift+Tab never reached {locator}")
-
-
 async def row_top(page: Page, title: str) -> float:
     return (await page.get_by_role("row", name=title).bounding_box())["y"]
 
@@ -167,7 +157,7 @@ async def test_a_new_todo_never_moves_the_focused_row_and_is_announced(page: Pag
     await expect(page.get_by_role("row", name="Added while ada reads")).to_have_count(0)
 
     show = page.get_by_role("button", name="Show 2 new todos")
-    await back_tab_to(page, show)  # out of the table, onto the button: still held until asked for
+    await shift_tab_to(page, show, 30)  # out of the table, onto the button: still held until asked for
     await page.keyboard.press("Enter")
     newest = page.get_by_role("link", name="And another")
     await expect(newest).to_be_focused()  # on the first of the rows asked for
