@@ -21,6 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # One template per pytest process, so concurrent test runs on one server never collide.
 TEMPLATE = f"sb_template_{os.getpid()}"
 _counter = itertools.count()
+# The one allowance a timed bound gets for a loaded machine (other suites share its two
+# cores): a test asserts the bound the README promises plus this, never a looser bound.
+LOAD_SLACK_SECONDS = 1.0
 
 
 def pytest_addoption(parser):
