@@ -121,8 +121,9 @@ def clean_usage(usage: Any) -> dict:
         else:
             if not isinstance(value, str):
                 raise Invalid("usage.model must be a string", argument="usage")
-            storable(value, "usage")
-            model = cut_utf8("".join(ch for ch in value if unicodedata.category(ch) != "Cc"), USAGE_MODEL_MAX_BYTES)[0]
+            stripped = "".join(ch for ch in value if unicodedata.category(ch) != "Cc")
+            storable(stripped, "usage")  # control characters (NUL among them) are removed; a lone surrogate is not
+            model = cut_utf8(stripped, USAGE_MODEL_MAX_BYTES)[0]
             out[key] = model or None
     return out
 

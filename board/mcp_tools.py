@@ -555,11 +555,16 @@ def tools_for(agent: Agent) -> list[types.Tool]:
     return [TOOLS[spec.name] for spec in SPECS if agent.allows(spec.name)]
 
 
+# Arguments whose own cleaning in the store removes control characters, NUL among them (a
+# claimant, a note's text, usage's model), or answers an unknown id: the store checks what
+# is left, so a NUL there is removed rather than refused.
+_CLEANED_BY_STORE = frozenset({"id", "claimant", "text", "usage"})
+
+
 def clean_arguments(spec: ToolSpec, arguments: dict[str, Any] | None) -> dict[str, Any]:
     """Drop nulls (an explicit null is the same as leaving an optional argument out), refuse
     argument names the tool does not take, naming the first one, and refuse a NUL or a lone
-    surrogate anywhere in an argument (in JSON values too), naming it. An id holding one is
-    left to the store, which answers it as an unknown id (not_found)."""
+    surrogate anywhere in any other argument (in JSON values too), naming it."""
     if arguments is None:
         return {}
     if not isinstance(arguments, dict):
@@ -568,7 +573,7 @@ def clean_arguments(spec: ToolSpec, arguments: dict[str, Any] | None) -> dict[st
         if name not in spec.arguments:
             raise Invalid(f"{spec.name} takes no argument {name!r}", argument=name)
     for name, value in arguments.items():
-        if name != "id":
+        if name not in _CLEANED_BY_STORE:
             storable(value, name)
     return {k: v for k, v in arguments.items() if v is not None}
 

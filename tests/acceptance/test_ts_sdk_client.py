@@ -65,12 +65,14 @@ async def test_the_typescript_client_lists_every_tool_with_a_title_and_the_hints
 
 async def test_a_fenced_cycle_through_the_typescript_client(ts_server):
     """add, claim_next with require_fence, heartbeat with the token, complete with a summary,
-    get_todo: each result passes the client's output-schema check and says what happened."""
+    get_todo: each result passes the client's output-schema check and says what happened. The
+    claimant's control characters (a NUL and a bell) are removed, not refused."""
     ep = await vend(ts_server.store)
     async with ts_client(ts_server, ep.token) as client:
         todo = ok(await client.call_tool("add_todo", {"queue": "q", "title": "fix the build", "payload": {"n": 1}}))
         assert (todo["state"], todo["payload"], todo["attempts_total"]) == ("pending", {"n": 1}, 0)
-        claim = ok(await client.call_tool("claim_next", {"require_fence": True, "claimant": "ts-host/run-1"}))
+        claim = ok(await client.call_tool("claim_next", {"require_fence": True,
+                                                             "claimant": "ts-host/\u0000run-1\u0007"}))
         assert claim["todo"]["id"] == todo["id"] and claim["todo"]["state"] == "claimed"
         assert (claim["attempt_seq"], claim["attempts_total"], claim["prior_attempts"]) == (1, 1, [])
         token = claim["lease_token"]
