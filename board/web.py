@@ -8,6 +8,7 @@ pages. Sessions, CSRF and the sign-in throttle are in web_auth.
 
 from __future__ import annotations
 
+from pathlib import Path
 
 from litestar.exceptions import HTTPException, NotFoundException
 from litestar.plugins.jinja import JinjaTemplateEngine
@@ -56,15 +57,24 @@ def template_config() -> TemplateConfig:
     return TemplateConfig(instance=JinjaTemplateEngine.from_environment(ENV))
 
 
-def _no_nul_in_static_path(request) -> None:
-    """A NUL cannot name a file (the file system call refuses it with an error): 404 instead."""
-    if "\x00" in request.scope["path"]:
-        raise NotFoundException()
+def _static_guard(directory):
+    """Only the files the static directory holds are served; any other path under /static
+    (a NUL, a name too long for the file system, a deep path) is a 404 before the file
+    system is asked, whose errors for such names would otherwise reach the handler."""
+    root = Path(directory)
+    files = frozenset(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+    def guard(request) -> None:
+        if request.scope["path"].removeprefix("/static/") not in files:
+            raise NotFoundException()
+
+    return guard
 
 
 def route_handlers() -> list:
-    static = create_static_files_router(path="/static", directories=[resource_dir("static")], name="static",
-                                        before_request=_no_nul_in_static_path)
+    directory = resource_dir("static")
+    static = create_static_files_router(path="/static", directories=[directory], name="static",
+                                        before_request=_static_guard(directory))
     return [*web_pages.handlers(), *web_overview.handlers(), *web_bulk.handlers(), *web_todo_forms.handlers(),
             *web_live.handlers(), static]
 

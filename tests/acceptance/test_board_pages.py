@@ -233,3 +233,17 @@ async def test_a_human_cannot_revoke_another_humans_endpoint(live_server):
         r = await c.post(f"/endpoints/{agent.endpoint_id}/revoke", data={"csrf_token": token})
         assert r.status_code == 404
     assert (await store.endpoints_of_user(bob.user_id))[0]["revoked_at"] is None
+
+
+async def test_a_static_path_that_names_no_file_is_a_404_however_long_or_deep(live_server, caplog):
+    """Names past the file system's limit (255 bytes a name), deep paths and traversal are
+    a plain 404 with no error logged, signed in or not; the real files are still served."""
+    paths = ["/static/" + "a" * 255, "/static/" + "a" * 256, "/static/" + "é" * 200, "/static/" + "b" * 5000,
+             "/static/" + "d/" * 3000 + "board.css", "/static/../pyproject.toml", "/static/%2e%2e/pyproject.toml",
+             "/static/", "/static/nope.js"]
+    async with client_for(live_server) as c:
+        answers = {path[:60]: (await c.get(path)).status_code for path in paths}
+        served = [(await c.get(f"/static/{name}")).status_code for name in ("board.css", "board.js")]
+    assert {k: v for k, v in answers.items() if v != 404} == {}
+    assert served == [200, 200]
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
