@@ -116,7 +116,7 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
 
     return Litestar(
         route_handlers=[*web.route_handlers(), mcp.mount(), metrics.route(), *health.route_handlers()],
-        middleware=[web.security_headers_middleware],
+        middleware=[web.security_headers_middleware, web.deadline_middleware],
         template_config=web.template_config(),
         lifespan=[lifespan],
         state=State({"settings": settings, "mcp": mcp}),

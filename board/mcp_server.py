@@ -56,11 +56,21 @@ from board.config import Settings
 from board.endpoint_cache import EndpointCache
 from board.errors import RateLimited, SwitchboardError, Unavailable
 from board.mcp_doorbell import TODO_URI_PREFIX, TODOS_URI, Doorbell
-from board.store import Agent, Store
+from board.store import Agent, Store, call_deadline, deadline_after
 
 log = logging.getLogger("switchboard.mcp")
 
 AGENT_KEY = "switchboard.agent"
+# The request's deadline (board/store.py's call_deadline), set before its token lookup and
+# kept in the scope for the handler, which may run in the session's task, not this one.
+DEADLINE_KEY = "switchboard.deadline"
+# resources/read's JSON-RPC error codes. Its body rides in data, the same object a tool
+# error carries ({"code", "message"[, "argument"]}). "unavailable" (retry in a few seconds)
+# takes a code of JSON-RPC's implementation-defined server range, so that no client reads a
+# database outage as an internal error (-32603); anything else the caller sent is a bad
+# parameter (-32602).
+UNAVAILABLE_ERROR = -32010
+_RESOURCE_ERROR_CODES = {"unavailable": UNAVAILABLE_ERROR, "internal": types.INTERNAL_ERROR}
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
 
@@ -128,6 +138,11 @@ async def _send_bytes(send: Send, status: int, body: bytes, headers: list[tuple[
     await send({"type": "http.response.body", "body": body})
 
 
+def _deadline(ctx) -> float | None:
+    request = ctx.request
+    return request.scope.get(DEADLINE_KEY) if request is not None else None
+
+
 def _bearer(headers: Headers) -> str | None:
     value = headers.get("authorization")
     if not value:
@@ -181,8 +196,10 @@ class McpSurface:
             return
         headers = Headers(scope=scope)
         token = _bearer(headers)
+        deadline = scope[DEADLINE_KEY] = deadline_after(self.settings.db_wait_seconds)
         try:
-            agent = await endpoints.authenticate(token) if token else None
+            with call_deadline(deadline):
+                agent = await endpoints.authenticate(token) if token else None
         except Unavailable as err:  # the token cannot be checked: retry later, not "unauthorized"
             body = json.dumps({"error": err.code, "error_description": err.message}, separators=(",", ":"))
             await _send_bytes(send, 503, body.encode(), [(b"retry-after", str(err.retry_after_seconds).encode())])
@@ -319,7 +336,8 @@ class McpSurface:
             agent.require(spec.name)  # forbidden before any argument is looked at; nothing changes
             arguments = mcp_tools.clean_arguments(spec, params.arguments)
             # claimer_session is the MCP session id the claim arrived on (REQ-1), None when sessionless.
-            result = await spec.call(self.store, agent.on_session(session_id), arguments)
+            with call_deadline(_deadline(ctx)):
+                result = await spec.call(self.store, agent.on_session(session_id), arguments)
             body, is_error, code = mcp_tools.to_json(result), False, "ok"
         except SwitchboardError as err:
             body, is_error, code = err.wire(), True, err.code
@@ -371,15 +389,16 @@ class McpSurface:
         agent, _ = self._note(ctx)
         uri = str(params.uri)
         try:
-            if uri == TODOS_URI:
-                body = await self.store.todo_list(agent, state="pending")
-            elif uri.startswith(TODO_URI_PREFIX) and len(uri) > len(TODO_URI_PREFIX):
-                body = await self.store.todo_get(agent, uri[len(TODO_URI_PREFIX):])
-            else:
-                raise MCPError(types.INVALID_PARAMS, "Resource not found")
-        except SwitchboardError as err:  # the error's wire body rides in data; a fault is no bad parameter
-            code = types.INTERNAL_ERROR if err.http_status >= 500 else types.INVALID_PARAMS
-            raise MCPError(code, err.message, data=err.wire()["error"]) from None
+            with call_deadline(_deadline(ctx)):
+                if uri == TODOS_URI:
+                    body = await self.store.todo_list(agent, state="pending")
+                elif uri.startswith(TODO_URI_PREFIX) and len(uri) > len(TODO_URI_PREFIX):
+                    body = await self.store.todo_get(agent, uri[len(TODO_URI_PREFIX):])
+                else:
+                    raise MCPError(types.INVALID_PARAMS, "Resource not found")
+        except SwitchboardError as err:  # the error's wire body rides in data, as a tool error's body
+            raise MCPError(_RESOURCE_ERROR_CODES.get(err.code, types.INVALID_PARAMS), err.message,
+                           data=err.wire()["error"]) from None
         text = json.dumps(mcp_tools.to_json(body), ensure_ascii=False, separators=(",", ":"))
         return types.ReadResourceResult(contents=[types.TextResourceContents(
             uri=uri, mime_type="application/json", text=text)])

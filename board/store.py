@@ -13,6 +13,8 @@ state is Conflict (REQ-19). Nothing outside this module catches psycopg errors.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import hmac
 import json
 import logging
@@ -20,7 +22,7 @@ import secrets
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import psycopg
 from psycopg import errors as pgerrors
@@ -147,6 +149,32 @@ _HOLDER_OPS = {op: ("claimed",) for op in ("heartbeat", "complete", "fail", "rel
 
 # How long a checkout waits while the database is known away (Store._connection).
 AWAY_WAIT_SECONDS = 0.5
+# The least a checkout waits once its call's deadline has passed: enough to take an idle
+# connection, too short to wait for a new one.
+_PAST_DEADLINE_WAIT = 0.01
+
+# The deadline (event loop time) of the call being answered, set by the surface that
+# answers it (board/mcp_server.py, board/web.py): every checkout the call makes, its
+# authentication and its statements alike, waits at most until then, so the call is
+# answered within SWITCHBOARD_DB_WAIT_SECONDS however many checkouts it makes. Unset
+# (sweeps, the CLI, long-lived streams after their start): each checkout waits the pool's bound.
+_CALL_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("switchboard_call_deadline",
+                                                                              default=None)
+
+
+def deadline_after(seconds: float) -> float:
+    """The deadline `seconds` from now, in the event loop's time."""
+    return asyncio.get_running_loop().time() + seconds
+
+
+@contextlib.contextmanager
+def call_deadline(deadline: float | None) -> Iterator[None]:
+    """Every checkout inside waits at most until `deadline` (None: no deadline)."""
+    token = _CALL_DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _CALL_DEADLINE.reset(token)
 
 # The outcome each holder's closing verb gives its attempt (what a replay must match).
 FIXED_OUTCOME = {"complete": "completed", "fail": "failed", "release": "released"}
@@ -299,9 +327,15 @@ class Store(Accounts):
     def _connection(self):
         """A pooled connection, waited for at most the pool's bounded wait; while the database
         is known away (the last checkout timed out or a connection failed, and nothing has
-        succeeded since), only AWAY_WAIT_SECONDS, so a call that makes several checkouts (its
-        authentication, its statement) still answers within one bounded wait."""
-        return self.pool.connection(timeout=AWAY_WAIT_SECONDS if self._away else None)
+        succeeded since), only AWAY_WAIT_SECONDS; never past the call's deadline, so a call
+        that makes several checkouts (its authentication, its statement) still answers
+        within one bounded wait."""
+        timeout = AWAY_WAIT_SECONDS if self._away else None  # None: the pool's own bound
+        deadline = _CALL_DEADLINE.get()
+        if deadline is not None:
+            left = max(deadline - asyncio.get_running_loop().time(), _PAST_DEADLINE_WAIT)
+            timeout = left if timeout is None else min(timeout, left)
+        return self.pool.connection(timeout=timeout)
 
     def _emit(self, transitions: Iterable[Transition]) -> None:
         for t in transitions:

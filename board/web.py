@@ -18,6 +18,7 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from board import web_bulk, web_live, web_overview, web_pages, web_todo_forms
 from board.errors import SwitchboardError
+from board.store import call_deadline, deadline_after
 from board.resources import resource_dir
 from board.web_view import ENV
 
@@ -48,6 +49,24 @@ def security_headers_middleware(app: ASGIApp) -> ASGIApp:
             await send(message)
 
         await app(scope, receive, send_with_headers)
+
+    return middleware
+
+
+def deadline_middleware(app: ASGIApp) -> ASGIApp:
+    """A Board page, form post or /metrics read is answered within SWITCHBOARD_DB_WAIT_SECONDS
+    while Postgres is away: its session lookup and its statements share one deadline
+    (board/store.py's call_deadline). /mcp sets its own; /events bounds only its start, as
+    its stream outlives any deadline."""
+
+    async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or path.startswith(("/mcp", "/events")):
+            await app(scope, receive, send)
+            return
+        settings = scope["app"].state.get("settings")
+        with call_deadline(deadline_after(settings.db_wait_seconds) if settings else None):
+            await app(scope, receive, send)
 
     return middleware
 

@@ -34,7 +34,7 @@ from litestar import Request, get
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from board.errors import Invalid, NotFound, Unavailable
-from board.store import Human
+from board.store import Human, call_deadline, deadline_after
 from board.vocabulary import QUEUE_KINDS
 from board.web_context import ATTEMPTS_SHOWN, PAGE_SIZE, Filters, require_human, runtime, web_state
 from board.web_overview import RefreshSchedule, overview_reads, render_overview
@@ -44,7 +44,9 @@ PING_SECONDS = 15.0
 # An open drawer is re-read this often even when nothing is announced, so the open
 # attempt's liveness (derived at read time: live, quiet, overdue) moves on by itself.
 WATCH_REFRESH_SECONDS = 5.0
-RETRY_MS = 2000
+# How long a browser waits before it reconnects a stream that ended (the `retry:` field):
+# short, so a stream that ended in an outage is back within 2 s of Postgres.
+RETRY_MS = 1000
 
 
 class SharedReads:
@@ -109,10 +111,25 @@ async def snapshot(store, human: Human, filters: Filters, watched: str | None, c
     return out
 
 
+def unavailable_stream() -> ServerSentEvent:
+    """The answer to a (re)connect that finds the database away: a stream, not a 503 page (a
+    browser's EventSource gives up on any status but 200), that says so and ends, so the
+    browser comes back after RETRY_MS and finds Postgres as soon as it is back."""
+
+    async def once() -> AsyncIterator[ServerSentEventMessage]:
+        yield ServerSentEventMessage(event="unavailable", data=json.dumps({"retry_ms": RETRY_MS}), retry=RETRY_MS)
+
+    return ServerSentEvent(once(), retry_duration=RETRY_MS, headers={"cache-control": "no-store"})
+
+
 @get("/events", name="events")
 async def events(request: Request) -> ServerSentEvent:
-    human, session = await require_human(request)
     rt = runtime(request)
+    try:  # the session lookup is bounded like a page's; the stream outlives any deadline
+        with call_deadline(deadline_after(rt.settings.db_wait_seconds)):
+            human, session = await require_human(request)
+    except Unavailable:
+        return unavailable_stream()
     store, fanout = rt.store, rt.fanout
     state = web_state(request.app)
     shared = _shared(request.app)
@@ -126,7 +143,8 @@ async def events(request: Request) -> ServerSentEvent:
             async for item in live():
                 yield item
         except Unavailable:  # a read met the database away: end cleanly; the browser comes back
-            yield ServerSentEventMessage(comment="the database is unavailable", retry=RETRY_MS)
+            yield ServerSentEventMessage(event="unavailable", data=json.dumps({"retry_ms": RETRY_MS}),
+                                         retry=RETRY_MS)
 
     overviews = overview_reads(request.app)
     back = "/" + filters.query()

@@ -665,7 +665,7 @@ def metric_sums(text: str, name: str, by: str) -> Counter:
 
 class BoardStream:
     """A signed-in browser's /events, kept open by a background task that reconnects when
-    the stream ends (as a browser would, at once). Records every event with its time, how
+    the stream ends (as a browser would, after the stream's `retry:` time). Records every event with its time, how
     each stream ended (cleanly, and with a `retry:` hint or not, or aborted mid-body) and
     every refused reconnect's status."""
 
@@ -716,6 +716,9 @@ class BoardStream:
                     last = message or last
                     self.ends.append(("clean", time.monotonic(), any(f.startswith("retry:") for f in last)))
                     self._note()
+                    # As a browser's EventSource does: reconnect after the stream's retry time.
+                    retry = [f.removeprefix("retry:").strip() for f in last if f.startswith("retry:")]
+                    await asyncio.sleep(int(retry[-1]) / 1000 if retry and retry[-1].isdigit() else 0)
             except httpx.HTTPError:  # could not connect at all: the server is away
                 await asyncio.sleep(0.1)
 

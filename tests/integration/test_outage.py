@@ -117,3 +117,84 @@ async def test_a_token_verified_before_the_outage_still_authenticates_and_an_uns
             await cache.authenticate(unseen)
     finally:
         await fanout.stop()
+
+
+# -- the surfaces: MCP and the Board at the onset of an outage ------------------------------
+
+@pytest.fixture
+async def outage_server(private_pg):
+    from tests.conftest import run_server
+
+    _, url = private_pg
+    settings = Settings(database_url=url, secret_key="test-secret-key-0123456789", db_wait_seconds=WAIT,
+                        reaper_interval_seconds=0, retry_interval_seconds=0, retention_interval_seconds=0,
+                        doorbell_heartbeat_seconds=0)
+    async with run_server(settings) as server:
+        yield server
+
+
+async def _timed(call) -> tuple[object, float]:
+    started = time.monotonic()
+    try:
+        outcome = await call
+    except Exception as err:  # what the call raised is the outcome the test looks at
+        outcome = err
+    return outcome, time.monotonic() - started
+
+
+async def test_every_call_at_the_onset_of_an_outage_is_answered_within_the_wait(private_pg, outage_server):
+    """Agents in both protocol generations and a signed-in human, all calling as Postgres
+    stops: each is answered `unavailable` (a tool error; a 503 page) within
+    SWITCHBOARD_DB_WAIT_SECONDS plus CALL_MARGIN_SECONDS, as the token or session lookup and
+    the statement share one deadline rather than waiting one after the other."""
+    import asyncio
+    import json
+
+    from tests.acceptance.mcp_helpers import call, connect, vend
+    from tests.acceptance.test_board_auth import client_for, make_human, sign_in
+    from tests.conftest import CALL_MARGIN_SECONDS, LOAD_SLACK_SECONDS
+
+    pg, _ = private_pg
+    ep = await vend(outage_server.store)
+    await make_human(outage_server.store, "ada")
+    async with connect(outage_server, ep.token, "modern") as modern, \
+            connect(outage_server, ep.token, "legacy") as legacy, client_for(outage_server) as board:
+        await sign_in(board, "ada")
+        for client in (modern, legacy):  # each token verified once, as a working agent's is
+            await call(client, "list_todos", {})
+        pg.stop()
+        calls = [client.call_tool(tool, args) for client in (modern, legacy) for tool, args in
+                 (("list_todos", {}), ("add_todo", {"queue": "q", "title": "lost?"}), ("claim_next", {}))]
+        answers = await asyncio.gather(*(_timed(c) for c in [*calls, board.get("/")]))
+    *tools, (page, page_seconds) = answers
+    codes = [json.loads(r.content[0].text)["error"]["code"] if getattr(r, "is_error", False) else r
+             for r, _ in tools]
+    assert codes == ["unavailable"] * len(tools)
+    assert page.status_code == 503 and page.headers.get("retry-after")
+    seconds = sorted([s for _, s in tools] + [page_seconds])
+    print(f"answered unavailable after {[round(s, 2) for s in seconds]} s (wait {WAIT} s)")
+    assert seconds[-1] <= WAIT + CALL_MARGIN_SECONDS + LOAD_SLACK_SECONDS, seconds
+    # The slack is for a loaded machine's stragglers; the typical call keeps the margin.
+    assert seconds[len(seconds) // 2] <= WAIT + CALL_MARGIN_SECONDS, seconds
+
+
+@pytest.mark.parametrize("generation", ["modern", "legacy"])
+async def test_a_resource_read_while_postgres_is_away_is_the_unavailable_error(private_pg, outage_server,
+                                                                               generation):
+    """resources/read answers an outage as a tool does, `unavailable` in the error's data
+    (with its own JSON-RPC code, -32010), never as an internal error (-32603)."""
+    from mcp.shared.exceptions import MCPError
+
+    from board.mcp_server import UNAVAILABLE_ERROR
+    from tests.acceptance.mcp_helpers import call, connect, vend
+
+    pg, _ = private_pg
+    ep = await vend(outage_server.store)
+    async with connect(outage_server, ep.token, generation) as client:
+        todo = await call(client, "add_todo", {"queue": "q", "title": "t"})
+        pg.stop()
+        for uri in (f"switchboard://todos/{todo['id']}", "switchboard://todos"):
+            with pytest.raises(MCPError) as caught:
+                await client.read_resource(uri)
+            assert caught.value.error.code == UNAVAILABLE_ERROR, uri
+            assert caught.value.error.data["code"] == "unavailable" and "retry" in caught.value.error.data["message"]
