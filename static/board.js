@@ -534,11 +534,16 @@
     es.addEventListener("overview", function (ev) {
       applyOverview(JSON.parse(ev.data).overview);
     });
+    // The database is away: the server ends the stream and the browser reconnects by
+    // itself after the stream's retry time, so the Board catches up as soon as it is back.
+    es.addEventListener("unavailable", function () {
+      setLive("unavailable", "Live updates: the database is unavailable, retrying");
+    });
     es.addEventListener("error", function () {
       if (es.readyState === EventSource.CLOSED) {
         setLive("off", "Live updates: stopped, retrying");
-        state.retry = setTimeout(connect, 5000);
-      } else {
+        state.retry = setTimeout(connect, 2000);
+      } else if (byId("live-status").dataset.state !== "unavailable") {
         setLive("connecting", "Live updates: reconnecting");
       }
     });
