@@ -40,7 +40,7 @@ from typing import Any, AsyncIterator
 
 import mcp_types as types
 from litestar import asgi
-from litestar.types import Receive, Scope, Send
+from litestar.types import Message, Receive, Scope, Send
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel import Server
@@ -138,6 +138,43 @@ async def _send_bytes(send: Send, status: int, body: bytes, headers: list[tuple[
     await send({"type": "http.response.body", "body": body})
 
 
+# The largest POST body /mcp reads (a JSON-RPC message; todos' payloads are far smaller).
+MAX_BODY_BYTES = 16 * 1024 * 1024
+_TOO_LARGE_BODY = json.dumps({"error": "invalid_request",
+                              "error_description": f"the request body is over {MAX_BODY_BYTES} bytes"}).encode()
+
+
+async def _whole_body(receive: Receive) -> bytes | None:
+    """The request's body, read here so that a client leaving mid-body (which the SDK would
+    log as an error with its traceback) is noticed first; None when it left. Reading stops
+    past MAX_BODY_BYTES."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        chunks.append(chunk)
+        size += len(chunk)
+        if not message.get("more_body", False) or size > MAX_BODY_BYTES:
+            return b"".join(chunks)
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """A receive that gives the body read already, then waits on the client as before."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
 def _deadline(ctx) -> float | None:
     request = ctx.request
     return request.scope.get(DEADLINE_KEY) if request is not None else None
@@ -216,6 +253,16 @@ class McpSurface:
         session_id = headers.get(SESSION_HEADER)
         modern = headers.get(VERSION_HEADER) in MODERN_PROTOCOL_VERSIONS
         method = scope.get("method")
+        if method == "POST":
+            body = await _whole_body(receive)
+            if body is None:  # the client went away mid-body: nothing to answer, nothing wrong here
+                log.info("mcp request abandoned by the client before its body arrived: endpoint=%s",
+                         agent.endpoint_id)
+                return
+            if len(body) > MAX_BODY_BYTES:
+                await _send_bytes(send, 413, _TOO_LARGE_BODY, [])
+                return
+            receive = _replaying(body, receive)
         if session_id and not modern and method == "GET":
             async with doorbell.session_stream(session_id, agent):
                 await self._watched(token, agent, manager.handle_request(scope, receive, send))

@@ -200,3 +200,35 @@ async def test_the_json_log_is_one_object_a_line_with_the_call_fields(db_url, st
     assert [r["tool"] for r in unknown] == ["nope\\nzz\\n2026-01-01 00:00:00,000 ERROR switchboard FORGED-RECORD"]
     assert any(r["logger"] == "uvicorn.error" and r["message"] == "Application startup complete." for r in records)
     assert any(r["logger"] == "uvicorn.access" for r in records)
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+async def test_a_client_that_leaves_mid_body_is_one_info_line_not_an_error(live_server, generation, caplog):
+    """A POST whose client closes the connection before the body it announced has arrived:
+    the server answers nobody and logs one INFO line, with no traceback and no ERROR."""
+    from tests.conftest import until
+
+    caplog.set_level(logging.INFO)
+    ep = await vend(live_server.store)
+    host, port = live_server.url.removeprefix("http://").split(":")
+    version = "2026-07-28" if generation == "modern" else "2025-11-25"
+    head = (f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {ep.token}\r\n"
+            f"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+            f"MCP-Protocol-Version: {version}\r\nContent-Length: 500\r\n\r\n")
+    for _ in range(3):
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(head.encode() + b'{"jsonrpc": "2.0", "id"')
+        await writer.drain()
+        writer.close()
+        await writer.wait_closed()
+
+    def abandoned():
+        return [r for r in caplog.records if "abandoned" in r.getMessage()]
+
+    def errors():
+        return [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+    await until(lambda: len(abandoned()) == 3 or errors(), "the server noticed each client leaving")
+    assert errors() == [] and [r.levelname for r in abandoned()] == ["INFO"] * 3
+    assert not any(r.exc_info for r in caplog.records)
+    assert ep.token not in caplog.text
