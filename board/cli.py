@@ -10,7 +10,10 @@ import getpass
 import json
 import logging
 import sys
+import urllib.parse
 from typing import AsyncIterator
+
+import psycopg
 
 from board import logs
 from board.auth import hash_password
@@ -157,12 +160,33 @@ def _serve(settings: Settings, host: str, port: int) -> None:
                        "(try: export SWITCHBOARD_SECRET_KEY=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))'))")
     if len(settings.secret_key) < 16:
         raise CliError("SWITCHBOARD_SECRET_KEY must be at least 16 characters")
+    if settings.database_url:  # a bad DATABASE_URL is one line here, not a failed startup's traceback
+        asyncio.run(_reachable(settings.database_url))
     log.info("listening on http://%s:%d (Board at /, MCP at /mcp, metrics at /metrics)", host, port)
     serve(settings, host, port)
 
 
+async def _reachable(url: str) -> None:
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(url, connect_timeout=10):
+        pass
+
+
+def _database_problem(err: Exception, url: str | None) -> str:
+    """One line for a DATABASE_URL that cannot be used: the driver's first line, with the
+    URL's password (if the driver echoed it) masked."""
+    first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    with contextlib.suppress(ValueError):
+        password = urllib.parse.urlsplit(url or "").password
+        if password:
+            first = first.replace(password, "***")
+    return f"switchboard: cannot use the database at DATABASE_URL: {first}"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    settings = None
     try:
         settings = from_env()
         logs.configure(settings.log_format)
@@ -190,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except (CliError, MigrationError) as e:
         print(f"switchboard: {e}", file=sys.stderr)
+        return 2
+    except psycopg.Error as e:  # DATABASE_URL malformed, its host unknown, refused, or auth failed
+        print(_database_problem(e, settings.database_url if settings else None), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

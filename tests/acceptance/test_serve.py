@@ -35,6 +35,23 @@ def test_serve_refuses_to_start_without_a_secret(tmp_path):
         assert not (tmp_path / "pgdata").exists()  # refused before starting anything
 
 
+def test_a_database_url_that_cannot_be_used_is_one_line_naming_it_without_its_password(tmp_path):
+    """An unknown host, a malformed URL and a refused port, for migrate, serve and user add:
+    exit status 2 and one line on stderr naming DATABASE_URL, never a traceback or the password."""
+    urls = ["postgresql://switchboard:s3cr3t-pw@db.invalid:5432/switchboard", "not a url s3cr3t-pw",
+            f"postgresql://switchboard:s3cr3t-pw@127.0.0.1:{free_port()}/switchboard"]
+    commands = [["migrate"], ["serve", "--port", str(free_port())], ["user", "add", "ada", "--password-stdin"]]
+    for url in urls:
+        for command in commands:
+            env = _env(DATABASE_URL=url, SWITCHBOARD_SECRET_KEY="a-long-enough-secret-key", SWITCHBOARD_DATA_DIR=str(tmp_path))
+            r = subprocess.run([sys.executable, "-m", "board", *command], env=env, input="a-password-123\n",
+                               capture_output=True, text=True, timeout=60, cwd=ROOT)
+            lines = r.stderr.strip().splitlines()
+            assert r.returncode == 2 and len(lines) == 1, (url, command, r.stderr)
+            assert lines[0].startswith("switchboard: cannot use the database at DATABASE_URL: "), lines
+            assert "s3cr3t-pw" not in r.stderr + r.stdout
+
+
 async def test_serve_logs_without_credentials_and_stops_cleanly_on_sigterm_with_a_stream_open(db_url, store):
     port = free_port()
     url_with_password = db_url.replace("postgresql://postgres:@", "postgresql://postgres:hunter2@")
