@@ -2,10 +2,11 @@
 should notice; a mutant the tests do not kill is a guard nothing holds.
 
 Each mutant names one exact piece of source text and what it becomes. The text must occur
-exactly once in its file (the list fails loudly when the code moves on without it, so the
-list is kept with the code: add a mutant with every new guard). A mutant is applied to a
-copy of the package in a temporary folder, never to the work tree, and the tests run in a
-subprocess that imports the copy.
+exactly once in its file, and in a migration it must be part of the definition that runs:
+not a comment, and not in an object a later migration replaces (the list fails loudly when
+the code moves on without it, so the list is kept with the code: add a mutant with every new
+guard). A mutant is applied to a copy of the package in a temporary folder, never to the
+work tree, and the tests run in a subprocess that imports the copy.
 
     .venv/bin/python scripts/mutants.py              # every mutant
     .venv/bin/python scripts/mutants.py --group fence
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +39,11 @@ INVARIANTS = "tests/integration/test_attempt_invariants.py"
 BOUNDARIES = "tests/integration/test_boundaries.py"
 PAUSES = "tests/integration/test_queue_pauses.py"
 NOTES = "tests/integration/test_attempt_notes.py"
+PRUNE = "tests/integration/test_prune_counts.py"
+
+
+# How a claim counts the attempts it prunes, by outcome, into todos.pruned_outcomes.
+_PRUNED_BY_OUTCOME = "FROM (SELECT outcome::text AS outcome, count(*) AS n FROM pruned GROUP BY 1) p), '{}') END,"
 
 
 @dataclass(frozen=True)
@@ -143,10 +150,28 @@ MUTANTS: tuple[Mutant, ...] = (
            "'died', {c}.outcome IN ('lease_expired', 'reaped'), 'summary'",
            "'died', {c}.outcome IN ('lease_expired'), 'summary'",
            ("tests/integration/test_hooks.py",), "a reaped dead letter's hook payload says it did not die"),
-    Mutant("died-in-attempt-reads", "died", "migrations/0002_attempt_history.sql",
+    Mutant("died-in-attempt-reads", "died", "migrations/0004_working_context.sql",
            "'died', coalesce(a.outcome IN ('lease_expired', 'reaped'), false),",
            "'died', coalesce(a.outcome IN ('lease_expired'), false),",
            (LIFECYCLE,), "get_todo and prior_attempts say a reaped attempt did not die"),
+    # -- exact counts across pruning (REQ-11) --------------------------------------------
+    # One statement counts every outcome a claim prunes; each mutant drops one outcome that
+    # can close an attempt while its todo lives on (completed and canceled cannot).
+    Mutant("prune-count-lease-expired", "prune", "board/statements.py",
+           _PRUNED_BY_OUTCOME,
+           _PRUNED_BY_OUTCOME.replace("FROM pruned", "FROM pruned WHERE outcome <> 'lease_expired'"),
+           (PRUNE,), "pruned lease_expired attempts are not counted"),
+    Mutant("prune-count-reaped", "prune", "board/statements.py",
+           _PRUNED_BY_OUTCOME,
+           _PRUNED_BY_OUTCOME.replace("FROM pruned", "FROM pruned WHERE outcome <> 'reaped'"),
+           (PRUNE,), "pruned reaped attempts are not counted"),
+    Mutant("prune-count-revoked", "prune", "board/statements.py",
+           _PRUNED_BY_OUTCOME,
+           _PRUNED_BY_OUTCOME.replace("FROM pruned", "FROM pruned WHERE outcome <> 'revoked'"),
+           (PRUNE,), "pruned revoked attempts are not counted"),
+    Mutant("prune-count-merge", "prune", "board/statements.py",
+           "ELSE t.pruned_outcomes || coalesce((", "ELSE coalesce((",
+           (PRUNE,), "a prune forgets the outcomes earlier prunes counted that it prunes none of"),
     # -- scope (REQ-10) ------------------------------------------------------------------
     Mutant("scope-agent-queues", "scope", "board/statements.py",
            '_AGENT_SCOPE = "t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)"',
@@ -193,13 +218,177 @@ LINKED = ("templates", "static", "e2e", "bench")
 
 
 def check(mutants) -> list[str]:
-    """Each mutant's text must occur exactly once in its file."""
+    """Each mutant's text must occur exactly once in its file, and in a migration be part of
+    the definition that runs."""
     problems = []
     for m in mutants:
         count = (ROOT / m.file).read_text().count(m.find)
         if count != 1:
             problems.append(f"{m.name}: its text occurs {count} times in {m.file}")
+        elif m.file.startswith("migrations/"):
+            problems.extend(f"{m.name}: {p}" for p in migration_problems(m))
     return problems
+
+
+# A mutant in a migration must edit what runs. An object (function, view, trigger, index,
+# table...) that a later migration creates anew (CREATE OR REPLACE, or DROP then CREATE)
+# runs as the later text, and a table's column or constraint that a later ALTER TABLE drops
+# runs no more: a mutant of either changes nothing and survives. The check is textual. Each
+# migration is split into statements at the semicolons outside comments, strings and
+# dollar-quoted bodies. The statement holding the mutant's text names its object by kind and
+# name (CREATE or ALTER); in a table (CREATE TABLE, or ALTER TABLE ... ADD) the part between
+# commas holding the text names its column, and its constraint when the text is in one (an
+# unnamed CHECK on a column has Postgres's name for it, <table>_<column>_check). A later
+# statement that creates or drops the same kind and name, or an ALTER TABLE of that table
+# that drops that column or constraint, is reported. Names are compared without schema,
+# quotes or case; a function's arguments are not compared, so an overload counts as a
+# replacement (a false alarm rather than a miss). Not followed: renames, CASCADE drops of
+# dependants, and ALTER forms that drop less than a column or constraint (DROP DEFAULT...).
+# A statement that names no object (INSERT, UPDATE: a data step) is not checked.
+MIGRATION_FILE = re.compile(r"migrations/(\d+)_[^/]+\.sql")
+_DOLLAR_QUOTE = re.compile(r"\$(?:[A-Za-z_]\w*)?\$")
+_OBJECT = re.compile(
+    r"\s*(CREATE(?:\s+OR\s+REPLACE)?|ALTER|DROP)\s+(?:UNIQUE\s+|CONSTRAINT\s+|MATERIALIZED\s+)?"
+    r"(TABLE|VIEW|FUNCTION|PROCEDURE|TRIGGER|INDEX|DOMAIN|TYPE|SEQUENCE)\s+"
+    r"(?:CONCURRENTLY\s+)?(?:IF\s+(?:NOT\s+)?EXISTS\s+)?(?:ONLY\s+)?([\w.\"]+)", re.IGNORECASE)
+_ADD = re.compile(r"\s*ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?", re.IGNORECASE)
+_CONSTRAINT = re.compile(r"\b(?:CONSTRAINT\s+([\w\"]+)|CHECK\b)", re.IGNORECASE)
+_DROP_PART = re.compile(r"\s*DROP\s+(?:(COLUMN|CONSTRAINT)\s+)?(?:IF\s+EXISTS\s+)?([\w\"]+)", re.IGNORECASE)
+_NOT_COLUMNS = ("CONSTRAINT", "CHECK", "PRIMARY", "UNIQUE", "FOREIGN", "EXCLUDE")
+
+
+def _scan(text: str, code: list[str], bare: list[str], i: int, end: int, spans: list | None) -> None:
+    """Blank out text[i:end]'s comments in code, and its comments, strings and dollar-quoted
+    bodies in bare; record the statements' spans in spans (None inside a body, whose
+    semicolons end no statement)."""
+    start = i
+    while i < end:
+        if text.startswith("--", i) or text.startswith("/*", i):
+            stop = text.find("\n", i) if text[i] == "-" else text.find("*/", i + 2) + 2
+            stop = end if stop < i + 2 else min(stop, end)
+            code[i:stop] = bare[i:stop] = " " * (stop - i)
+        elif text[i] in "'\"":  # a string or a quoted name; a doubled quote stays inside
+            stop = text.find(text[i], i + 1)
+            while stop >= 0 and text.startswith(text[i], stop + 1):
+                stop = text.find(text[i], stop + 2)
+            stop = end if stop < 0 else stop + 1
+            if text[i] == "'":
+                bare[i:stop] = " " * (stop - i)
+        elif (tag := _DOLLAR_QUOTE.match(text, i)) is not None:
+            body_end = text.find(tag.group(), tag.end())
+            body_end = end if body_end < 0 else body_end
+            _scan(text, code, bare, tag.end(), body_end, None)
+            stop = min(body_end + len(tag.group()), end)
+            bare[i:stop] = " " * (stop - i)
+        else:
+            if text[i] == ";" and spans is not None:
+                spans.append((start, i + 1))
+                start = i + 1
+            stop = i + 1
+        i = stop
+    if spans is not None:
+        spans.append((start, end))
+
+
+def sql_statements(text: str) -> tuple[str, str, list[tuple[int, int]]]:
+    """A SQL script with its comments blanked out (code), also its strings and bodies (bare),
+    every offset kept; and its statements' spans."""
+    code, bare, spans = list(text), list(text), []
+    _scan(text, code, bare, 0, len(text), spans)
+    return "".join(code), "".join(bare), spans
+
+
+def _name(word: str | None) -> str | None:
+    return None if word is None else word.replace('"', "").lower().removeprefix("public.")
+
+
+def _object(bare: str, at: int) -> tuple[str, str, str, int] | None:
+    """(verb, kind, name, where the name ends) of what the statement at `at` creates, alters or drops."""
+    found = _OBJECT.match(bare, at)
+    if found is None:
+        return None
+    verb, kind = (" ".join(g.upper().split()) for g in found.groups()[:2])
+    return verb, kind, _name(found.group(3)), found.end()
+
+
+def _parts(bare: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The spans between the commas of bare[start:end] outside parentheses, up to its end or
+    the parenthesis that closes before it."""
+    spans, depth = [], 0
+    for i in range(start, end):
+        depth += {"(": 1, ")": -1}.get(bare[i], 0)
+        if depth < 0:
+            end = i
+            break
+        if bare[i] == "," and depth == 0:
+            spans.append((start, i))
+            start = i + 1
+    spans.append((start, end))
+    return spans
+
+
+def _table_part(bare: str, verb: str, table: str, after: int, end: int, at: int) -> tuple[str | None, str | None]:
+    """(column, constraint) of a table definition's part that holds offset `at` (each None
+    when the text is in none)."""
+    if verb.startswith("CREATE"):
+        start = bare.find("(", after, end) + 1
+        if start == 0:
+            return None, None
+    else:
+        start = after
+    part = next(((s, e) for s, e in _parts(bare, start, end) if s <= at < e), None)
+    if part is None:
+        return None, None
+    s, e = part
+    if not verb.startswith("CREATE"):  # of an ALTER TABLE, only what it adds
+        added = _ADD.match(bare, s)
+        if added is None or added.end() > e:
+            return None, None
+        s = added.end()
+    words = bare[s:e].split()
+    column = words[0] if words and words[0].upper() not in _NOT_COLUMNS else None
+    mark = _CONSTRAINT.search(bare, s, e)
+    if mark is None or at < mark.start():
+        return _name(column), None
+    constraint = mark.group(1) or (f"{table}_{_name(column)}_check" if column else None)
+    return _name(column), _name(constraint)
+
+
+def migration_problems(m: Mutant) -> list[str]:
+    """Why the mutant's text in a migration is not part of the definition that runs, if it is not."""
+    which = MIGRATION_FILE.fullmatch(m.file)
+    if which is None:
+        return [f"{m.file} is not a migration: nothing applies it"]
+    text = (ROOT / m.file).read_text()
+    at = text.index(m.find)
+    code, bare, spans = sql_statements(text)
+    if not code[at:at + len(m.find)].strip():
+        return [f"its text is a comment in {m.file}"]
+    start, end = next((s, e) for s, e in spans if s <= at < e)
+    defined = _object(bare, start)
+    if defined is None:
+        return []
+    verb, kind, name, after = defined
+    column, constraint = _table_part(bare, verb, name, after, end, at) if kind == "TABLE" else (None, None)
+    numbered = ((MIGRATION_FILE.fullmatch(f"migrations/{path.name}"), path.name)
+                for path in (ROOT / "migrations").glob("*.sql"))
+    later = sorted((int(n.group(1)), file) for n, file in numbered if n and int(n.group(1)) > int(which.group(1)))
+    for _, later_name in later:  # the first replacement found is the one reported
+        _, later_bare, later_spans = sql_statements((ROOT / "migrations" / later_name).read_text())
+        for s, e in later_spans:
+            other = _object(later_bare, s)
+            if other is None or other[1:3] != (kind, name):
+                continue
+            if other[0] != "ALTER":
+                return [f"migrations/{later_name} replaces the {kind.lower()} {name} its text is in "
+                        f"({other[0]} {kind}), so the mutant of {m.file} changes nothing that runs"]
+            for ps, _ in _parts(later_bare, other[3], e) if column or constraint else ():
+                drop = _DROP_PART.match(later_bare, ps)
+                what = "column" if drop is None or drop.group(1) is None else drop.group(1).lower()
+                if drop is not None and _name(drop.group(2)) == {"column": column, "constraint": constraint}[what]:
+                    return [f"migrations/{later_name} drops the {what} {_name(drop.group(2))} of {name} its text "
+                            f"is in, so the mutant of {m.file} changes nothing that runs"]
+    return []
 
 
 def run(m: Mutant, pytest_args: list[str]) -> tuple[bool, float, str]:
@@ -241,15 +430,15 @@ def main() -> int:
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
     ap.add_argument("pytest_args", nargs="*", help="extra arguments for pytest")
     args = ap.parse_args()
+    problems = check(MUTANTS)  # the whole list, whatever is chosen: a stale entry is a stale list
+    if problems:
+        print("the mutant list is out of date with the code:", *problems, sep="\n  ")
+        return 2
     chosen = [m for m in MUTANTS if (not args.group or m.group in args.group) and (not args.name or m.name in args.name)]
     if args.list:
         for m in chosen:
             print(f"{m.group:9} {m.name:34} {m.why}")
         return 0
-    problems = check(chosen)
-    if problems:
-        print("the mutant list is out of date with the code:", *problems, sep="\n  ")
-        return 2
     survivors = []
     for m in chosen:
         killed, seconds, last = run(m, args.pytest_args)
