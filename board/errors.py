@@ -1,4 +1,4 @@
-"""The one error hierarchy. Each error has a stable wire code; one table maps it to HTTP."""
+"""The one error hierarchy. Each error has a stable wire code and the HTTP status the Board answers it with."""
 
 from __future__ import annotations
 
@@ -72,6 +72,3 @@ class Internal(SwitchboardError):
     def __init__(self, message: str = "internal error", **kw):
         super().__init__(message, **kw)
 
-
-HTTP_STATUS = {cls.code: cls.http_status
-               for cls in (NotFound, Conflict, Invalid, Forbidden, RateLimited, Unavailable, Internal)}
