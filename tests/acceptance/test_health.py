@@ -12,8 +12,11 @@ from psycopg import sql
 import board.app
 from board.config import Settings
 from board.db import migrate
-from board.health import RETRY_AFTER_SECONDS
-from tests.conftest import run_server
+from board.health import READY_TIMEOUT_SECONDS, RETRY_AFTER_SECONDS
+from tests.conftest import LOAD_SLACK_SECONDS, run_server
+
+# docs/reliability.md: once Postgres is back, the first call succeeds within 1 s.
+FIRST_CALL_AFTER_BACK_SECONDS = 1.0
 
 
 def settings_for(url: str) -> Settings:
@@ -80,12 +83,16 @@ async def test_readyz_is_503_while_the_database_cannot_be_reached_and_200_once_i
                 assert_not_ready(await probe(server, "/readyz"))
                 seconds = time.monotonic() - started
                 print(f"/readyz answered 503 in {seconds:.2f} s with the database unreachable")
-                assert seconds < 10  # the readiness bound is about 2 s; generous here
+                # board/health.py: "not ready" unless Postgres answers within READY_TIMEOUT_SECONDS
+                assert seconds < READY_TIMEOUT_SECONDS + LOAD_SLACK_SECONDS, f"503 only after {seconds:.2f} s"
             assert (await probe(server, "/healthz")).status_code == 200  # the process is still up
         finally:
             await _set_reachable(pg_admin_url, dbname, True)
         started = time.monotonic()
+        bound = FIRST_CALL_AFTER_BACK_SECONDS + LOAD_SLACK_SECONDS
         while (response := await probe(server, "/readyz")).status_code != 200:
             assert_not_ready(response)
-            assert time.monotonic() - started < 60, "/readyz stayed 503 for 60 s after the database was back"
-        print(f"/readyz answered 200 again {time.monotonic() - started:.2f} s after the database was back")
+            assert time.monotonic() - started < bound, f"/readyz still 503 {bound} s after the database was back"
+        seconds = time.monotonic() - started
+        print(f"/readyz answered 200 again {seconds:.2f} s after the database was back")
+        assert seconds < bound, f"/readyz answered 200 again only {seconds:.2f} s after the database was back"

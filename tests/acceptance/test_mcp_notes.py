@@ -32,13 +32,17 @@ async def test_an_agent_that_dies_leaves_notes_the_next_claimer_reads(mcp_server
     ep = await vend(mcp_server.store)
     async with connect(mcp_server, ep.token, generation) as first:
         todo = await call(first, "add_todo", {"queue": "q", "title": "fix the flaky build"})
-        claim = await call(first, "claim_next", {"claimant": "run-1", "require_fence": True, "lease_seconds": 1})
+        # A lease the reaper (every 0.2 s) cannot close while the notes are written, however
+        # slow the machine: the test means it to lapse only once they are all in.
+        claim = await call(first, "claim_next", {"claimant": "run-1", "require_fence": True, "lease_seconds": 600})
         token = claim["lease_token"]
         for text in ("approach: bisect the last 40 commits", "dead end: not the parser",
                      "constraint: the suite needs 4 GB", "narrowed to commit a1b2c3"):
             noted = await call(first, "note", {"id": todo["id"], "text": text, "lease_token": token})
         assert (noted["attempt_seq"], noted["notes_count"], noted["note"]["author_kind"]) == (1, 4, "endpoint")
-        # ... and then the worker dies: no heartbeat, no close. The lease lapses; the reaper closes it.
+        # Its last heartbeat asks for 1 s more ...
+        await call(first, "heartbeat", {"id": todo["id"], "lease_token": token, "lease_seconds": 1})
+        # ... and then the worker dies: no more heartbeats, no close. The lease lapses; the reaper closes it.
     assert await wait_for_outcome(mcp_server, todo["id"], 1) == "reaped"
     async with connect(mcp_server, ep.token, generation) as second:
         again = await call(second, "claim_next", {"claimant": "run-2"})
@@ -80,7 +84,7 @@ async def test_the_note_tool_refuses_what_heartbeat_refuses_and_an_empty_text(mc
     async with connect(mcp_server, ep.token, generation) as client:
         todo = await call(client, "add_todo", {"queue": "q", "title": "t"})
         pending = await call(client, "add_todo", {"queue": "q", "title": "pending"})
-        await call(client, "claim", {"id": todo["id"], "require_fence": True})
+        await call(client, "claim", {"id": todo["id"], "require_fence": True, "lease_seconds": 600})  # never reaped
         wrong = {"id": todo["id"], "lease_token": "not-the-token"}
         assert await call_error(client, "note", {**wrong, "text": "x"}) == await call_error(client, "heartbeat", wrong)
         unfenced = {"id": todo["id"]}
