@@ -44,9 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import claim_contention as cc  # noqa: E402
-from board import store as st  # noqa: E402
+from board.store import store as st  # noqa: E402
 from board.config import Settings  # noqa: E402
-from board.db import EmbeddedPostgres, open_pool  # noqa: E402
+from board.store.db import EmbeddedPostgres, open_pool  # noqa: E402
 
 # variant -> (claim statement, complete statement, schema)
 VARIANTS = {

@@ -3,7 +3,7 @@
 Runs claim_next + complete cycles through the store at several worker counts (one pooled
 connection each), side by side in one run:
 
-  attempts     - board.store as shipped, on today's schema: each claim opens an attempt, each
+  attempts     - board.store.store as shipped, on today's schema: each claim opens an attempt, each
                  complete closes it
   baseline     - the system before SPEC-0034: its claim and complete (no attempt writes, no
                  prior_attempts read) on its schema (migration 0001 only), through the same
@@ -66,11 +66,11 @@ from psycopg.adapt import Transformer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from board import store as st  # noqa: E402
+from board.store import store as st  # noqa: E402
 from board.config import Settings  # noqa: E402
-from board.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
-from board.live import Fanout  # noqa: E402
-from board.pause_cache import PauseCache  # noqa: E402
+from board.store.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
+from board.live.fanout import Fanout  # noqa: E402
+from board.live.pause_cache import PauseCache  # noqa: E402
 
 # The baseline is the system before SPEC-0034: its schema (migration 0001, with the CHECK
 # constraints that 0002 turns into triggers, and no attempts table) and its claim and complete,
@@ -379,7 +379,7 @@ def floor_verdict(lo: float, hi: float, floor: float = FLOOR) -> str:
 
 VARIANTS = {
     "baseline": "the pre-change statements on the pre-change schema (REQ-18's baseline)",
-    "attempts": "board.store as shipped, on today's schema",
+    "attempts": "board.store.store as shipped, on today's schema",
     "no-attempts": "the pre-change statements on today's schema: what the attempt writes alone cost",
 }
 

@@ -38,10 +38,10 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from board.auth import hash_password  # noqa: E402
+from board.store.auth import hash_password  # noqa: E402
 from board.config import Settings  # noqa: E402
-from board.db import EmbeddedPostgres, open_pool  # noqa: E402
-from board.store import Human, Store  # noqa: E402
+from board.store.db import EmbeddedPostgres, open_pool  # noqa: E402
+from board.store.store import Human, Store  # noqa: E402
 
 PASSWORD = "bench-password-123"
 

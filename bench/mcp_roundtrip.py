@@ -54,9 +54,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.claim_contention import ratio_interval  # noqa: E402
-from board import store as st  # noqa: E402
+from board.store import store as st  # noqa: E402
 from board.config import Settings  # noqa: E402
-from board.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
+from board.store.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
 
 PENDING_SQL = """
 INSERT INTO todos (endpoint_id, queue, title, created_at)

@@ -16,16 +16,18 @@ from typing import AsyncIterator
 from litestar import Litestar
 from litestar.datastructures import State
 
-from board import health, web
-from board import metrics as metrics_mod
+from board.ops import health
+
+from board.web import routes as web
+from board.ops import metrics as metrics_mod
 from board.config import Settings
-from board.db import EmbeddedPostgres, database_label, migrate, open_pool
-from board.hooks import HookDelivery, TransitionHooks
-from board.live import Fanout
-from board.mcp_server import McpSurface
-from board.pause_cache import PauseCache
-from board.store import Store
-from board.sweeps import Sweeps
+from board.store.db import EmbeddedPostgres, database_label, migrate, open_pool
+from board.ops.hooks import HookDelivery, TransitionHooks
+from board.live.fanout import Fanout
+from board.mcp.server import McpSurface
+from board.live.pause_cache import PauseCache
+from board.store.store import Store
+from board.ops.sweeps import Sweeps
 
 log = logging.getLogger("switchboard.app")
 

@@ -16,9 +16,9 @@ from typing import AsyncIterator
 import psycopg
 
 from board import logs
-from board.auth import hash_password
+from board.store.auth import hash_password
 from board.config import Settings, from_env
-from board.db import MigrationError
+from board.store.db import MigrationError
 from board.errors import SwitchboardError
 
 log = logging.getLogger("switchboard")
@@ -31,8 +31,8 @@ class CliError(Exception):
 @contextlib.asynccontextmanager
 async def open_store(settings: Settings) -> AsyncIterator["Store"]:  # noqa: F821
     """A migrated store for one command, on DATABASE_URL or the embedded Postgres."""
-    from board.db import EmbeddedPostgres, migrate, open_pool
-    from board.store import Store
+    from board.store.db import EmbeddedPostgres, migrate, open_pool
+    from board.store.store import Store
 
     embedded = None
     url = settings.database_url
@@ -130,7 +130,7 @@ async def _endpoint_revoke(settings: Settings, endpoint_id: str) -> str:
 
 
 async def _queue_toggle(settings: Settings, args) -> str:
-    from board.store import Human
+    from board.store.store import Human
 
     async with open_store(settings) as store:
         user = await store.user_by_name(args.user)

@@ -49,7 +49,7 @@ class Settings:
     attempt_history_max_per_todo: int = 50
     # Notes kept per attempt; past it the oldest are deleted and counted (notes_pruned).
     attempt_notes_max: int = 100
-    # Derived liveness of an open attempt (board/liveness.py): quiet once no activity was
+    # Derived liveness of an open attempt (board/store/liveness.py): quiet once no activity was
     # heard for this fraction of the lease last set; an ended lease is overdue, and lapsed
     # once it has been over for this many seconds.
     liveness_quiet_fraction: float = 0.5
@@ -69,7 +69,7 @@ class Settings:
     allowed_hosts: tuple[str, ...] = field(default_factory=lambda: ("127.0.0.1:*", "localhost:*", "[::1]:*"))
     doorbell_gate_seconds: float = 60.0
     doorbell_heartbeat_seconds: float = 30.0
-    # MCP (board/mcp_server.py): Origin values allowed on /mcp; empty means http:// and
+    # MCP (board/mcp/server.py): Origin values allowed on /mcp; empty means http:// and
     # https:// of each allowed host. Long-lived MCP streams re-check their bearer token this
     # often, so a revoked endpoint stops hearing the doorbell.
     allowed_origins: tuple[str, ...] = ()

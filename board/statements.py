@@ -1,6 +1,6 @@
 """Every SQL statement the store sends, composed from a few shared parts and named after its
 transition (noun first). Each is also committed as rendered text in board/statements.sql,
-which a test holds to this module. Only board/store.py (and board/accounts.py for users
+which a test holds to this module. Only board/store/store.py (and board/store/accounts.py for users
 and endpoints) executes them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from board.vocabulary import CLOSED_BY, NOTIFY_CHANNEL, PRIOR_ATTEMPTS, PRIOR_NOTES
+from board.store.vocabulary import CLOSED_BY, NOTIFY_CHANNEL, PRIOR_ATTEMPTS, PRIOR_NOTES
 
 # -- SQL -------------------------------------------------------------------------------
 # {NOW} is the injectable clock: tests pass now= to move time without sleeping.
@@ -366,7 +366,7 @@ SQL_CLAIM_BY_AGENT_FAST = _claim_fast_sql(_AGENT_SCOPE, by_id=True)
 SQL_CLAIM_BY_HUMAN_FAST = _claim_fast_sql(_HUMAN_SCOPE, by_id=True)
 
 SQL_CLAIM_NEXT = _claim_sql(_AGENT_SCOPE, by_id=False)
-# claim_next when the process's pause cache (board/pause_cache.py) has already left the
+# claim_next when the process's pause cache (board/live/pause_cache.py) has already left the
 # caller's paused queues out of claim_queues: no probe of queue_pauses per claim.
 SQL_CLAIM_NEXT_FAST_UNPAUSED = _claim_fast_sql(_AGENT_SCOPE, by_id=False, not_paused="")
 SQL_CLAIM_NEXT_UNPAUSED = _claim_sql(_AGENT_SCOPE, by_id=False, not_paused="")

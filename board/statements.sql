@@ -517,7 +517,7 @@ RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.le
   'kind', 'claimed')::text);
 
 -- name: SQL_CLAIM_NEXT_FAST_UNPAUSED
--- claim_next when the process's pause cache (board/pause_cache.py) has already left the
+-- claim_next when the process's pause cache (board/live/pause_cache.py) has already left the
 -- caller's paused queues out of claim_queues: no probe of queue_pauses per claim.
 WITH cand AS (
   SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt

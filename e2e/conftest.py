@@ -12,10 +12,10 @@ import pytest
 from axe_playwright_python.async_playwright import Axe
 from playwright.async_api import Page, async_playwright, expect
 
-from board.auth import hash_password
+from board.store.auth import hash_password
 from board.config import Settings
-from board.db import EmbeddedPostgres
-from board.store import Human
+from board.store.db import EmbeddedPostgres
+from board.store.store import Human
 from tests.conftest import *  # noqa: F401,F403  (pg_admin_url, db_url, live_server, ...)
 
 ROOT = Path(__file__).resolve().parent.parent

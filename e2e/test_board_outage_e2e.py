@@ -13,7 +13,7 @@ import pytest
 from playwright.async_api import expect
 
 from board.config import Settings
-from board.db import EmbeddedPostgres, migrate
+from board.store.db import EmbeddedPostgres, migrate
 from e2e.conftest import ROOT, live_on, make_human, sign_in
 from tests.conftest import LOAD_SLACK_SECONDS, run_server
 

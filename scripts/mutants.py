@@ -76,10 +76,10 @@ MUTANTS: tuple[Mutant, ...] = (
            'scope=_AGENT_SCOPE, owner="AND t.owner = %(owner)s", fence=_FENCE_GUARD[mode],',
            'scope=_AGENT_SCOPE, owner="AND t.owner = %(owner)s", fence="",',
            (FENCE,), "a note without a token lands on a fenced attempt"),
-    Mutant("fence-any-token-matches", "fence", "board/store.py",
+    Mutant("fence-any-token-matches", "fence", "board/store/store.py",
            "if stored is None or not hmac.compare_digest(bytes(stored), presented):", "if stored is None:",
            (FENCE,), "a wrong or stale token is accepted"),
-    Mutant("fence-token-on-unfenced-attempt", "fence", "board/store.py",
+    Mutant("fence-token-on-unfenced-attempt", "fence", "board/store/store.py",
            "if stored is None or not hmac.compare_digest(bytes(stored), presented):",
            "if stored is not None and not hmac.compare_digest(bytes(stored), presented):",
            (LIFECYCLE,), "a made-up token is accepted on an unfenced attempt"),
@@ -103,7 +103,7 @@ MUTANTS: tuple[Mutant, ...] = (
            'scope=_AGENT_SCOPE, owner="AND t.owner = %(owner)s", fence=_FENCE_GUARD[mode],',
            'scope=_AGENT_SCOPE, owner="", fence=_FENCE_GUARD[mode],',
            (FENCE, NOTES), "another holder's attempt takes a note"),
-    Mutant("state-heartbeat-on-interrupted", "state", "board/store.py",
+    Mutant("state-heartbeat-on-interrupted", "state", "board/store/store.py",
            'params = self._params(caller, id=todo_id, lease_seconds=self._lease(lease_seconds), now=now,\n'
            '                              from_states=["claimed"])',
            'params = self._params(caller, id=todo_id, lease_seconds=self._lease(lease_seconds), now=now,\n'

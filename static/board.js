@@ -273,7 +273,7 @@
     if (button) button.addEventListener("click", showHeld);
   }
 
-  // Relative times ("3 min ago") stay current; the wording is board/web_view.py's fmt_relative.
+  // Relative times ("3 min ago") stay current; the wording is board/web/view.py's fmt_relative.
   function relative(iso) {
     var seconds = (Date.parse(iso) - Date.now()) / 1000, span = Math.abs(seconds), words;
     if (isNaN(span)) return null;
@@ -499,7 +499,7 @@
     el.textContent = text;
   }
 
-  // The list's URL parameters (board/web_context.py, Filters), which the stream takes too.
+  // The list's URL parameters (board/web/context.py, Filters), which the stream takes too.
   var FILTERS = ["title", "claimant", "payload_key", "payload_value", "state", "queue", "dead", "sort", "cursor"];
 
   // quiet: a deliberate switch of stream (the drawer opened or closed) is not news for the

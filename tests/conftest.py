@@ -13,9 +13,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from board import store as st
+from board.store import store as st
 from board.config import Settings
-from board.db import EmbeddedPostgres, migrate, open_pool
+from board.store.db import EmbeddedPostgres, migrate, open_pool
 
 ROOT = Path(__file__).resolve().parent.parent
 # One template per pytest process, so concurrent test runs on one server never collide.

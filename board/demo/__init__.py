@@ -89,7 +89,7 @@ The parts, by what they do:
 - `board.demo.runner`: the orchestration (`Demo`, `run_demo`): server, Postgres, signals,
   settling.
 
-Nothing here writes SQL: the demo goes through MCP tools and public `board.store.Store`
+Nothing here writes SQL: the demo goes through MCP tools and public `board.store.store.Store`
 methods only.
 """
 

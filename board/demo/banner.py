@@ -59,7 +59,7 @@ def todo_action(name: str, verb: str, todo: dict | None = None, detail: str = ""
 
 
 def banner(base_url: str, data_dir: Path, creds: Credentials, limits: Limits, duration: float | None) -> None:
-    from board.web_context import client_snippet
+    from board.web.context import client_snippet
 
     mcp_url = f"{base_url}/mcp"
     snippet = client_snippet(mcp_url, creds.token, "switchboard-demo")

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from board.demo import banner
 from board.demo.agents import SimAgent
 from board.demo.seeding import QUEUES, TRICKLE, Seed
-from board.vocabulary import HOLDER_STATES, LIST_LIMIT_MAX
+from board.store.vocabulary import HOLDER_STATES, LIST_LIMIT_MAX
 
 if TYPE_CHECKING:
     from board.demo.runner import Demo

@@ -19,7 +19,7 @@ from board.demo import banner
 from board.demo.agents import workers
 from board.demo.planner import Planner
 from board.demo.seeding import STATE_FILE, DemoState, Limits, demo_data_dir, demo_settings, ensure_credentials
-from board.vocabulary import SWEEP_BATCH
+from board.store.vocabulary import SWEEP_BATCH
 
 log = logging.getLogger("switchboard.demo")
 

@@ -203,8 +203,8 @@ class Credentials:
 async def ensure_credentials(store, state: DemoState) -> Credentials:
     """The demo human (user `demo`) and its one endpoint (every verb, the demo queues),
     created once and reused while demo.json remembers them."""
-    from board.auth import hash_password, verify_password
-    from board.vocabulary import VERBS
+    from board.store.auth import hash_password, verify_password
+    from board.store.vocabulary import VERBS
 
     data = state.data
     username = data.get("username") or DEMO_USER

@@ -21,9 +21,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from board import mcp_tools
-from board.mcp_doorbell import TODO_URI_PREFIX
-from board.store import Human
+from board.mcp import tools as mcp_tools
+from board.mcp.doorbell import TODO_URI_PREFIX
+from board.store.store import Human
 from tests.acceptance.mcp_helpers import auth, call, connect, error_body, mcp_server, vend  # noqa: F401 (fixture)
 from tests.acceptance.test_board_auth import client_for, csrf_of, make_human, sign_in
 from tests.acceptance.test_board_live import EventStream

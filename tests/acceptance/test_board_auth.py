@@ -8,9 +8,9 @@ import time
 
 import httpx
 
-from board.auth import hash_password
-from board.store import Human
-from board.web_auth import SESSION_COOKIE, SessionCodec, new_session
+from board.store.auth import hash_password
+from board.store.store import Human
+from board.web.auth import SESSION_COOKIE, SessionCodec, new_session
 from tests.conftest import make_agent
 
 PASSWORD = "correct horse battery"

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import json
 
-from board.live import RESYNC
+from board.live.fanout import RESYNC
 from tests.acceptance.test_board_auth import client_for, make_human, sign_in
 from tests.conftest import make_agent
 
@@ -159,8 +159,8 @@ async def test_a_deleted_todo_is_announced_as_gone(live_server):
 
 
 async def test_an_open_drawer_is_re_read_so_liveness_moves_on_without_a_notification(live_server, monkeypatch):
-    import board.web_live
-    monkeypatch.setattr(board.web_live, "WATCH_REFRESH_SECONDS", 0.2)
+    import board.web.events
+    monkeypatch.setattr(board.web.events, "WATCH_REFRESH_SECONDS", 0.2)
     store = live_server.store
     ada = await make_human(store, "ada")
     agent = await make_agent(store, user=ada, agent_id="w1")

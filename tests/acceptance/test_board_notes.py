@@ -82,8 +82,8 @@ async def test_another_humans_note_form_post_is_not_found_and_writes_nothing(liv
 
 async def test_a_note_reaches_the_watched_drawer_live(live_server, monkeypatch):
     """By its own notification: the periodic re-read of an open drawer is put out of reach."""
-    import board.web_live
-    monkeypatch.setattr(board.web_live, "WATCH_REFRESH_SECONDS", 600)
+    import board.web.events
+    monkeypatch.setattr(board.web.events, "WATCH_REFRESH_SECONDS", 600)
     store = live_server.store
     ada = await make_human(store, "ada")
     agent = await make_agent(store, user=ada, agent_id="w1")

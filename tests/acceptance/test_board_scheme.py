@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from board.web_context import SCHEME_COOKIE
+from board.web.context import SCHEME_COOKIE
 from tests.acceptance.test_board_auth import client_for, csrf_of, make_human, sign_in
 
 

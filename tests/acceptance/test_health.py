@@ -11,8 +11,8 @@ from psycopg import sql
 
 import board.app
 from board.config import Settings
-from board.db import migrate
-from board.health import READY_TIMEOUT_SECONDS, RETRY_AFTER_SECONDS
+from board.store.db import migrate
+from board.ops.health import READY_TIMEOUT_SECONDS, RETRY_AFTER_SECONDS
 from tests.conftest import LOAD_SLACK_SECONDS, run_server
 
 # docs/reliability.md: once Postgres is back, the first call succeeds within 1 s.
@@ -83,7 +83,7 @@ async def test_readyz_is_503_while_the_database_cannot_be_reached_and_200_once_i
                 assert_not_ready(await probe(server, "/readyz"))
                 seconds = time.monotonic() - started
                 print(f"/readyz answered 503 in {seconds:.2f} s with the database unreachable")
-                # board/health.py: "not ready" unless Postgres answers within READY_TIMEOUT_SECONDS
+                # board/ops/health.py: "not ready" unless Postgres answers within READY_TIMEOUT_SECONDS
                 assert seconds < READY_TIMEOUT_SECONDS + LOAD_SLACK_SECONDS, f"503 only after {seconds:.2f} s"
             assert (await probe(server, "/healthz")).status_code == 200  # the process is still up
         finally:

@@ -9,7 +9,7 @@ import json
 
 import uvicorn
 
-from board.hooks import verify
+from board.ops.hooks import verify
 from tests.conftest import free_port, make_agent, run_server, sql_rows
 
 SECRET = "receiver-secret"

@@ -367,7 +367,7 @@ async def test_release_on_shutdown(mcp_server, generation):
 
 
 async def test_only_the_lease_holder_may_release(mcp_server):
-    from board.store import Human
+    from board.store.store import Human
 
     store = mcp_server.store
     ep = await vend(store)

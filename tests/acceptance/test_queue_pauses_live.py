@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from board.store import Human
+from board.store.store import Human
 from tests.acceptance.mcp_helpers import call, call_error, connect, doorbell, vend, wait_until
 from tests.acceptance.test_mcp_doorbell import legacy_session, listening, uri
 from tests.acceptance.test_metrics import scrape, value

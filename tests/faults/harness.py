@@ -32,7 +32,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from psycopg.rows import dict_row
 
-from board.db import EmbeddedPostgres
+from board.store.db import EmbeddedPostgres
 from tests.conftest import RULE_BREAKERS, free_port
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -91,7 +91,7 @@ def table(rows: list[dict]) -> list[str]:
 
 class PrivatePostgres:
     """An embedded Postgres of its own, in its own data dir, so an outage test never
-    touches the shared test server. Started through board.db.EmbeddedPostgres (which
+    touches the shared test server. Started through board.store.db.EmbeddedPostgres (which
     initialises it); stopped, started and restarted with the wheel's own pg_ctl."""
 
     def __init__(self, data_dir: Path):
@@ -623,7 +623,7 @@ _seq = iter(range(1, 10**9))
 
 async def vend(store, *, user_id: int | None = None, queues=("work",), agent_id: str = "faults") -> tuple[str, Any]:
     """A fresh endpoint with every verb; returns its token and the store's Agent for it."""
-    from board.store import VERBS
+    from board.store.store import VERBS
 
     if user_id is None:
         user_id = (await store.user_insert(f"faults{next(_seq)}", "not-a-real-hash"))["id"]

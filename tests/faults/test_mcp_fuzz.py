@@ -33,8 +33,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from mcp.shared.exceptions import MCPError
 
-from board.mcp_tools import SPECS
-from board.vocabulary import STATES
+from board.mcp.tools import SPECS
+from board.store.vocabulary import STATES
 from tests.faults import harness as h
 
 TOOLS = {spec.name: spec for spec in SPECS}

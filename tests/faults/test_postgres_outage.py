@@ -20,8 +20,8 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from board.config import Settings
-from board.db import migrate, open_pool
-from board.store import Store
+from board.store.db import migrate, open_pool
+from board.store.store import Store
 from tests.acceptance.test_board_auth import make_human, sign_in
 from tests.conftest import CALL_MARGIN_SECONDS, LOAD_SLACK_SECONDS
 from tests.faults import harness as h

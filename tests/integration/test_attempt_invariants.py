@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 import pytest
 
-from board import store as st
+from board.store import store as st
 from tests.conftest import RULE_BREAKERS, make_agent, make_user, sql_rows
 
 OPEN = dict(seq=1, attempt=1, claimer_kind="endpoint", endpoint=True, claimant=None, summary=None, artifact=None,

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from board.errors import Conflict, Invalid, NotFound
-from board.store import Store
+from board.store.store import Store
 from tests.conftest import make_agent, make_user, sql_rows
 
 

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from board import store as st
+from board.store import store as st
 from board.errors import Conflict, Invalid, NotFound
 from board.statements import CHAIN_MAX
 from tests.conftest import make_agent, make_user, sql_rows

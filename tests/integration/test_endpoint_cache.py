@@ -4,8 +4,8 @@ revocation that no notification announced cannot outlive a LISTEN reconnect."""
 
 from __future__ import annotations
 
-from board.endpoint_cache import EndpointCache
-from board.live import Fanout
+from board.live.endpoint_cache import EndpointCache
+from board.live.fanout import Fanout
 from tests.conftest import make_user, sql_rows, until
 
 # Revokes behind the store's back: no notification, so only a lookup could notice.

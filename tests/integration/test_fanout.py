@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from board.live import RESYNC, Fanout
+from board.live.fanout import RESYNC, Fanout
 from tests.conftest import sql_rows
 
 

@@ -10,9 +10,9 @@ import httpx
 import psycopg
 import pytest
 
-from board import store as st
+from board.store import store as st
 from board.errors import Internal
-from board.hooks import HookDelivery, TransitionHooks, verify
+from board.ops.hooks import HookDelivery, TransitionHooks, verify
 from tests.conftest import make_agent, sql_rows
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=timezone.utc)

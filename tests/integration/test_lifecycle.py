@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from board import store as st
+from board.store import store as st
 from board.errors import Conflict, Forbidden, Invalid, NotFound
 from tests.conftest import make_agent, make_user, sql_rows
 

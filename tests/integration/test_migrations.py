@@ -12,8 +12,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from board import store as st
-from board.db import MIGRATIONS_DIR, MigrationError, load_migrations, migrate, open_pool
+from board.store import store as st
+from board.store.db import MIGRATIONS_DIR, MigrationError, load_migrations, migrate, open_pool
 from board.config import Settings
 from tests.conftest import sql_rows
 
@@ -185,7 +185,7 @@ async def test_todo_ids_compare_bytewise_and_attempts_go_with_their_todo(empty_d
 if __name__ == "__main__":  # write migrations/schema.sql anew from the migrations
     import asyncio as _asyncio
 
-    from board.db import EmbeddedPostgres
+    from board.store.db import EmbeddedPostgres
 
     server = EmbeddedPostgres(Path(__file__).resolve().parents[2] / ".switchboard" / "schema")
     admin = server.start()

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from board import store as st
+from board.store import store as st
 from board.config import Settings
-from board.db import EmbeddedPostgres, migrate, open_pool
+from board.store.db import EmbeddedPostgres, migrate, open_pool
 from board.errors import Unavailable
 from tests.conftest import CALL_MARGIN_SECONDS, LOAD_SLACK_SECONDS, ROOT, make_agent
 
@@ -100,8 +100,8 @@ async def test_a_token_verified_before_the_outage_still_authenticates_and_an_uns
     """With Postgres away, a token this process verified (even after a resync emptied the
     cache) authenticates, so its call can be answered `unavailable`; one never seen cannot be
     checked, which /mcp answers 503."""
-    from board.endpoint_cache import EndpointCache
-    from board.live import RESYNC, Fanout
+    from board.live.endpoint_cache import EndpointCache
+    from board.live.fanout import RESYNC, Fanout
     from tests.conftest import make_user
 
     server, url = private_pg
@@ -190,7 +190,7 @@ async def test_a_resource_read_while_postgres_is_away_is_the_unavailable_error(p
     (with its own JSON-RPC code, -32010), never as an internal error (-32603)."""
     from mcp.shared.exceptions import MCPError
 
-    from board.mcp_server import UNAVAILABLE_ERROR
+    from board.mcp.server import UNAVAILABLE_ERROR
     from tests.acceptance.mcp_helpers import call, connect, vend
 
     pg, _ = private_pg

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import asyncio
 
-from board.db import open_pool
-from board.live import Fanout
-from board.pause_cache import PauseCache
-from board.store import Store
+from board.store.db import open_pool
+from board.live.fanout import Fanout
+from board.live.pause_cache import PauseCache
+from board.store.store import Store
 from tests.conftest import make_agent, make_user, sql_rows, until
 
 # Pauses behind the store's back: no notification, so only a look at the table could tell.

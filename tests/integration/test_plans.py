@@ -1,4 +1,4 @@
-"""The planner traps of a queue with history: every statement in board/store.py, planned
+"""The planner traps of a queue with history: every statement in board/store/store.py, planned
 the way the pool runs it (a generic plan) against a database that already holds a realistic
 history, must reach todos and attempts by key. A claim that walked every finished row, or a
 close that walked every open attempt (and the dead index entries of the closed ones), is
@@ -12,7 +12,7 @@ import re
 import psycopg
 import psycopg._queries
 import psycopg.adapt
-from board import store as st
+from board.store import store as st
 from tests.conftest import make_agent, make_user
 
 HISTORY = 6000  # finished todos, each with one or two closed attempts

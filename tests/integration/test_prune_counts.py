@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from board import store as st
+from board.store import store as st
 from tests.conftest import make_agent, make_user
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=timezone.utc)

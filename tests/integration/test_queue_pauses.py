@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from board.errors import Conflict, NotFound
-from board.web_overview import BUCKET_SECONDS, WINDOW_SECONDS, overview_data
+from board.web.overview import BUCKET_SECONDS, WINDOW_SECONDS, overview_data
 from tests.conftest import make_agent, make_user
 
 

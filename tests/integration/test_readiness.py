@@ -10,8 +10,8 @@ import time
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
-from board.db import load_migrations, migrate, open_pool
-from board.store import Store
+from board.store.db import load_migrations, migrate, open_pool
+from board.store.store import Store
 from tests.conftest import LOAD_SLACK_SECONDS, free_port
 
 KNOWN = load_migrations()[-1].version

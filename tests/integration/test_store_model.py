@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from board import store as st
+from board.store import store as st
 from board.config import Settings
-from board.db import open_pool
+from board.store.db import open_pool
 from board.errors import Conflict, SwitchboardError
 from tests.conftest import RULE_BREAKERS
 

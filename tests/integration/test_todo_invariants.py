@@ -12,8 +12,8 @@ import itertools
 import psycopg
 import pytest
 
-from board import store as st
-from board.db import migrate
+from board.store import store as st
+from board.store.db import migrate
 from tests.conftest import create_database, drop_database, sql_rows
 
 STATES = ("pending", "claimed", "input_required", "auth_required", "done", "failed", "canceled")

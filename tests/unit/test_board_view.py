@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from board.web_view import attempt_line, fmt_relative, summary_start
+from board.web.view import attempt_line, fmt_relative, summary_start
 
 NOW = datetime(2026, 12, 1, 10, 0, tzinfo=timezone.utc)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from board import inputs
-from board import store as st
+from board.store import inputs
+from board.store import store as st
 from board.config import from_env
 from board.errors import Invalid, NotFound
-from board.hooks import sign, verify
+from board.ops.hooks import sign, verify
 
 
 @pytest.mark.parametrize("text,limit,expected,cut", [

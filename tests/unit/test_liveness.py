@@ -1,4 +1,4 @@
-"""The derived liveness of an open attempt (board/liveness.py), the one function behind the
+"""The derived liveness of an open attempt (board/store/liveness.py), the one function behind the
 Board's drawer and MCP's get_todo: its four levels, note activity, and the settings."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from board.config import from_env
 from board.errors import Invalid
-from board.liveness import derive
+from board.store.liveness import derive
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 

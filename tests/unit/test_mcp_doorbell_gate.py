@@ -4,9 +4,9 @@ per-todo gate that a retry-scheduler re-queue clears (REQ-16). Plus the rate lim
 from __future__ import annotations
 
 from board.config import Settings
-from board.mcp_doorbell import Doorbell
-from board.mcp_server import RateLimiter
-from board.store import VERBS, Agent
+from board.mcp.doorbell import Doorbell
+from board.mcp.server import RateLimiter
+from board.store.store import VERBS, Agent
 
 
 def agent(endpoint="e1", queues=("q",), scope=VERBS) -> Agent:
@@ -99,13 +99,13 @@ def test_every_transition_kind_the_store_reports_is_in_the_vocabulary():
     """One tense, one list: every kind the store's statements notify and its observers see."""
     import re
 
-    from board import store
-    from board.vocabulary import CONTROL_KINDS, NOTE_KINDS, QUEUE_KINDS, TRANSITION_KINDS
+    from board.store import store
+    from board.store.vocabulary import CONTROL_KINDS, NOTE_KINDS, QUEUE_KINDS, TRANSITION_KINDS
 
     from pathlib import Path
 
     source = Path(store.__file__)
-    text = source.read_text() + (source.parent / "statements.sql").read_text()
+    text = source.read_text() + (source.parents[1] / "statements.sql").read_text()
     notified = set(re.findall(r"'kind', '([a-z_]+)'", text))
     emitted = set(re.findall(r'Transition\("([a-z_]+)"', text))
     assert notified and emitted

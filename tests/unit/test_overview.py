@@ -3,7 +3,7 @@ one refresh per gap), and how its chart and its text equivalent are drawn."""
 
 from __future__ import annotations
 
-from board.web_overview import BUCKETS, CHART_HEIGHT, CHART_OUTCOMES, RefreshSchedule, chart_bars, summary_text
+from board.web.overview import BUCKETS, CHART_HEIGHT, CHART_OUTCOMES, RefreshSchedule, chart_bars, summary_text
 
 
 def test_a_burst_of_changes_coalesces_into_one_refresh_per_gap():

@@ -18,8 +18,8 @@ import random
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable
 
-from board.db import listening
-from board.vocabulary import CONTROL_KINDS, NOTIFY_CHANNEL, QUEUE_KINDS
+from board.store.db import listening
+from board.store.vocabulary import CONTROL_KINDS, NOTIFY_CHANNEL, QUEUE_KINDS
 from board.tasks import cancel_and_wait
 
 log = logging.getLogger("switchboard.live")

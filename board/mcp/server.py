@@ -8,19 +8,19 @@ Every request passes an ASGI wrapper before the SDK sees it:
 1. DNS-rebinding protection: Host must be one of settings.allowed_hosts and Origin, when
    present, one of settings.allowed_origins (default: http(s):// of the allowed hosts).
 2. Bearer authentication: the token is looked up by its SHA-256 through the store, once per
-   process (board/endpoint_cache.py keeps it until the endpoint is revoked anywhere). A
+   process (board/live/endpoint_cache.py keeps it until the endpoint is revoked anywhere). A
    missing, unknown or revoked token gets 401 with WWW-Authenticate and nothing else.
    The endpoint rides in the ASGI scope for the handlers, and as the scope's user, so the
    SDK binds each session to the endpoint that opened it.
 3. Long-lived streams (a session's GET stream, a listen stream) re-check the token every
    settings.mcp_auth_recheck_seconds and end once the endpoint is revoked.
 
-Tools (board/mcp_tools.py) are listed per scope. A success carries its result as structured
+Tools (board/mcp/tools.py) are listed per scope. A success carries its result as structured
 content and as JSON text; a tool error is a CallToolResult with isError whose only content is
 the store error's wire body as JSON text, with no structured content (which every client would
 otherwise validate against the tool's output schema).
 Calls are rate limited per endpoint with a token bucket (rate_limit_per_second, burst
-rate_limit_burst; a rate of 0 turns it off). The doorbell is board/mcp_doorbell.py.
+rate_limit_burst; a rate of 0 turns it off). The doorbell is board/mcp/doorbell.py.
 
 Each tool call logs one line on the "switchboard.mcp" logger with the tool, endpoint id,
 todo id, result code, duration and negotiated protocol version, as text and as `extra`
@@ -51,17 +51,19 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.requests import Request
 
-from board import logs, mcp_tools
+from board import logs
+
+from board.mcp import tools
 from board.config import Settings
-from board.endpoint_cache import EndpointCache
+from board.live.endpoint_cache import EndpointCache
 from board.errors import RateLimited, SwitchboardError, Unavailable
-from board.mcp_doorbell import TODO_URI_PREFIX, TODOS_URI, Doorbell
-from board.store import Agent, Store, call_deadline, deadline_after
+from board.mcp.doorbell import TODO_URI_PREFIX, TODOS_URI, Doorbell
+from board.store.store import Agent, Store, call_deadline, deadline_after
 
 log = logging.getLogger("switchboard.mcp")
 
 AGENT_KEY = "switchboard.agent"
-# The request's deadline (board/store.py's call_deadline), set before its token lookup and
+# The request's deadline (board/store/store.py's call_deadline), set before its token lookup and
 # kept in the scope for the handler, which may run in the session's task, not this one.
 DEADLINE_KEY = "switchboard.deadline"
 # resources/read's JSON-RPC error codes. Its body rides in data, the same object a tool
@@ -327,7 +329,7 @@ class McpSurface:
     def build_server(self) -> Server:
         server = Server(
             "switchboard", version=_version(), title="Switchboard", instructions=INSTRUCTIONS,
-            get_tool_input_schema=mcp_tools.input_schema,
+            get_tool_input_schema=tools.input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources,
@@ -364,11 +366,11 @@ class McpSurface:
 
     async def _list_tools(self, ctx, params) -> types.ListToolsResult:
         agent, _ = self._note(ctx)
-        return types.ListToolsResult(tools=mcp_tools.tools_for(agent))
+        return types.ListToolsResult(tools=tools.tools_for(agent))
 
     async def _call_tool(self, ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         agent, session_id = self._note(ctx)
-        spec = mcp_tools.BY_NAME.get(params.name)
+        spec = tools.BY_NAME.get(params.name)
         started = time.perf_counter()
         protocol = ctx.protocol_version
         if spec is None:
@@ -381,18 +383,18 @@ class McpSurface:
             if not self.limiter.allow(agent.endpoint_id):
                 raise RateLimited("too many calls from this endpoint; retry after a short wait", op=spec.name)
             agent.require(spec.name)  # forbidden before any argument is looked at; nothing changes
-            arguments = mcp_tools.clean_arguments(spec, params.arguments)
+            arguments = tools.clean_arguments(spec, params.arguments)
             # claimer_session is the MCP session id the claim arrived on (REQ-1), None when sessionless.
             with call_deadline(_deadline(ctx)):
                 result = await spec.call(self.store, agent.on_session(session_id), arguments)
-            body, is_error, code = mcp_tools.to_json(result), False, "ok"
+            body, is_error, code = tools.to_json(result), False, "ok"
         except SwitchboardError as err:
             body, is_error, code = err.wire(), True, err.code
         except Exception:  # a bug: the agent gets a stable code and no detail; the log gets the traceback
             log.exception("mcp call tool=%s failed unexpectedly", spec.name)
             body, is_error = {"error": {"code": "internal", "message": "internal error"}}, True
         finally:
-            self._log_call(spec.name, agent, mcp_tools.todo_id_of(spec.name, arguments, result), code, started,
+            self._log_call(spec.name, agent, tools.todo_id_of(spec.name, arguments, result), code, started,
                            protocol)
         text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
         # An error's body goes in the text alone: clients built on the TypeScript SDK validate
@@ -446,7 +448,7 @@ class McpSurface:
         except SwitchboardError as err:  # the error's wire body rides in data, as a tool error's body
             raise MCPError(_RESOURCE_ERROR_CODES.get(err.code, types.INVALID_PARAMS), err.message,
                            data=err.wire()["error"]) from None
-        text = json.dumps(mcp_tools.to_json(body), ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(tools.to_json(body), ensure_ascii=False, separators=(",", ":"))
         return types.ReadResourceResult(contents=[types.TextResourceContents(
             uri=uri, mime_type="application/json", text=text)])
 

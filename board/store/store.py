@@ -1,6 +1,6 @@
 """The one transactional store: it runs every statement that reads or changes todos,
 attempts, users and endpoints (the statements are board/statements.py; users and endpoints
-are the Accounts part, board/accounts.py; input shaping is board/inputs.py).
+are the Accounts part, board/store/accounts.py; input shaping is board/store/inputs.py).
 
 Each transition is a compare-and-set written as one statement of data-modifying CTEs:
 the todo row is locked first (always todo before attempt, so transitions never deadlock),
@@ -29,11 +29,13 @@ from psycopg import errors as pgerrors
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from board import liveness, logs
+from board import logs
+
+from board.store import liveness
 from board.config import Settings
-from board.accounts import Accounts
+from board.store.accounts import Accounts
 from board.errors import Conflict, Forbidden, Internal, Invalid, NotFound, SwitchboardError, Unavailable
-from board.inputs import (
+from board.store.inputs import (
     checked_todo_id,
     clean_artifact,
     clean_claimant,
@@ -50,7 +52,7 @@ from board.inputs import (
     storable,
 )
 
-from board.vocabulary import (
+from board.store.vocabulary import (
     Agent,
     Caller,
     Human,
@@ -112,7 +114,7 @@ from board.statements import (
     TOKEN_CHECKED,
     UNFENCED,
 )
-from board.vocabulary import (  # noqa: F401 (the vocabulary is re-exported for the store's callers)
+from board.store.vocabulary import (  # noqa: F401 (the vocabulary is re-exported for the store's callers)
     ARTIFACT_MAX_BYTES,
     ATTEMPTS_LIMIT_DEFAULT,
     ATTEMPTS_LIMIT_MAX,
@@ -154,7 +156,7 @@ AWAY_WAIT_SECONDS = 0.5
 _PAST_DEADLINE_WAIT = 0.01
 
 # The deadline (event loop time) of the call being answered, set by the surface that
-# answers it (board/mcp_server.py, board/web.py): every checkout the call makes, its
+# answers it (board/mcp/server.py, board/web/routes.py): every checkout the call makes, its
 # authentication and its statements alike, waits at most until then, so the call is
 # answered within SWITCHBOARD_DB_WAIT_SECONDS however many checkouts it makes. Unset
 # (sweeps, the CLI, long-lived streams after their start): each checkout waits the pool's bound.
@@ -290,7 +292,7 @@ class Store(Accounts):
     pool: AsyncConnectionPool
     settings: Settings
     observers: list[Observer] = field(default_factory=list)
-    # A server process's cache of each human's paused queues (board/pause_cache.py); None:
+    # A server process's cache of each human's paused queues (board/live/pause_cache.py); None:
     # every claim_next checks queue_pauses itself.
     pauses: Any = None
     _away: bool = field(default=False, init=False, repr=False)  # see _connection
@@ -495,7 +497,7 @@ class Store(Accounts):
                        notes_limit: Any = None, now: datetime | None = None) -> dict:
         """Read (REQ-8): the full todo with its attempts newest first, each with its newest
         notes_limit notes, scoped in one statement. The open attempt carries its liveness
-        and last_activity_at, derived as of now (board/liveness.py), never stored."""
+        and last_activity_at, derived as of now (board/store/liveness.py), never stored."""
         if isinstance(caller, Agent):
             caller.require("get_todo")
         todo_id = checked_todo_id(todo_id)

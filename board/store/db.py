@@ -1,7 +1,7 @@
 """The database: an embedded Postgres when no DATABASE_URL is set, the pool, migrations.
 
 This module owns connections and the migration runner; every statement about todos,
-attempts, users and endpoints lives in board/statements.py, run by board/store.py.
+attempts, users and endpoints lives in board/statements.py, run by board/store/store.py.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ from __future__ import annotations
 import time
 
 from board.errors import Unavailable
-from board.live import Fanout
-from board.store import Agent, Store, hash_token
+from board.live.fanout import Fanout
+from board.store.store import Agent, Store, hash_token
 
 
 class EndpointCache:

@@ -1,6 +1,6 @@
 """How the Board presents store data: the one Jinja environment (autoescape on), its
 filters, and the read-time derivations (a row's holder and its next deadline; an open
-attempt's liveness comes with it from the store, board/liveness.py). No data is marked safe
+attempt's liveness comes with it from the store, board/store/liveness.py). No data is marked safe
 here; templates escape everything.
 """
 
@@ -12,10 +12,10 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from board.liveness import span
+from board.store.liveness import span
 from board.resources import resource_dir
-from board.inputs import is_https_url
-from board.vocabulary import DIED_OUTCOMES, HOLDER_STATES, LIST_SORTS, STATES, VERBS
+from board.store.inputs import is_https_url
+from board.store.vocabulary import DIED_OUTCOMES, HOLDER_STATES, LIST_SORTS, STATES, VERBS
 
 
 
@@ -65,7 +65,7 @@ def fmt_iso(value: datetime | None) -> str:
     return value.isoformat(timespec="milliseconds").replace("+00:00", "Z") if value else ""
 
 
-# The one wording of a time span, shared with the derived liveness (board/liveness.py).
+# The one wording of a time span, shared with the derived liveness (board/store/liveness.py).
 fmt_span = span
 
 

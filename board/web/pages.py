@@ -13,16 +13,20 @@ from litestar.enums import MediaType
 from litestar.params import FromPath
 from litestar.response import Redirect
 
-from board import auth, logs, web_overview
+from board import logs
+
+from board.store import auth
+
+from board.web import overview
 from board.errors import Conflict, Invalid, NotFound, SwitchboardError, Unavailable
-from board.store import Human
-from board.web_auth import new_session, safe_next
-from board.web_context import (ATTEMPTS_SHOWN, NO_STORE, PAGE_SIZE, SCHEMES, Filters, SignInRequired, bad_request,
+from board.store.store import Human
+from board.web.auth import new_session, safe_next
+from board.web.context import (ATTEMPTS_SHOWN, NO_STORE, PAGE_SIZE, SCHEMES, Filters, SignInRequired, bad_request,
                                checked_form, client_of, client_snippet, mcp_url, not_found, page, query_text,
                                read_session, redirect, require_human, runtime, scheme_cookie, web_state)
-from board.accounts import vend_problems
-from board.web_context import known_human
-from board.web_view import DEFAULT_VERBS, sentence
+from board.store.accounts import vend_problems
+from board.web.context import known_human
+from board.web.view import DEFAULT_VERBS, sentence
 
 log = logging.getLogger("switchboard.web")
 
@@ -102,9 +106,9 @@ async def board_context(request: Request, human: Human, filters: Filters) -> dic
                                     cursor=filters.cursor)
     endpoints = await store.endpoints_of_user(human.user_id)
     queues = sorted({q for e in endpoints for q in e["queues"]} | ({filters.queue} if filters.queue else set()))
-    overview = web_overview.overview_context(await web_overview.overview_data(store, human), "/" + filters.query())
+    summary = overview.overview_context(await overview.overview_data(store, human), "/" + filters.query())
     return {"todos": listing["todos"], "next_cursor": listing["next_cursor"], "filters": filters,
-            "queues": queues, "has_endpoints": bool(endpoints), "active": "board", **overview}
+            "queues": queues, "has_endpoints": bool(endpoints), "active": "board", **summary}
 
 
 @get("/", name="board")

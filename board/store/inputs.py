@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from board.errors import Invalid, NotFound
-from board.vocabulary import ARTIFACT_MAX_BYTES, CLAIMANT_MAX_BYTES, LIST_SORTS, RESULT_MAX_BYTES, STATES
+from board.store.vocabulary import ARTIFACT_MAX_BYTES, CLAIMANT_MAX_BYTES, LIST_SORTS, RESULT_MAX_BYTES, STATES
 
 CAIRN_ARTIFACT = re.compile(r"mcp://cairn/[A-Za-z0-9_-]{1,64}")
 AGENT_ID_PATTERN = re.compile(r"[A-Za-z0-9_.:/-]{1,128}")

@@ -1,9 +1,10 @@
 """The Board's overview of a human's queues: todos counted by state in each queue, each count
 a link to the filtered list; the outcomes of the last hour as a small server-rendered SVG
-chart with its text; and the Pause/Resume control of each queue (its form posts are here).
+chart with its text; and the Pause/Resume control of each queue (its form posts are
+board/web/queues.py's). Shared by the pages and the live stream; no routes here.
 
 Both reads go through the store with the signed-in human as the caller (scoped in the
-statements). Live streams (web_live) refresh the overview when the human's todos change, at
+statements). Live streams (board/web/events.py) refresh the overview when the human's todos change, at
 most once per OVERVIEW_MIN_SECONDS, and share one read among the streams of one human that
 refresh within that time (OverviewReads).
 """
@@ -16,15 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from litestar import Request, Response, post
-from litestar.params import FromPath
-
-from board.errors import Invalid, NotFound
-from board.store import Human
-from board.vocabulary import DIED_OUTCOMES
-from board.web_auth import safe_next
-from board.web_context import Filters, checked_form, not_found, redirect, require_human, runtime
-from board.web_view import render
+from board.store.store import Human
+from board.store.vocabulary import DIED_OUTCOMES
+from board.web.context import Filters
+from board.web.view import render
 
 WINDOW_SECONDS = 3600
 BUCKET_SECONDS = 300
@@ -185,38 +181,3 @@ def overview_reads(app) -> OverviewReads:
 
 
 # -- pause and resume --------------------------------------------------------------------
-
-TOGGLED = {
-    "pause": "Paused queue {q}: agents claim nothing from it until you resume it.",
-    "resume": "Resumed queue {q}: agents can claim its todos again, and listening agents were told.",
-}
-UNCHANGED = {"pause": "Queue {q} was already paused.", "resume": "Queue {q} was not paused."}
-
-
-@post("/queues/{queue:str}/{action:str}")
-async def queue_toggle(request: Request, queue: FromPath[str], action: FromPath[str]) -> Response:
-    """Pause or resume one of the human's queues, then back to the page it was posted from,
-    with focus on the same control (the URL fragment names it; board.js focuses it)."""
-    human, session = await require_human(request)
-    form = await checked_form(request, session)
-    if isinstance(form, Response):
-        return form
-    if action not in TOGGLED:
-        return not_found(request, session, human)
-    store = runtime(request).store
-    try:
-        if action == "pause":
-            result = await store.queue_pause(human, queue)
-        else:
-            result = await store.queue_resume(human, queue)
-    except (NotFound, Invalid):
-        return not_found(request, session, human)
-    overview_reads(request.app).forget(human.user_id)
-    session.set_flash("success" if result["changed"] else "info",
-                      (TOGGLED if result["changed"] else UNCHANGED)[action].format(q=queue))
-    back = safe_next(form.get("next")).split("#", 1)[0]
-    return redirect(request, f"{back}#{toggle_id(queue)}", session)
-
-
-def handlers() -> list:
-    return [queue_toggle]

@@ -1,9 +1,10 @@
-"""The Board: server-rendered pages for humans (SPEC-0013, SPEC-0012).
+"""The Board: server-rendered pages for humans.
 
 This module composes the Board for the app factory: its routes (pages and form posts in
-web_pages, the SSE stream in web_live, the vendored static files), the security headers
-every response carries, the one Jinja environment (autoescape on, web_view) and the error
-pages. Sessions, CSRF and the sign-in throttle are in web_auth.
+pages, queues, bulk and todo_forms; the SSE stream in events; the vendored static files),
+the security headers every response carries, the one Jinja environment (autoescape on,
+view) and the error pages. Sessions, CSRF and the sign-in throttle are in auth; what every
+route shares (the signed-in human, filters, redirects) in context.
 """
 
 from __future__ import annotations
@@ -16,11 +17,15 @@ from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from board import web_bulk, web_live, web_overview, web_pages, web_todo_forms
+
+
+
+
 from board.errors import SwitchboardError
-from board.store import call_deadline, deadline_after
+from board.web import bulk, events, pages, queues, todo_forms
+from board.store.store import call_deadline, deadline_after
 from board.resources import resource_dir
-from board.web_view import ENV
+from board.web.view import ENV
 
 
 SECURITY_HEADERS = [
@@ -56,7 +61,7 @@ def security_headers_middleware(app: ASGIApp) -> ASGIApp:
 def deadline_middleware(app: ASGIApp) -> ASGIApp:
     """A Board page, form post or /metrics read is answered within SWITCHBOARD_DB_WAIT_SECONDS
     while Postgres is away: its session lookup and its statements share one deadline
-    (board/store.py's call_deadline). /mcp sets its own; /events bounds only its start, as
+    (board/store/store.py's call_deadline). /mcp sets its own; /events bounds only its start, as
     its stream outlives any deadline."""
 
     async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
@@ -94,8 +99,8 @@ def route_handlers() -> list:
     directory = resource_dir("static")
     static = create_static_files_router(path="/static", directories=[directory], name="static",
                                         before_request=_static_guard(directory))
-    return [*web_pages.handlers(), *web_overview.handlers(), *web_bulk.handlers(), *web_todo_forms.handlers(),
-            *web_live.handlers(), static]
+    return [*pages.handlers(), *queues.handlers(), *bulk.handlers(), *todo_forms.handlers(),
+            *events.handlers(), static]
 
 
 def _with_security_headers(handler):
@@ -113,9 +118,9 @@ def _with_security_headers(handler):
 
 def exception_handlers() -> dict:
     handlers = {
-        web_pages.SignInRequired: web_pages.on_sign_in_required,
-        SwitchboardError: web_pages.on_switchboard_error,
-        HTTPException: web_pages.on_http_error,
-        500: web_pages.on_http_error,
+        pages.SignInRequired: pages.on_sign_in_required,
+        SwitchboardError: pages.on_switchboard_error,
+        HTTPException: pages.on_http_error,
+        500: pages.on_http_error,
     }
     return {key: _with_security_headers(handler) for key, handler in handlers.items()}

@@ -1,12 +1,12 @@
 """Live updates for the Board over SSE (/events).
 
-Each stream is one subscription to the process's single LISTEN fan-out (board/live.py).
+Each stream is one subscription to the process's single LISTEN fan-out (board/live/fanout.py).
 A notification carries ids only. The stream maps its endpoint to the owning user (cached:
 an endpoint never changes owner) and drops anything that is not its own human's; for its
 own, it re-reads the todo through the store with the human as the caller (the owning-human
 predicate in the same statement as the read) and renders the same partials the pages use.
 
-The overview of the human's queues (board/web_overview.py) comes with every snapshot and is
+The overview of the human's queues (board/web/overview.py) comes with every snapshot and is
 sent again, as an `overview` event, when the human's todos change (coalesced: at most one
 refresh per stream every OVERVIEW_MIN_SECONDS, one read shared by the human's streams), when
 one of their queues is paused or resumed, and every OVERVIEW_IDLE_SECONDS regardless.
@@ -34,11 +34,11 @@ from litestar import Request, get
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from board.errors import Invalid, NotFound, Unavailable
-from board.store import Human, call_deadline, deadline_after
-from board.vocabulary import QUEUE_KINDS
-from board.web_context import ATTEMPTS_SHOWN, PAGE_SIZE, Filters, require_human, runtime, web_state
-from board.web_overview import RefreshSchedule, overview_reads, render_overview
-from board.web_view import render
+from board.store.store import Human, call_deadline, deadline_after
+from board.store.vocabulary import QUEUE_KINDS
+from board.web.context import ATTEMPTS_SHOWN, PAGE_SIZE, Filters, require_human, runtime, web_state
+from board.web.overview import RefreshSchedule, overview_reads, render_overview
+from board.web.view import render
 
 PING_SECONDS = 15.0
 # An open drawer is re-read this often even when nothing is announced, so the open

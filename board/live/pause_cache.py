@@ -20,7 +20,7 @@ the pause would.
 
 from __future__ import annotations
 
-from board.live import Fanout
+from board.live.fanout import Fanout
 
 
 class PauseCache:

@@ -1,5 +1,5 @@
 """Users and endpoints (the Board's humans and the credentials they vend, ADR-0022): the
-part of the store that is not a todo transition. A mixin of board.store.Store, which gives
+part of the store that is not a todo transition. A mixin of board.store.store.Store, which gives
 it _fetch and _emit; its statements are in board/statements.py like every other."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import secrets
 
 from board.errors import Invalid, NotFound
-from board.inputs import AGENT_ID_PATTERN, USERNAME_PATTERN, hash_token, storable
+from board.store.inputs import AGENT_ID_PATTERN, USERNAME_PATTERN, hash_token, storable
 from board.statements import (
     SQL_ENDPOINT_AUTH,
     SQL_ENDPOINT_INSERT,
@@ -19,7 +19,7 @@ from board.statements import (
     SQL_USER_BY_NAME,
     SQL_USER_INSERT,
 )
-from board.vocabulary import QUEUE_PATTERN, QUEUE_RULE, VERBS, Agent, Transition
+from board.store.vocabulary import QUEUE_PATTERN, QUEUE_RULE, VERBS, Agent, Transition
 
 
 def vend_problems(*, agent_id, queues, scope) -> list[Invalid]:

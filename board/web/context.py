@@ -1,6 +1,6 @@
 """What every Board route shares: the web state on the app, the signed-in human and the
 session, page rendering, redirects and the not-found page, CSRF-checked forms, the list's
-filters and the MCP client snippet. The routes (web_pages, web_live) and the demo import
+filters and the MCP client snippet. The routes (pages, events) and the demo import
 this module, never each other."""
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from litestar.enums import MediaType
 from litestar.response import Redirect
 
 from board.errors import Invalid
-from board.inputs import list_filters, read_list_cursor, text_problem
-from board.store import Human
-from board.web_auth import CSRF_FIELD, SESSION_COOKIE, Session, SessionCodec, SignInThrottle
-from board.vocabulary import LIST_SORTS, QUEUE_PATTERN, QUEUE_RULE
-from board.web_view import render
+from board.store.inputs import list_filters, read_list_cursor, text_problem
+from board.store.store import Human
+from board.web.auth import CSRF_FIELD, SESSION_COOKIE, Session, SessionCodec, SignInThrottle
+from board.store.vocabulary import LIST_SORTS, QUEUE_PATTERN, QUEUE_RULE
+from board.web.view import render
 
 log = logging.getLogger("switchboard.web")
 

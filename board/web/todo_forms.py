@@ -15,10 +15,10 @@ from litestar import Request, Response, get, post
 from litestar.params import FromPath
 
 from board.errors import Conflict, Forbidden, Invalid, NotFound
-from board.inputs import int_text, json_object_text
-from board.store import Human
-from board.web_context import checked_form, not_found, page, query_text, redirect, require_human, runtime
-from board.web_view import actions_for, sentence
+from board.store.inputs import int_text, json_object_text
+from board.store.store import Human
+from board.web.context import checked_form, not_found, page, query_text, redirect, require_human, runtime
+from board.web.view import actions_for, sentence
 
 FIELDS = ("target", "title", "payload", "routing", "max_attempts", "continues")
 BLANK = {"target": "", "title": "", "payload": "", "routing": "", "max_attempts": "5", "continues": ""}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from litestar import Request, Response, get
 
-from board.db import load_migrations
+from board.store.db import load_migrations
 
 READY_TIMEOUT_SECONDS = 2.0
 RETRY_AFTER_SECONDS = 5

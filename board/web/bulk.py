@@ -19,10 +19,10 @@ from urllib.parse import parse_qsl
 from litestar import Request, Response, post
 
 from board.errors import Invalid, NotFound
-from board.store import Human
-from board.vocabulary import BULK_MAX, LIST_LIMIT_MAX
-from board.web_context import Filters, checked_form, page, redirect, require_human, runtime
-from board.web_view import actions_for, state_label
+from board.store.store import Human
+from board.store.vocabulary import BULK_MAX, LIST_LIMIT_MAX
+from board.web.context import Filters, checked_form, page, redirect, require_human, runtime
+from board.web.view import actions_for, state_label
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from board.errors import Unavailable
 from board.config import Settings
-from board.store import Transition
-from board.vocabulary import DIED_OUTCOMES
+from board.store.store import Transition
+from board.store.vocabulary import DIED_OUTCOMES
 
 OTHER_QUEUES = "_other"
 

@@ -16,13 +16,13 @@ from typing import Any, Awaitable, Callable
 
 import mcp_types as types
 
-from board import vocabulary
+from board.store import vocabulary
 from board.errors import Invalid
-from board.inputs import USAGE_COST_MAX, USAGE_TOKENS_MAX, storable
+from board.store.inputs import USAGE_COST_MAX, USAGE_TOKENS_MAX, storable
 from board.statements import CHAIN_MAX
-from board.store import Agent, Store
-from board.liveness import LEVELS as LIVENESS_LEVELS
-from board.vocabulary import (ATTEMPTS_LIMIT_DEFAULT, ATTEMPTS_LIMIT_MAX, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX,
+from board.store.store import Agent, Store
+from board.store.liveness import LEVELS as LIVENESS_LEVELS
+from board.store.vocabulary import (ATTEMPTS_LIMIT_DEFAULT, ATTEMPTS_LIMIT_MAX, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX,
                               NOTES_LIMIT_DEFAULT, NOTES_LIMIT_MAX, PRIOR_ATTEMPTS, PRIOR_NOTES)
 
 STATES = list(vocabulary.STATES)

@@ -7,14 +7,14 @@ URIs (the doorbell's scheme, also served by resources/read):
 
 Two protocol generations, one doorbell:
   2025-11-25 (sessions): a ring goes out on the session's standalone GET stream, so a
-    session is ringable while its GET stream is open. The ASGI wrapper in mcp_server.py
+    session is ringable while its GET stream is open. The ASGI wrapper in board/mcp/server.py
     opens a Doorway for each such stream; the ServerSession used to send is captured from
     the session's own requests (notifications/initialized first).
   2026-07-28 (sessionless): a client sends subscriptions/listen with
     resource_subscriptions ["switchboard://todos"] (or single todo URIs); the response is
     the stream, and each ring is a notifications/resources/updated on it.
 
-One task per process consumes the LISTEN fan-out (board/live.py). A todo is ready when it
+One task per process consumes the LISTEN fan-out (board/live/fanout.py). A todo is ready when it
 is added, released, re-queued by the retry scheduler, retried by hand, or reaped back to
 pending. When a human resumes a paused queue (queue_resumed), every process rings that
 queue's pending todos on the doorways of that human's endpoints, gate or not; the heartbeat
@@ -43,7 +43,7 @@ from mcp.shared.exceptions import MCPError
 
 from board.config import Settings
 from board.errors import Unavailable
-from board.store import Agent, Store
+from board.store.store import Agent, Store
 from board.tasks import cancel_and_wait
 
 log = logging.getLogger("switchboard.mcp.doorbell")

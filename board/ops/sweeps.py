@@ -13,7 +13,7 @@ from typing import Awaitable, Callable
 
 from board.config import Settings
 from board.errors import Unavailable
-from board.store import Store
+from board.store.store import Store
 from board.tasks import cancel_and_wait
 
 log = logging.getLogger("switchboard.sweeps")

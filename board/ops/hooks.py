@@ -7,7 +7,7 @@ attempts_total; terminal payloads (done, dead-lettered, canceled) also carry the
 attempt summary (counts by outcome over the whole history, recent outcome tokens, omitted).
 
 Notify hooks (SPEC-0024): the transitions themselves write `todo.ready` and
-`todo.dead_lettered` rows to hook_events in their own transaction (board/store.py);
+`todo.dead_lettered` rows to hook_events in their own transaction (board/store/store.py);
 `HookDelivery` POSTs them, signed, to the configured URLs from any server process and
 retries with backoff until a 2xx, so an event is delivered at least once and carries a
 stable id (`X-Switchboard-Event-Id`, and `id` in the body) to de-duplicate on.
@@ -34,8 +34,8 @@ import httpx
 from board import logs
 from board.config import Settings
 from board.errors import Unavailable
-from board.store import Store, Transition
-from board.vocabulary import DIED_OUTCOMES
+from board.store.store import Store, Transition
+from board.store.vocabulary import DIED_OUTCOMES
 from board.tasks import cancel_and_wait
 
 log = logging.getLogger("switchboard.hooks")

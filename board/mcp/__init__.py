@@ -1,0 +1,1 @@
+"""The MCP endpoint: the server, its tools and the doorbell."""

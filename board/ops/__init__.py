@@ -1,0 +1,1 @@
+"""What runs beside the surfaces: sweeps, hooks, metrics, health."""

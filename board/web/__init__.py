@@ -1,0 +1,1 @@
+"""The Board: routes, pages, forms, the live stream, sessions."""

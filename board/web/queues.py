@@ -1,0 +1,46 @@
+"""Pausing and resuming a queue from the Board's overview (its form posts)."""
+
+from __future__ import annotations
+
+from litestar import Request, Response, post
+from litestar.params import FromPath
+
+from board.errors import Invalid, NotFound
+from board.web.auth import safe_next
+from board.web.context import checked_form, not_found, redirect, require_human, runtime
+from board.web.overview import overview_reads, toggle_id
+
+TOGGLED = {
+    "pause": "Paused queue {q}: agents claim nothing from it until you resume it.",
+    "resume": "Resumed queue {q}: agents can claim its todos again, and listening agents were told.",
+}
+UNCHANGED = {"pause": "Queue {q} was already paused.", "resume": "Queue {q} was not paused."}
+
+
+@post("/queues/{queue:str}/{action:str}")
+async def queue_toggle(request: Request, queue: FromPath[str], action: FromPath[str]) -> Response:
+    """Pause or resume one of the human's queues, then back to the page it was posted from,
+    with focus on the same control (the URL fragment names it; board.js focuses it)."""
+    human, session = await require_human(request)
+    form = await checked_form(request, session)
+    if isinstance(form, Response):
+        return form
+    if action not in TOGGLED:
+        return not_found(request, session, human)
+    store = runtime(request).store
+    try:
+        if action == "pause":
+            result = await store.queue_pause(human, queue)
+        else:
+            result = await store.queue_resume(human, queue)
+    except (NotFound, Invalid):
+        return not_found(request, session, human)
+    overview_reads(request.app).forget(human.user_id)
+    session.set_flash("success" if result["changed"] else "info",
+                      (TOGGLED if result["changed"] else UNCHANGED)[action].format(q=queue))
+    back = safe_next(form.get("next")).split("#", 1)[0]
+    return redirect(request, f"{back}#{toggle_id(queue)}", session)
+
+
+def handlers() -> list:
+    return [queue_toggle]
