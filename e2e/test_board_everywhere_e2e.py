@@ -302,7 +302,7 @@ async def test_the_vend_wizard_and_the_revoke_page_reflow_and_pass_axe_in_every_
 
 
 async def test_the_bulk_confirmation_reflows_and_passes_axe_in_every_mode(page: Page, board):
-    await page.goto("/?dead=1")
+    await page.goto("/?dead_letter=1")
     await page.get_by_label("Select Proofread the guide").check()
     await page.get_by_role("button", name="Retry selected…").click()
     await expect(page.get_by_role("heading", name="Retry 1 todo?")).to_be_focused()

@@ -25,7 +25,7 @@ async def test_keyboard_alone_selects_three_dead_letters_and_retries_them_throug
     agent = await make_agent(store, user=ada, agent_id="fixer", queues=("builds",))
     dead = [await dead_letter(store, agent, f"Deploy {name}") for name in ("alpha", "beta", "gamma", "delta")]
     await sign_in(page, "ada")
-    await page.goto("/?dead=1")
+    await page.goto("/?dead_letter=1")
     await live_on(page)
 
     for todo in dead[:3]:
@@ -51,7 +51,7 @@ async def test_keyboard_alone_selects_three_dead_letters_and_retries_them_throug
     await page.keyboard.press("Enter")
     result = page.get_by_role("status").filter(has_text="Retried 3 todos.")
     await expect(result).to_be_focused()
-    await expect(page).to_have_url(f"{live_server.url}/?dead=1")
+    await expect(page).to_have_url(f"{live_server.url}/?dead_letter=1")
     await expect(page.get_by_role("row", name="Deploy delta")).to_be_visible()
     await expect(page.get_by_role("row", name="Deploy alpha")).to_have_count(0)
     await assert_accessible(page, "the Board after a bulk retry")

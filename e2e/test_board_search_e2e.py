@@ -84,7 +84,7 @@ async def test_a_search_result_and_its_drawer_pass_axe(page: Page, live_server):
     ARTIFACTS.mkdir(exist_ok=True)
     await page.screenshot(path=str(ARTIFACTS / "board-search.png"), full_page=True)
 
-    await page.goto("/?dead=1&claimant=deployer")
+    await page.goto("/?dead_letter=1&claimant=deployer")
     await expect(page.locator("#todo-rows > tr")).to_have_count(3)
     await expect(page.locator("table.todos thead th:not(.select)")).to_have_text(["Title", "Queue", "State", "Attempt",
                                                                       "Last attempt", "Created", "Updated"])

@@ -500,7 +500,7 @@
   }
 
   // The list's URL parameters (board/web/context.py, Filters), which the stream takes too.
-  var FILTERS = ["title", "claimant", "payload_key", "payload_value", "state", "queue", "dead", "sort", "cursor"];
+  var FILTERS = ["title", "claimant", "payload_key", "payload_value", "state", "queue", "dead_letter", "sort", "cursor"];
 
   // quiet: a deliberate switch of stream (the drawer opened or closed) is not news for the
   // status region; only a real loss or recovery of the connection is announced.

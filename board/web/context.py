@@ -234,7 +234,7 @@ class Filters:
     payload_value: str | None = None
     state: str | None = None
     queue: str | None = None
-    dead: bool = False
+    dead_letter: bool = False
     sort: str = "created"
     cursor: str | None = None
 
@@ -243,16 +243,16 @@ class Filters:
     @classmethod
     def of(cls, params) -> "Filters":
         values = {name: query_text(params, name) or None for name in cls.TEXT}
-        dead = query_text(params, "dead") or ""
-        if dead not in ("", "0", "1", "true", "on"):
-            raise Invalid("The dead parameter must be 1 (dead letters only) or empty.", argument="dead")
+        dead_letter = query_text(params, "dead_letter") or ""
+        if dead_letter not in ("", "0", "1", "true", "on"):
+            raise Invalid("The dead_letter parameter must be 1 (dead letters only) or empty.", argument="dead_letter")
         queue = values["queue"]
         if queue is not None and not QUEUE_PATTERN.fullmatch(queue):
             raise Invalid(f"The queue parameter must be a queue name: {QUEUE_RULE}.", argument="queue")
         values["sort"] = values["sort"] or "created"
         if values["sort"] not in LIST_SORTS:
             raise Invalid(f"The sort parameter must be one of {', '.join(LIST_SORTS)}.", argument="sort")
-        filters = cls(**values, dead=dead in ("1", "true", "on"))
+        filters = cls(**values, dead_letter=dead_letter in ("1", "true", "on"))
         cleaned = list_filters(**filters.store_filters())  # Invalid naming the parameter
         if filters.cursor is not None:
             read_list_cursor(filters.cursor, filters.sort)
@@ -260,7 +260,7 @@ class Filters:
 
     def store_filters(self) -> dict:
         """The filters as todo_list and todo_list_row take them."""
-        return {"state": self.state, "queue": self.queue, "dead_letter": self.dead, "title": self.title,
+        return {"state": self.state, "queue": self.queue, "dead_letter": self.dead_letter, "title": self.title,
                 "claimant": self.claimant, "payload_key": self.payload_key, "payload_value": self.payload_value}
 
     @property
@@ -269,7 +269,7 @@ class Filters:
         return any(self.store_filters().values())
 
     def query(self, **override) -> str:
-        values = {name: getattr(self, name) for name in self.TEXT} | {"dead": "1" if self.dead else None}
+        values = {name: getattr(self, name) for name in self.TEXT} | {"dead_letter": "1" if self.dead_letter else None}
         if values["sort"] == "created":
             values["sort"] = None  # the default stays out of the URL
         q = urlencode({k: v for k, v in (values | override).items() if v})

@@ -34,17 +34,18 @@ CHART_WIDTH, CHART_HEIGHT, BAR_WIDTH = BUCKETS * 10, 32, 8
 OVERVIEW_MIN_SECONDS = 2.0
 OVERVIEW_IDLE_SECONDS = 60.0
 
-# Where each count's link goes: the list's own filters (state, queue, dead). The list has no
+# Where each count's link goes: the list's own filters (state, queue, dead_letter). The list has no
 # filter for "retrying" alone, so that count opens the queue's failed todos (the dead
 # letters among them are marked); each interrupt state has its own.
 # Each column: its key, its heading, its link's filters, and what its link says after the
-# count to a screen reader ("3 pending in builds").
+# count to a screen reader ("3 pending in builds"; a noun as singular and plural: "1 dead
+# letter in builds").
 COUNT_COLUMNS = (
     ("pending", "Pending", {"state": "pending"}, "pending"),
     ("claimed", "Claimed", {"state": "claimed"}, "claimed"),
     ("interrupted", "Interrupted", None, "interrupted"),  # input_required and auth_required, linked apart
     ("retrying", "Retrying", {"state": "failed"}, "retrying"),
-    ("dead", "Dead letters", {"dead": True}, "dead-lettered"),
+    ("dead_letter", "Dead letters", {"dead_letter": True}, ("dead letter", "dead letters")),
     ("done", "Done", {"state": "done"}, "done"),
     ("canceled", "Canceled", {"state": "canceled"}, "canceled"),
 )
@@ -101,7 +102,8 @@ async def overview_data(store, human: Human, now: datetime | None = None) -> dic
         buckets = per_queue.get(r["queue"], empty)
         totals = {o: sum(b[o] for b in buckets) for o in CHART_OUTCOMES}
         counts = {k: int(r[k]) for k in ("pending", "claimed", "input_required", "auth_required", "retrying",
-                                          "dead", "done", "canceled")}
+                                          "done", "canceled")}
+        counts["dead_letter"] = int(r["dead"])
         counts["interrupted"] = counts["input_required"] + counts["auth_required"]
         queues.append({"name": r["queue"], "paused_at": r["paused_at"], "counts": counts, "totals": totals,
                        "summary": summary_text(totals), "bars": chart_bars(buckets, scale)})

@@ -289,7 +289,7 @@ async def endpoint_revoke_submit(request: Request, endpoint_id: FromPath[str]) -
     except NotFound:
         session.set_flash("error", f"Endpoint {endpoint['name']} was already revoked.")
         return redirect(request, "/endpoints", session)
-    held = f"{n} held todo{'s were' if n != 1 else ' was'} dead-lettered"
+    held = f"{n} held todo{'s' if n != 1 else ''} became dead letter{'s' if n != 1 else ''}"
     session.set_flash("success", f"Revoked endpoint {endpoint['name']}; {held}.")
     return redirect(request, "/endpoints", session)
 

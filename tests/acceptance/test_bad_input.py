@@ -296,7 +296,7 @@ async def test_a_todo_id_that_cannot_exist_gets_the_same_404_page_as_a_random_id
 
 
 @pytest.mark.parametrize("query,parameter", [
-    ("/?queue=%00", "queue"), ("/?state=%00", "state"), ("/?cursor=a%00", "cursor"), ("/?dead=%00", "dead"),
+    ("/?queue=%00", "queue"), ("/?state=%00", "state"), ("/?cursor=a%00", "cursor"), ("/?dead_letter=%00", "dead_letter"),
     ("/todos/{id}?queue=%00", "queue"), ("/events?queue=%00", "queue"),
 ])
 async def test_a_query_value_with_a_nul_gets_a_400_page_naming_the_parameter(live_server, query, parameter):

@@ -84,10 +84,10 @@ async def test_bulk_retry_of_200_dead_letters_keeps_each_history_and_the_next_cl
     theirs = await dead_letter(store, bob_agent, "bob's dead letter")
     async with httpx.AsyncClient(base_url=live_server.url, timeout=120) as c:
         token = await sign_in(c, "ada")
-        board = (await c.get("/?dead=1")).text
+        board = (await c.get("/?dead_letter=1")).text
         assert "All todos in this view, on every page" in board  # more than one page
         assert 'form="bulk-form"' in board and 'name="ids"' in board
-        page = await confirm(c, token, "retry", every=True, view="?dead=1")
+        page = await confirm(c, token, "retry", every=True, view="?dead_letter=1")
         assert page.status_code == 200
         assert heading(page.text) == "Retry 200 todos?"
         assert counts_table(page.text) == [("dead letter", 200, "retried")]
@@ -178,9 +178,9 @@ async def test_the_confirmation_counts_each_state_and_what_each_action_would_ski
         nothing = (await confirm(c, token, "release", [done["id"]])).text
         assert heading(nothing) == "Nothing to release" and "/todos/bulk/apply" not in nothing
         # No selection at all: back to the Board, saying so.
-        r = await confirm(c, token, "retry", [], view="?dead=1")
-        assert r.status_code == 303 and r.headers["location"] == "/?dead=1"
-        assert "Select at least one todo" in flash((await c.get("/?dead=1")).text)
+        r = await confirm(c, token, "retry", [], view="?dead_letter=1")
+        assert r.status_code == 303 and r.headers["location"] == "/?dead_letter=1"
+        assert "Select at least one todo" in flash((await c.get("/?dead_letter=1")).text)
         # Without the CSRF token neither step does anything.
         assert (await c.post("/todos/bulk", data={"action": "retry", "ids": ids[0]})).status_code == 403
         r = await c.post("/todos/bulk/apply", data={"action": "cancel", "ids": ids[:-1]})

@@ -48,7 +48,7 @@ async def test_every_board_route_carries_the_security_headers(live_server):
         token = await sign_in(c, "ada")
         signed_in = {
             "GET /": await c.get("/"),
-            "GET /?dead=1": await c.get("/?dead=1&state=failed&queue=q"),
+            "GET /?dead_letter=1": await c.get("/?dead_letter=1&state=failed&queue=q"),
             "GET /todos/{id}": await c.get(f"/todos/{todo['id']}"),
             "GET /todos/{id}/drawer": await c.get(f"/todos/{todo['id']}/drawer"),
             "GET /todos/{random}": await c.get("/todos/00000000-0000-0000-0000-000000000000"),

@@ -41,7 +41,7 @@ async def test_the_overview_counts_the_humans_own_todos_each_count_linking_to_it
         assert 'id="queue-builds"' in overview and 'id="queue-docs"' in overview
         pending = cell(overview, "builds", "pending")
         assert pending.startswith('<a href="/?state=pending&amp;queue=builds">2<')  # Bob's 5 are not Ada's
-        assert cell(overview, "builds", "dead").startswith('<a href="/?queue=builds&amp;dead=1">1<')
+        assert cell(overview, "builds", "dead_letter").startswith('<a href="/?queue=builds&amp;dead_letter=1">1<')
         assert cell(overview, "docs", "pending") == "0"
         assert "1 failed" in cell(overview, "builds", "chart")
         listed = (await c.get(html.unescape(re.search(r'href="([^"]+)"', pending).group(1)))).text

@@ -33,10 +33,10 @@ async def test_the_board_lists_only_the_humans_todos_with_filters_and_dead_lette
         await sign_in(c, "ada")
         page = (await c.get("/")).text
         assert "pending one" in page and "dead one" in page and "bob only" not in page
-        assert "dead letter" in page and 'href="/?dead=1"' in page
+        assert "dead letter" in page and 'href="/?dead_letter=1"' in page
         row = re.search(r'<tr id="todo-%s".*?</tr>' % dead["id"], page, re.S).group(0)
         assert "docs" in row and "failed" in row and "1 of 1" in row
-        dead_page = (await c.get("/?dead=1")).text
+        dead_page = (await c.get("/?dead_letter=1")).text
         assert "dead one" in dead_page and "pending one" not in dead_page
         by_queue = (await c.get("/?queue=builds")).text
         assert "pending one" in by_queue and "dead one" not in by_queue
@@ -219,7 +219,7 @@ async def test_the_vend_wizard_shows_the_token_once_and_revokes_with_confirmatio
         assert r.status_code == 303
         assert await store.endpoint_authenticate(secret) is None
         listing = (await c.get("/endpoints")).text
-        assert "1 held todo was dead-lettered" in listing and "revoked" in listing
+        assert "1 held todo became dead letter" in listing and "revoked" in listing
 
 
 async def test_a_human_cannot_revoke_another_humans_endpoint(live_server):

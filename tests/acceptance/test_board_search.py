@@ -69,7 +69,7 @@ async def seed(store):
 async def test_every_filter_is_in_the_url_and_fills_in_the_form(live_server):
     await seed(live_server.store)
     query = {"title": "DEPLOY", "claimant": "deployer", "payload_key": "env", "payload_value": "prod",
-             "state": "failed", "queue": "builds", "dead": "1", "sort": "updated"}
+             "state": "failed", "queue": "builds", "dead_letter": "1", "sort": "updated"}
     async with client_for(live_server) as c:
         await sign_in(c, "ada")
         r = await c.get("/?" + urlencode(query))
@@ -82,7 +82,7 @@ async def test_every_filter_is_in_the_url_and_fills_in_the_form(live_server):
             assert f'value="{query[name]}"' in field, name
             assert re.search(r'<label for="%s">' % re.search(r'id="([^"]+)"', field).group(1), form), name
         assert re.search(r'<option value="failed" selected>', form) and re.search(r'<option value="builds" selected>', form)
-        assert re.search(r'<option value="updated" selected>', form) and 'name="dead" value="1" checked' in form
+        assert re.search(r'<option value="updated" selected>', form) and 'name="dead_letter" value="1" checked' in form
         caption = re.search(r"<caption>(.*?)</caption>", page, re.S).group(1)
         for words in ("Dead letters", "title contains &ldquo;DEPLOY&rdquo;", "claimant contains &ldquo;deployer&rdquo;",
                       "payload env is &ldquo;prod&rdquo;", "state failed", "queue builds", "Latest updated first"):
@@ -126,7 +126,7 @@ async def test_older_pages_keep_the_filters_and_the_sort(live_server):
 @pytest.mark.parametrize("query,words", [
     ("state=bogus", ("state", "pending")),
     ("sort=title", ("sort", "created")),
-    ("dead=maybe", ("dead",)),
+    ("dead_letter=maybe", ("dead_letter",)),
     ("queue=no%20such%20queue!", ("queue",)),
     ("payload_value=prod", ("payload_value", "payload_key")),
     ("title=" + "x" * 501, ("title", "500")),
@@ -163,7 +163,7 @@ async def test_the_list_says_why_with_the_newest_attempt_the_claimant_and_relati
         assert re.fullmatch(r"just now|\d+ s ago", updated)
         assert all(t[0].endswith("Z") and t[1].endswith("UTC") for t in times)
 
-        dead_view = (await c.get("/?dead=1")).text
+        dead_view = (await c.get("/?dead_letter=1")).text
         assert header_cells(dead_view) == ["Title", "Queue", "State", "Attempt", "Last attempt", "Created", "Updated"]
         assert data_cells(rows_of(dead_view)["Deploy to production"]) == 6  # and the title's th
         updated = (await c.get("/?sort=updated")).text
@@ -176,7 +176,7 @@ async def test_the_live_stream_matches_rows_by_every_filter_and_renders_them_as_
     agent = await make_agent(store, user=ada, agent_id="late", queues=("builds",))
     async with client_for(live_server) as c:
         await sign_in(c, "ada")
-        async with open_stream(c, "?title=deploy&dead=1") as stream:
+        async with open_stream(c, "?title=deploy&dead_letter=1") as stream:
             assert list(rows_of(stream.snapshot["rows"])) == ["Deploy to production"]
             todo = await store.todo_add(agent, queue="builds", title="Deploy the docs", max_attempts=1)
             added = await stream.next_todo(todo["id"])
@@ -186,7 +186,7 @@ async def test_the_live_stream_matches_rows_by_every_filter_and_renders_them_as_
             await store.todo_fail(agent, todo["id"], summary="no docs host")
             died = await stream.next_todo(todo["id"])
             assert died["matches"] is True
-            page = (await c.get("/?title=deploy&dead=1")).text
+            page = (await c.get("/?title=deploy&dead_letter=1")).text
             live_row, page_row = rows_of(died["row"])["Deploy the docs"], rows_of(page)["Deploy the docs"]
             assert timeless(live_row) == timeless(page_row)  # the same columns, from the same partial
             assert "no docs host" in live_row and data_cells(live_row) == 6
@@ -206,7 +206,7 @@ async def test_a_bulk_action_on_all_in_a_searched_view_takes_only_the_todos_the_
         await store.todo_fail(agent, todo["id"], summary="no luck")
     async with client_for(live_server) as c:
         token = await sign_in(c, "ada")
-        view = "?title=deploy&claimant=deployer&dead=1"
+        view = "?title=deploy&claimant=deployer&dead_letter=1"
         assert set(rows_of((await c.get("/" + view)).text)) == {"Deploy the docs", "Deploy to production"}
         page = await confirm(c, token, "retry", every=True, view=view)
         assert heading(page.text) == "Retry 2 todos?"

@@ -188,7 +188,7 @@ async def test_demo_shows_every_outcome_and_stops_cleanly_on_ctrl_c(tmp_path):
                 label = outcome.replace("_", " ")
                 assert re.search(r"Outcome</dt>\s*<dd>\s*" + label + r"\s*</dd>", drawer.text), \
                     f"no {outcome} attempt in the drawer of {examples[outcome]}"
-            assert "dead letter" in (await board.get("/?dead=1")).text
+            assert "dead letter" in (await board.get("/?dead_letter=1")).text
             assert "dead letter" in (await board.get(f"/todos/{dead}")).text
 
         # Every kind of action line is printed before Ctrl-C, so the check below cannot race it.
