@@ -9,7 +9,7 @@ import pytest
 
 from board import store as st
 from board.errors import Conflict, Invalid, NotFound
-from board.statements import CHAIN_MAX
+from board.vocabulary import CHAIN_MAX
 from tests.conftest import make_agent, make_user, sql_rows
 
 
