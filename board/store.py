@@ -68,7 +68,6 @@ from board.vocabulary import (  # noqa: F401 (the vocabulary is re-exported for 
     CHAIN_MAX,
     CLAIMANT_MAX_BYTES,
     CLOSED_BY,
-    DIED_OUTCOMES,
     HOLDER_STATES,
     INTERRUPT_STATES,
     LIST_LIMIT_DEFAULT,
@@ -565,6 +564,7 @@ class Store(Accounts):
             history_max=max(5, int(self.settings.attempt_history_max_per_todo)),
             claimer_session=caller.session_id if agent else None,
             token_hash=hash_token(token) if token else None, now=now,
+            prior_attempts=PRIOR_ATTEMPTS, prior_notes=PRIOR_NOTES,
         )
         row = await self._fetch(sqls[0], params, op=op, todo_id=todo_id, one=True)
         if row is None:
@@ -701,19 +701,19 @@ class Store(Accounts):
             row.update(id=todo_id, state=state, owner=None, lease_expires_at=None, next_retry_at=None,
                        dead_letter=False)  # what the close fixes, not returned
             closed = {"seq": row["attempts_total"], "attempt": row["closed_attempt"], "outcome": outcome,
-                      "disposition": disposition}
+                      "disposition": disposition, "died": False}
         else:
             outcome = row["closed_outcome"]
             closed = {"seq": row["attempts_total"], "attempt": row["closed_attempt"], "outcome": outcome,
                       "disposition": row["closed_disposition"], "summary": row["closed_summary"],
-                      "artifact": row["closed_artifact"]}
+                      "artifact": row["closed_artifact"], "died": row["closed_died"]}
         if usage:  # for the metrics' token and cost counters
             closed["usage"] = usage
         self._emit((Transition(CLOSED_BY[kind], row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
                                dead_letter=row["dead_letter"], closed=closed, attempts_total=row["attempts_total"]),))
         out = todo_out(row)
         out["closed_attempt"] = {"seq": closed["seq"], "attempt": closed["attempt"], "outcome": outcome,
-                                 "disposition": closed["disposition"], "died": outcome in DIED_OUTCOMES}
+                                 "disposition": closed["disposition"], "died": closed["died"]}
         return out
 
     async def todo_complete(self, caller: Caller, todo_id: Any, *, result=None, summary=None, artifact=None,

@@ -21,7 +21,6 @@ from litestar.params import FromPath
 
 from board.errors import Invalid, NotFound
 from board.store import Human
-from board.vocabulary import DIED_OUTCOMES
 from board.web_auth import safe_next
 from board.web_context import Filters, checked_form, not_found, redirect, require_human, runtime
 from board.web_view import render
@@ -95,7 +94,7 @@ async def overview_data(store, human: Human, now: datetime | None = None) -> dic
         bucket = int(r["bucket"])
         if not 0 <= bucket < BUCKETS:
             continue
-        outcome = "died" if r["outcome"] in DIED_OUTCOMES else r["outcome"]
+        outcome = "died" if r["died"] else r["outcome"]
         buckets = per_queue.setdefault(r["queue"], [dict.fromkeys(CHART_OUTCOMES, 0) for _ in range(BUCKETS)])
         buckets[BUCKETS - 1 - bucket][outcome] += int(r["n"])  # bucket 0 is the newest: at the right
     empty = [dict.fromkeys(CHART_OUTCOMES, 0) for _ in range(BUCKETS)]

@@ -146,15 +146,17 @@ MUTANTS: tuple[Mutant, ...] = (
            "CASE WHEN cand.attempt <= cand.max_attempts THEN 'requeued' ELSE 'dead_lettered' END",
            (BOUNDARIES, INVARIANTS), "the reaper requeues the last allowed attempt", "attempts_reap_lapsed"),
     # -- the died mapping (REQ-4) --------------------------------------------------------
+    Mutant("died-rule", "died", "migrations/0005_rules_in_sql.sql",
+           "SELECT coalesce(outcome IN ('lease_expired', 'reaped'), false)",
+           "SELECT coalesce(outcome IN ('lease_expired'), false)",
+           (LIFECYCLE,), "get_todo and prior_attempts say a reaped attempt did not die"),
     Mutant("died-in-hook-payload", "died", SQL + "sweeps.sql",
-           "'died', c.outcome IN ('lease_expired', 'reaped'), 'summary'",
-           "'died', c.outcome IN ('lease_expired'), 'summary'",
+           "a.claimant, attempt_died(a.outcome) AS died", "a.claimant, false AS died",
            ("tests/integration/test_hooks.py",), "a reaped dead letter's hook payload says it did not die",
            "attempts_reap_lapsed"),
-    Mutant("died-in-attempt-reads", "died", "migrations/0004_working_context.sql",
-           "'died', coalesce(a.outcome IN ('lease_expired', 'reaped'), false),",
-           "'died', coalesce(a.outcome IN ('lease_expired'), false),",
-           (LIFECYCLE,), "get_todo and prior_attempts say a reaped attempt did not die"),
+    Mutant("dead-letter-rule", "died", "migrations/0005_rules_in_sql.sql",
+           "SELECT state = 'failed' AND next_retry_at IS NULL", "SELECT state = 'failed'",
+           (LIFECYCLE, BOUNDARIES), "a failed todo waiting for its retry counts as a dead letter"),
     # -- exact counts across pruning (REQ-11) --------------------------------------------
     # One statement counts every outcome a claim prunes; each mutant drops one outcome that
     # can close an attempt while its todo lives on (completed and canceled cannot).

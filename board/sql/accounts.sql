@@ -57,7 +57,7 @@ closed AS (
     FROM cand
    WHERE a.todo_id = cand.id AND a.seq = cand.attempts_total AND a.outcome IS NULL
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
-            a.summary, a.summary_truncated, a.artifact, a.claimant
+            a.summary, a.summary_truncated, a.artifact, a.claimant, attempt_died(a.outcome) AS died
 ),
 upd AS (
   UPDATE todos t SET state = 'failed', owner = NULL, lease_expires_at = NULL, next_retry_at = NULL,
@@ -74,7 +74,7 @@ outbox AS (
              'endpoint_id', u.endpoint_id))
          || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
       'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
-        'died', c.outcome IN ('lease_expired', 'reaped'), 'summary', c.summary, 'artifact', c.artifact),
+        'died', c.died, 'summary', c.summary, 'artifact', c.artifact),
       'attempts', jsonb_build_object(
   'total', u.attempts_total,
   'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
@@ -86,7 +86,7 @@ outbox AS (
       ) w GROUP BY w.k) z),
   'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
       SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
-                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+                                       'died', attempt_died(o.outcome::attempt_outcome)) AS j
         FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
        WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
   'omitted',
@@ -94,7 +94,7 @@ outbox AS (
     FROM upd u JOIN closed c ON c.todo_id = u.id
     CROSS JOIN LATERAL (SELECT CASE
         WHEN u.state = 'pending' THEN 'todo.ready'
-        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
     CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
    WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
   RETURNING 1

@@ -18,14 +18,14 @@ outbox AS (
     FROM upd u
     CROSS JOIN LATERAL (SELECT CASE
         WHEN u.state = 'pending' THEN 'todo.ready'
-        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
     CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
    WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
-       (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
@@ -57,14 +57,14 @@ outbox AS (
     FROM upd u
     CROSS JOIN LATERAL (SELECT CASE
         WHEN u.state = 'pending' THEN 'todo.ready'
-        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
     CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
    WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
-       (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
@@ -75,7 +75,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
 WITH pred AS (
   SELECT t.id FROM todos t
    WHERE t.id = %(continues)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
-     AND (t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL))
+     AND todo_ended(t.state, t.next_retry_at)
    FOR SHARE OF t
 ),
 link AS (
@@ -102,14 +102,14 @@ outbox AS (
     FROM upd u
     CROSS JOIN LATERAL (SELECT CASE
         WHEN u.state = 'pending' THEN 'todo.ready'
-        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
     CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
    WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
-       (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.continues_id,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
@@ -121,7 +121,7 @@ WITH pred AS (
   SELECT t.id, t.endpoint_id FROM todos t
    WHERE t.id = %(continues)s
      AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
-     AND (t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL))
+     AND todo_ended(t.state, t.next_retry_at)
    FOR SHARE OF t
 ),
 ep AS (
@@ -155,14 +155,14 @@ outbox AS (
     FROM upd u
     CROSS JOIN LATERAL (SELECT CASE
         WHEN u.state = 'pending' THEN 'todo.ready'
-        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
     CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
    WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
-       (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.continues_id,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
@@ -171,7 +171,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
 -- name: todo_continues_miss
 -- description: Classifies an agent's continuation that added nothing: the predecessor's state, whether it ended, its successor
 SELECT t.state::text AS state,
-       (t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL)) AS ended,
+       todo_ended(t.state, t.next_retry_at) AS ended,
        (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS successor
   FROM todos t
  WHERE t.id = %(continues)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s);
@@ -179,7 +179,7 @@ SELECT t.state::text AS state,
 -- name: todo_continues_miss_human
 -- description: Classifies a human's continuation that added nothing: the predecessor's state, whether it ended, its successor
 SELECT t.state::text AS state,
-       (t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL)) AS ended,
+       todo_ended(t.state, t.next_retry_at) AS ended,
        (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS successor
   FROM todos t
  WHERE t.id = %(continues)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);

@@ -62,7 +62,7 @@ SELECT coalesce(c.queue, g.queue) AS queue, coalesce(c.pending, 0) AS pending,
                count(*) FILTER (WHERE t.state = 'input_required') AS input_required,
                count(*) FILTER (WHERE t.state = 'auth_required') AS auth_required,
                count(*) FILTER (WHERE t.state = 'failed' AND t.next_retry_at IS NOT NULL) AS retrying,
-               count(*) FILTER (WHERE t.state = 'failed' AND t.next_retry_at IS NULL) AS dead,
+               count(*) FILTER (WHERE todo_dead_letter(t.state, t.next_retry_at)) AS dead,
                count(*) FILTER (WHERE t.state = 'done') AS done,
                count(*) FILTER (WHERE t.state = 'canceled') AS canceled
           FROM todos t WHERE t.endpoint_id = e.id GROUP BY t.queue) x
@@ -76,7 +76,7 @@ SELECT coalesce(c.queue, g.queue) AS queue, coalesce(c.pending, 0) AS pending,
 
 -- name: overview_outcomes
 -- description: The Board's chart: attempts of the human's todos closed in the window, by queue, outcome and bucket
-SELECT t.queue, a.outcome::text AS outcome,
+SELECT t.queue, a.outcome::text AS outcome, attempt_died(a.outcome) AS died,
        floor(extract(epoch FROM coalesce(%(now)s::timestamptz, now()) - a.ended_at) / %(bucket_seconds)s)::int AS bucket,
        count(*) AS n
   FROM attempts a JOIN todos t ON t.id = a.todo_id
@@ -84,7 +84,7 @@ SELECT t.queue, a.outcome::text AS outcome,
    AND a.ended_at <= coalesce(%(now)s::timestamptz, now())
    AND a.outcome IN ('completed', 'failed', 'released', 'lease_expired', 'reaped')
    AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
- GROUP BY 1, 2, 3;
+ GROUP BY 1, 2, 3, 4;
 
 -- name: schema_version
 -- description: The newest migration applied, for /readyz

@@ -32,8 +32,8 @@ UPDATE todos t
  WHERE t.id = ins.todo_id
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.lease_expires_at, t.payload,
           t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
-       CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, 5) END AS prior_attempts,
-       CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id) END AS continues,
+       CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, %(prior_attempts)s::int, %(prior_notes)s::int) END AS prior_attempts,
+       CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id, %(prior_notes)s::int) END AS continues,
        pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
   'kind', 'claimed')::text);
@@ -74,7 +74,8 @@ lapsed AS (
      AND a.outcome IS NULL
   RETURNING a.seq, a.attempt, a.claimant, a.claimer_kind, a.claimed_at, a.last_heartbeat_at,
             a.lease_expires_at, a.ended_at, a.outcome, a.disposition, a.summary,
-            a.summary_truncated, a.artifact, attempt_public_notes(a, 3) AS public
+            a.summary_truncated, a.artifact, attempt_died(a.outcome) AS died,
+            attempt_public_notes(a, %(prior_notes)s::int) AS public
 ),
 pruned AS (
   DELETE FROM attempts a USING cand
@@ -127,12 +128,12 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
           SELECT y.seq, y.p FROM (
             SELECT l.seq, l.public AS p FROM lapsed l
             UNION ALL
-            (SELECT a.seq, attempt_public_notes(a, 3) FROM attempts a
+            (SELECT a.seq, attempt_public_notes(a, %(prior_notes)s::int) FROM attempts a
               WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
                 AND a.seq NOT IN (SELECT seq FROM pruned)
-              ORDER BY a.seq DESC LIMIT 5)
-          ) y ORDER BY y.seq DESC LIMIT 5) x) END AS prior_attempts,
-       CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id) END AS continues,
+              ORDER BY a.seq DESC LIMIT %(prior_attempts)s::int)
+          ) y ORDER BY y.seq DESC LIMIT %(prior_attempts)s::int) x) END AS prior_attempts,
+       CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id, %(prior_notes)s::int) END AS continues,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'claimed')::text)
@@ -169,8 +170,8 @@ UPDATE todos t
  WHERE t.id = ins.todo_id
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.lease_expires_at, t.payload,
           t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
-       CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, 5) END AS prior_attempts,
-       CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id) END AS continues,
+       CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, %(prior_attempts)s::int, %(prior_notes)s::int) END AS prior_attempts,
+       CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id, %(prior_notes)s::int) END AS continues,
        pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
   'kind', 'claimed')::text);
@@ -209,7 +210,8 @@ lapsed AS (
      AND a.outcome IS NULL
   RETURNING a.seq, a.attempt, a.claimant, a.claimer_kind, a.claimed_at, a.last_heartbeat_at,
             a.lease_expires_at, a.ended_at, a.outcome, a.disposition, a.summary,
-            a.summary_truncated, a.artifact, attempt_public_notes(a, 3) AS public
+            a.summary_truncated, a.artifact, attempt_died(a.outcome) AS died,
+            attempt_public_notes(a, %(prior_notes)s::int) AS public
 ),
 pruned AS (
   DELETE FROM attempts a USING cand
@@ -262,12 +264,12 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
           SELECT y.seq, y.p FROM (
             SELECT l.seq, l.public AS p FROM lapsed l
             UNION ALL
-            (SELECT a.seq, attempt_public_notes(a, 3) FROM attempts a
+            (SELECT a.seq, attempt_public_notes(a, %(prior_notes)s::int) FROM attempts a
               WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
                 AND a.seq NOT IN (SELECT seq FROM pruned)
-              ORDER BY a.seq DESC LIMIT 5)
-          ) y ORDER BY y.seq DESC LIMIT 5) x) END AS prior_attempts,
-       CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id) END AS continues,
+              ORDER BY a.seq DESC LIMIT %(prior_attempts)s::int)
+          ) y ORDER BY y.seq DESC LIMIT %(prior_attempts)s::int) x) END AS prior_attempts,
+       CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id, %(prior_notes)s::int) END AS continues,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'claimed')::text)
@@ -303,8 +305,8 @@ UPDATE todos t
  WHERE t.id = ins.todo_id
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.lease_expires_at, t.payload,
           t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
-       CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, 5) END AS prior_attempts,
-       CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id) END AS continues,
+       CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, %(prior_attempts)s::int, %(prior_notes)s::int) END AS prior_attempts,
+       CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id, %(prior_notes)s::int) END AS continues,
        pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
   'kind', 'claimed')::text);
@@ -328,7 +330,8 @@ lapsed AS (
      AND a.outcome IS NULL
   RETURNING a.seq, a.attempt, a.claimant, a.claimer_kind, a.claimed_at, a.last_heartbeat_at,
             a.lease_expires_at, a.ended_at, a.outcome, a.disposition, a.summary,
-            a.summary_truncated, a.artifact, attempt_public_notes(a, 3) AS public
+            a.summary_truncated, a.artifact, attempt_died(a.outcome) AS died,
+            attempt_public_notes(a, %(prior_notes)s::int) AS public
 ),
 pruned AS (
   DELETE FROM attempts a USING cand
@@ -381,12 +384,12 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
           SELECT y.seq, y.p FROM (
             SELECT l.seq, l.public AS p FROM lapsed l
             UNION ALL
-            (SELECT a.seq, attempt_public_notes(a, 3) FROM attempts a
+            (SELECT a.seq, attempt_public_notes(a, %(prior_notes)s::int) FROM attempts a
               WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
                 AND a.seq NOT IN (SELECT seq FROM pruned)
-              ORDER BY a.seq DESC LIMIT 5)
-          ) y ORDER BY y.seq DESC LIMIT 5) x) END AS prior_attempts,
-       CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id) END AS continues,
+              ORDER BY a.seq DESC LIMIT %(prior_attempts)s::int)
+          ) y ORDER BY y.seq DESC LIMIT %(prior_attempts)s::int) x) END AS prior_attempts,
+       CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id, %(prior_notes)s::int) END AS continues,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'claimed')::text)
@@ -420,8 +423,8 @@ UPDATE todos t
  WHERE t.id = ins.todo_id
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.lease_expires_at, t.payload,
           t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
-       CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, 5) END AS prior_attempts,
-       CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id) END AS continues,
+       CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, %(prior_attempts)s::int, %(prior_notes)s::int) END AS prior_attempts,
+       CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id, %(prior_notes)s::int) END AS continues,
        pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
   'kind', 'claimed')::text);
@@ -444,7 +447,8 @@ lapsed AS (
      AND a.outcome IS NULL
   RETURNING a.seq, a.attempt, a.claimant, a.claimer_kind, a.claimed_at, a.last_heartbeat_at,
             a.lease_expires_at, a.ended_at, a.outcome, a.disposition, a.summary,
-            a.summary_truncated, a.artifact, attempt_public_notes(a, 3) AS public
+            a.summary_truncated, a.artifact, attempt_died(a.outcome) AS died,
+            attempt_public_notes(a, %(prior_notes)s::int) AS public
 ),
 pruned AS (
   DELETE FROM attempts a USING cand
@@ -497,12 +501,12 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
           SELECT y.seq, y.p FROM (
             SELECT l.seq, l.public AS p FROM lapsed l
             UNION ALL
-            (SELECT a.seq, attempt_public_notes(a, 3) FROM attempts a
+            (SELECT a.seq, attempt_public_notes(a, %(prior_notes)s::int) FROM attempts a
               WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
                 AND a.seq NOT IN (SELECT seq FROM pruned)
-              ORDER BY a.seq DESC LIMIT 5)
-          ) y ORDER BY y.seq DESC LIMIT 5) x) END AS prior_attempts,
-       CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id) END AS continues,
+              ORDER BY a.seq DESC LIMIT %(prior_attempts)s::int)
+          ) y ORDER BY y.seq DESC LIMIT %(prior_attempts)s::int) x) END AS prior_attempts,
+       CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id, %(prior_notes)s::int) END AS continues,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'claimed')::text)

@@ -49,7 +49,7 @@ closed AS (
    WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL
      AND (%(token_checked)s OR a.lease_token_hash IS NULL)
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
-            a.summary, a.artifact
+            a.summary, a.artifact, attempt_died(a.outcome) AS died
 ),
 upd AS (
   UPDATE todos t SET state = 'failed', owner = NULL, lease_expires_at = NULL, result = %(result)s,
@@ -71,7 +71,7 @@ outbox AS (
              'endpoint_id', u.endpoint_id))
          || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
       'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
-        'died', c.outcome IN ('lease_expired', 'reaped'), 'summary', c.summary, 'artifact', c.artifact),
+        'died', c.died, 'summary', c.summary, 'artifact', c.artifact),
       'attempts', jsonb_build_object(
   'total', u.attempts_total,
   'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
@@ -83,7 +83,7 @@ outbox AS (
       ) w GROUP BY w.k) z),
   'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
       SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
-                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+                                       'died', attempt_died(o.outcome::attempt_outcome)) AS j
         FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
        WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
   'omitted',
@@ -91,17 +91,17 @@ outbox AS (
     FROM upd u JOIN closed c ON c.todo_id = u.id
     CROSS JOIN LATERAL (SELECT CASE
         WHEN u.state = 'pending' THEN 'todo.ready'
-        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
     CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
    WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
-       (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
-       c.summary AS closed_summary, c.artifact AS closed_artifact,
+       c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'failed')::text)
@@ -127,7 +127,7 @@ closed AS (
    WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL
      AND (%(token_checked)s OR a.lease_token_hash IS NULL)
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
-            a.summary, a.artifact
+            a.summary, a.artifact, attempt_died(a.outcome) AS died
 ),
 upd AS (
   UPDATE todos t SET state = 'pending', owner = NULL, lease_expires_at = NULL,
@@ -146,7 +146,7 @@ outbox AS (
              'endpoint_id', u.endpoint_id))
          || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
       'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
-        'died', c.outcome IN ('lease_expired', 'reaped'), 'summary', c.summary, 'artifact', c.artifact),
+        'died', c.died, 'summary', c.summary, 'artifact', c.artifact),
       'attempts', jsonb_build_object(
   'total', u.attempts_total,
   'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
@@ -158,7 +158,7 @@ outbox AS (
       ) w GROUP BY w.k) z),
   'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
       SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
-                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+                                       'died', attempt_died(o.outcome::attempt_outcome)) AS j
         FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
        WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
   'omitted',
@@ -166,17 +166,17 @@ outbox AS (
     FROM upd u JOIN closed c ON c.todo_id = u.id
     CROSS JOIN LATERAL (SELECT CASE
         WHEN u.state = 'pending' THEN 'todo.ready'
-        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
     CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
    WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
-       (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
-       c.summary AS closed_summary, c.artifact AS closed_artifact,
+       c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'released')::text)
@@ -253,7 +253,7 @@ closed AS (
     FROM locked l
    WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
-            a.summary, a.artifact
+            a.summary, a.artifact, attempt_died(a.outcome) AS died
 ),
 upd AS (
   UPDATE todos t SET state = 'failed', owner = NULL, lease_expires_at = NULL, result = %(result)s,
@@ -275,7 +275,7 @@ outbox AS (
              'endpoint_id', u.endpoint_id))
          || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
       'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
-        'died', c.outcome IN ('lease_expired', 'reaped'), 'summary', c.summary, 'artifact', c.artifact),
+        'died', c.died, 'summary', c.summary, 'artifact', c.artifact),
       'attempts', jsonb_build_object(
   'total', u.attempts_total,
   'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
@@ -287,7 +287,7 @@ outbox AS (
       ) w GROUP BY w.k) z),
   'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
       SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
-                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+                                       'died', attempt_died(o.outcome::attempt_outcome)) AS j
         FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
        WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
   'omitted',
@@ -295,17 +295,17 @@ outbox AS (
     FROM upd u JOIN closed c ON c.todo_id = u.id
     CROSS JOIN LATERAL (SELECT CASE
         WHEN u.state = 'pending' THEN 'todo.ready'
-        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
     CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
    WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
-       (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
-       c.summary AS closed_summary, c.artifact AS closed_artifact,
+       c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'failed')::text)
@@ -328,7 +328,7 @@ closed AS (
     FROM locked l
    WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
-            a.summary, a.artifact
+            a.summary, a.artifact, attempt_died(a.outcome) AS died
 ),
 upd AS (
   UPDATE todos t SET state = 'pending', owner = NULL, lease_expires_at = NULL,
@@ -347,7 +347,7 @@ outbox AS (
              'endpoint_id', u.endpoint_id))
          || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
       'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
-        'died', c.outcome IN ('lease_expired', 'reaped'), 'summary', c.summary, 'artifact', c.artifact),
+        'died', c.died, 'summary', c.summary, 'artifact', c.artifact),
       'attempts', jsonb_build_object(
   'total', u.attempts_total,
   'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
@@ -359,7 +359,7 @@ outbox AS (
       ) w GROUP BY w.k) z),
   'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
       SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
-                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+                                       'died', attempt_died(o.outcome::attempt_outcome)) AS j
         FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
        WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
   'omitted',
@@ -367,17 +367,17 @@ outbox AS (
     FROM upd u JOIN closed c ON c.todo_id = u.id
     CROSS JOIN LATERAL (SELECT CASE
         WHEN u.state = 'pending' THEN 'todo.ready'
-        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
     CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
    WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
-       (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
-       c.summary AS closed_summary, c.artifact AS closed_artifact,
+       c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'released')::text)
@@ -419,7 +419,7 @@ UPDATE todos t SET state = 'canceled', next_retry_at = NULL,
    AND (t.state = 'pending' OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
           t.lease_expires_at, t.next_retry_at,
-          (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result,
+          todo_dead_letter(t.state, t.next_retry_at) AS dead_letter, t.payload, t.routing, t.result,
           t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
           pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
@@ -433,7 +433,7 @@ UPDATE todos t SET state = 'canceled', next_retry_at = NULL,
    AND (t.state = 'pending' OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
           t.lease_expires_at, t.next_retry_at,
-          (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter, t.payload, t.routing, t.result,
+          todo_dead_letter(t.state, t.next_retry_at) AS dead_letter, t.payload, t.routing, t.result,
           t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
           pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
@@ -445,7 +445,7 @@ WITH upd AS (
   UPDATE todos t SET state = 'pending', attempt = 0, next_retry_at = NULL,
       updated_at = coalesce(%(now)s::timestamptz, now())
    WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
-     AND t.state = 'failed' AND t.next_retry_at IS NULL
+     AND todo_dead_letter(t.state, t.next_retry_at)
   RETURNING t.*
 ),
 outbox AS (
@@ -458,14 +458,14 @@ outbox AS (
     FROM upd u
     CROSS JOIN LATERAL (SELECT CASE
         WHEN u.state = 'pending' THEN 'todo.ready'
-        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
     CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
    WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
-       (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
@@ -477,7 +477,7 @@ WITH upd AS (
   UPDATE todos t SET state = 'pending', attempt = 0, next_retry_at = NULL,
       updated_at = coalesce(%(now)s::timestamptz, now())
    WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
-     AND t.state = 'failed' AND t.next_retry_at IS NULL
+     AND todo_dead_letter(t.state, t.next_retry_at)
   RETURNING t.*
 ),
 outbox AS (
@@ -490,14 +490,14 @@ outbox AS (
     FROM upd u
     CROSS JOIN LATERAL (SELECT CASE
         WHEN u.state = 'pending' THEN 'todo.ready'
-        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
     CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
    WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
-       (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
@@ -506,7 +506,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
 -- name: attempt_replay_lookup
 -- description: The attempts this caller claimed with a token and closed with the verb's outcome, newest first, for a replayed close
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
-       t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter,
+       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
        a.seq AS closed_seq, a.attempt AS closed_attempt, a.outcome::text AS closed_outcome,
        a.disposition::text AS closed_disposition, a.lease_token_hash

@@ -3,7 +3,7 @@
 -- name: todo_get
 -- description: One todo of the agent's queues with its chain, usage totals, newest attempts and live outcome counts
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
-       t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter,
+       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
        t.pruned_outcomes, t.continues_id,
        (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS continued_by_id,
@@ -27,7 +27,7 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
   )
   SELECT json_build_object('truncated', max(c.n) > %(chain_max)s::int, 'links', json_agg(json_build_object(
            'id', c.id, 'title', c.title, 'state', c.state, 'dead_letter',
-               (c.state = 'failed' AND c.next_retry_at IS NULL),
+               todo_dead_letter(c.state, c.next_retry_at),
            'attempts_total', c.attempts_total, 'last_outcome', l.outcome, 'last_summary', left(l.line, 80),
            'last_summary_cut', coalesce(length(l.line) > 80, false)) ORDER BY c.pos))
     FROM kept c
@@ -49,7 +49,7 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 -- name: todo_get_human
 -- description: One todo of the human's endpoints with its chain, usage totals, newest attempts and live outcome counts
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
-       t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter,
+       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
        t.pruned_outcomes, t.continues_id,
        (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS continued_by_id,
@@ -73,7 +73,7 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
   )
   SELECT json_build_object('truncated', max(c.n) > %(chain_max)s::int, 'links', json_agg(json_build_object(
            'id', c.id, 'title', c.title, 'state', c.state, 'dead_letter',
-               (c.state = 'failed' AND c.next_retry_at IS NULL),
+               todo_dead_letter(c.state, c.next_retry_at),
            'attempts_total', c.attempts_total, 'last_outcome', l.outcome, 'last_summary', left(l.line, 80),
            'last_summary_cut', coalesce(length(l.line) > 80, false)) ORDER BY c.pos))
     FROM kept c
@@ -95,11 +95,11 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 -- name: todo_list_by_created
 -- description: A page of the agent's todos matching the list's filters, newest created first
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
-       t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter,
+       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at,
        t.updated_at FROM todos t WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
    AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
-   AND (NOT %(dead_letter)s OR (t.state = 'failed' AND t.next_retry_at IS NULL))
+   AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
    AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
    AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
         ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
@@ -113,11 +113,11 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 -- name: todo_list_by_updated
 -- description: A page of the agent's todos matching the list's filters, newest updated first
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
-       t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter,
+       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at,
        t.updated_at FROM todos t WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
    AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
-   AND (NOT %(dead_letter)s OR (t.state = 'failed' AND t.next_retry_at IS NULL))
+   AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
    AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
    AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
         ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
@@ -131,14 +131,14 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 -- name: todo_list_by_created_human
 -- description: A page of the human's todos matching the list's filters, newest created first, each with its newest attempt
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
-       t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter,
+       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, l.*
   FROM (SELECT t.* FROM endpoints e CROSS JOIN LATERAL (
           SELECT t.* FROM todos t
            WHERE t.endpoint_id = e.id
              AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
    AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
-   AND (NOT %(dead_letter)s OR (t.state = 'failed' AND t.next_retry_at IS NULL))
+   AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
    AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
    AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
         ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
@@ -161,13 +161,13 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 -- name: todo_list_by_updated_human
 -- description: A page of the human's todos matching the list's filters, newest updated first, each with its newest attempt
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
-       t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter,
+       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, l.*
   FROM (SELECT t.* FROM todos t
          WHERE t.endpoint_id = ANY (ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
            AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
    AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
-   AND (NOT %(dead_letter)s OR (t.state = 'failed' AND t.next_retry_at IS NULL))
+   AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
    AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
    AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
         ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
@@ -187,11 +187,11 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 -- name: todo_list_row_human
 -- description: One of the human's todos as a list row and whether it matches the list's filters (a live stream's changed todo)
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
-       t.lease_expires_at, t.next_retry_at, (t.state = 'failed' AND t.next_retry_at IS NULL) AS dead_letter,
+       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, l.*,
        coalesce((%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
    AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
-   AND (NOT %(dead_letter)s OR (t.state = 'failed' AND t.next_retry_at IS NULL))
+   AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
    AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
    AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
         ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
@@ -234,7 +234,7 @@ SELECT jsonb_build_object(
       ) w GROUP BY w.k) z),
   'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
       SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
-                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+                                       'died', attempt_died(o.outcome::attempt_outcome)) AS j
         FROM attempts a CROSS JOIN LATERAL (SELECT a.outcome::text AS outcome) o
        WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT 10) x),
   'omitted',

@@ -16,7 +16,7 @@ closed AS (
     FROM cand
    WHERE a.todo_id = cand.id AND a.seq = cand.attempts_total AND a.outcome IS NULL
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
-            a.summary, a.summary_truncated, a.artifact, a.claimant
+            a.summary, a.summary_truncated, a.artifact, a.claimant, attempt_died(a.outcome) AS died
 ),
 upd AS (
   UPDATE todos t
@@ -35,7 +35,7 @@ outbox AS (
              'endpoint_id', u.endpoint_id))
          || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
       'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
-        'died', c.outcome IN ('lease_expired', 'reaped'), 'summary', c.summary, 'artifact', c.artifact),
+        'died', c.died, 'summary', c.summary, 'artifact', c.artifact),
       'attempts', jsonb_build_object(
   'total', u.attempts_total,
   'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
@@ -47,7 +47,7 @@ outbox AS (
       ) w GROUP BY w.k) z),
   'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
       SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
-                                       'died', coalesce(o.outcome IN ('lease_expired', 'reaped'), false)) AS j
+                                       'died', attempt_died(o.outcome::attempt_outcome)) AS j
         FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
        WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
   'omitted',
@@ -55,14 +55,14 @@ outbox AS (
     FROM upd u JOIN closed c ON c.todo_id = u.id
     CROSS JOIN LATERAL (SELECT CASE
         WHEN u.state = 'pending' THEN 'todo.ready'
-        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
     CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
    WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
-       (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        row_to_json(closed) AS closed, pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
@@ -93,14 +93,14 @@ outbox AS (
     FROM upd u
     CROSS JOIN LATERAL (SELECT CASE
         WHEN u.state = 'pending' THEN 'todo.ready'
-        WHEN u.state = 'failed' AND u.next_retry_at IS NULL THEN 'todo.dead_lettered' END AS event) ev
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
     CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
    WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
-       (upd.state = 'failed' AND upd.next_retry_at IS NULL) AS dead_letter, upd.payload, upd.routing,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
@@ -111,7 +111,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
 WITH old AS (
   SELECT t.id FROM todos t
    WHERE t.updated_at < coalesce(%(now)s::timestamptz, now()) - %(retention_seconds)s * interval '1 second'
-     AND (t.state IN ('done', 'canceled') OR (t.state = 'failed' AND t.next_retry_at IS NULL))
+     AND todo_ended(t.state, t.next_retry_at)
    LIMIT %(batch)s
    FOR UPDATE OF t SKIP LOCKED
 ),
