@@ -1,4 +1,6 @@
--- accounts.sql
+-- Users and endpoints (board/accounts.py). An endpoint's revocation dead-letters each of its
+-- held todos, closing the open attempt revoked/dead_lettered, and tells every process to
+-- drop the endpoint from its cache of authenticated tokens.
 
 -- name: user_insert
 -- description: Creates a user

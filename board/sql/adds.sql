@@ -1,4 +1,10 @@
--- adds.sql
+-- Adds: -> pending, with hook events. A continuation continues a todo of the caller's that
+-- has ended (todo_ended) and has no successor yet, in one statement: the predecessor is
+-- locked FOR SHARE, so a manual retry or a deletion waits until the insert commits; two adds
+-- continuing one todo race on todo_successors' primary key, and the loser inserts nothing.
+-- A human's continuation goes on the predecessor's endpoint, so a chain never spans
+-- endpoints. A human's add goes through one of their live endpoints granted the queue,
+-- locked FOR SHARE so a revocation committing meanwhile is waited for.
 
 -- name: todo_add
 -- description: An agent adds a todo: -> pending, with hook events

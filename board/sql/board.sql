@@ -1,4 +1,8 @@
--- board.sql
+-- Queue pauses (migration 0003), the Board's overview and the counts /metrics and /readyz
+-- read, each scoped to the owning human in the statement where it has one. The overview's
+-- counts are an index-only scan of each of the human's endpoints' created index (an
+-- aggregate per endpoint); its chart reads attempts closed in the window through the BRIN
+-- index on ended_at.
 
 -- name: queue_pause
 -- description: The human pauses a queue of their endpoints (already paused: no row, nothing notified)

@@ -1,4 +1,41 @@
--- claims.sql
+-- Claims: pending -> claimed, or claimed with a lapsed lease -> claimed (a takeover). Each
+-- opens one attempt, seq = the todo's new attempts_total, in the statement that updates the
+-- todo (REQ-2); a takeover first closes the lapsed attempt lease_expired/requeued; the full
+-- path prunes the oldest closed attempts past the per-todo cap, folding their outcomes and
+-- usage into todos.pruned_outcomes and pruned_usage (REQ-3, REQ-11).
+--
+-- Each claim comes as a fast statement, tried first (a pending todo whose history needs no
+-- pruning: only the attempt insert joins the todos update, which is the statement itself,
+-- so its RETURNING is the response), and a full one run when the fast one finds nothing
+-- (a lapsed lease, a capped history, nothing pending). They are separate statements, not
+-- one with a parameter, because each has its own plan.
+--
+-- Scope is written out per statement: an agent's is its endpoint and granted queues (two
+-- keyed conditions), a human's the endpoints of the user (a sub-select); one statement
+-- choosing between them would plan for neither. An agent records its endpoint as claimer,
+-- the Board records the owner and no endpoint (REQ-1).
+--
+-- A queue the caller's human has paused (migration 0003): an agent's claim probes the small
+-- queue_pauses table by its key for each candidate row (an anti-join: the scan stops at the
+-- first row of a live queue, and the planner judges it as passing nearly every row, so
+-- claim_next still walks the pending index). Not phrased as "queue <> ALL(the paused ones)":
+-- the planner reads that as matching almost no row and scans and sorts the whole table.
+-- The probe is a few per cent of a claim's server work, so a server process whose pause
+-- cache (board/pause_cache.py) vouches for the caller's paused queues runs the _unpaused
+-- claim_next statements, which leave it out; a claim by id always probes. The Board's own
+-- claim is not held back by a pause.
+--
+-- claim_next takes the oldest pending todo, else a lapsed lease (the reaper returns the rest
+-- to pending soon anyway). Two locking scans, because one with an OR could not use the
+-- pending-only index; the lapsed scan runs only when no pending todo was found. A lapsed
+-- lease on a todo's last allowed attempt is never taken over: the reaper dead-letters it.
+--
+-- A claim returns neither the state, owner, next_retry_at nor dead_letter: a claimed todo
+-- has a holder and no retry time (the todos_consistent trigger), and the store fills them
+-- in. Prior attempts come from attempt_prior, called only for a todo claimed before, and a
+-- continuing todo's predecessor from todo_continuation, called only when continues_id is
+-- set: as sub-selects, the executor would set them up on every claim. The counts passed in
+-- (prior_attempts, prior_notes) are board/vocabulary.py's.
 
 -- name: todo_claim_next_fast
 -- description: claim_next's first try: the oldest pending todo of the agent's queues whose history needs no pruning -> claimed, opening an attempt

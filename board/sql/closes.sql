@@ -1,4 +1,35 @@
--- closes.sql
+-- Closes: a held todo -> its next state, closing the open attempt with the verb's outcome
+-- and disposition in the same statement (REQ-3). Every close locks the todo row first (todo
+-- before attempt, as everywhere), closes the open attempt, and updates the todo only if the
+-- attempt closed: a miss (the fence, the wrong state or holder, an attempt closed since the
+-- statement's snapshot) writes nothing, so no close needs a rollback.
+--
+-- An open attempt is found by its primary key (todo_id, seq = the todo's attempts_total)
+-- and tested with "outcome IS NULL", the same as "ended_at IS NULL" since every statement
+-- sets ended_at, outcome and disposition together; phrased on ended_at, the planner could
+-- walk the partial index of every open attempt instead of one key probe.
+--
+-- The state test is "= ANY(from_states)", a parameter even where one state is meant: a
+-- literal 'claimed' would let a generic plan reach the row through todos_claimed_idx.
+--
+-- The fence (REQ-6), one guard in each holder statement:
+--   AND (token_checked OR a.lease_token_hash IS NULL)
+-- With no lease token the store passes token_checked false, and only an attempt claimed
+-- without a token qualifies; with one, the store has compared the token with the open
+-- attempt's in the same transaction, the todo locked (Store._fenced), and passes true. The
+-- owning human's closes (_human) are exempt from the fence, and void the holder's token, so
+-- only a close the token made can be replayed with it (attempt_replay_lookup).
+--
+-- complete and cancel write no hook events and close with a fixed outcome, disposition and
+-- state, so their todos update is the statement itself and returns neither (the store
+-- fills them in). fail and release write hook events, which need the updated row, so their
+-- todos update is a CTE feeding the outbox: one hook_events row per configured URL when a
+-- transition makes a todo ready or dead-letters it (none with no URLs configured), a dead
+-- letter with its closing attempt and the exact attempt summary (REQ-15): per-outcome
+-- counts over the whole history, the 10 most recent attempts, and how many were left out.
+--
+-- Usage (migration 0004): an agent's close sets what it reported, each value cast to its
+-- domain; what it did not report is null, as the attempt's columns were.
 
 -- name: todo_complete
 -- description: The holder completes: claimed -> done, closing its attempt completed/done with the usage it reported (nulls: none)

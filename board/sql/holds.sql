@@ -1,4 +1,7 @@
--- holds.sql
+-- Held todos, not closed: heartbeat (extends the lease on the todo and its open attempt,
+-- REQ-4), interrupt and resume (the attempt stays open across both, REQ-2), a note on the
+-- open attempt (activity, not a lease), and the fence lookup. Each locks the todo row first.
+-- The fence guard and token_checked are as in closes.sql.
 
 -- name: todo_heartbeat
 -- description: The holder extends its lease: claimed -> claimed, on the todo and its open attempt; token_checked: the store compared the lease token

@@ -1,4 +1,16 @@
--- reads.sql
+-- Reads, each filtered by the caller's scope in the same statement (REQ-10). They change
+-- nothing, so the store may run one again on a fresh connection (store.READS).
+--
+-- The list's filters are each a no-op when their parameter is null. The claimant filter
+-- probes the newest attempt by primary key (a scalar sub-select: an EXISTS would be planned
+-- as a hash of every attempt with that claimant). A human's todos span their endpoints:
+-- sorted by created time, each endpoint walks its (endpoint_id, created_at DESC, id) index
+-- and stops at a page; sorted by updated time, each endpoint's matching todos are sorted
+-- (an index on updated_at would end a heartbeat's heap-only update).
+--
+-- get_todo's chain walks the continuation chain both ways from the todo, by primary key up
+-- and through todo_successors down, each link in the caller's scope, at most chain_max
+-- links each way (board/vocabulary.py's CHAIN_MAX).
 
 -- name: todo_get
 -- description: One todo of the agent's queues with its chain, usage totals, newest attempts and live outcome counts

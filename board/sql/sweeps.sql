@@ -1,4 +1,6 @@
--- sweeps.sql
+-- Sweeps: system-wide, no caller scope, reading nothing out (REQ-10), a batch at a time with
+-- SKIP LOCKED so several processes can run them. Hook delivery leases due events first:
+-- a process that dies mid-delivery only delays an event, another retries it after the lease.
 
 -- name: attempts_reap_lapsed
 -- description: The reaper: claimed with a lapsed lease -> pending or dead letter, closing each attempt reaped, a batch at a time
