@@ -1,6 +1,7 @@
 """The one transactional store: it runs every statement that reads or changes todos,
-attempts, users and endpoints (the statements are in board/sql/, loaded by board/queries.py; users and endpoints
-are the Accounts part, board/accounts.py; input shaping is board/inputs.py).
+attempts, users and endpoints (the statements are board/sql/*.sql, loaded by board/queries.py;
+users and endpoints are the Accounts part, board/accounts.py; input shaping is
+board/inputs.py).
 
 Each transition is a compare-and-set written as one statement of data-modifying CTEs:
 the todo row is locked first (always todo before attempt, so transitions never deadlock),

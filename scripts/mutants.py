@@ -62,10 +62,15 @@ class Mutant:
     replace: str
     tests: tuple[str, ...]
     why: str
-    # In a file of board/sql/, the statement whose text holds the target; it must occur
-    # there `times` times (every occurrence is mutated), wherever else the file has it.
-    statement: str | None = None
+    # In a file of board/sql/, the statement (or statements) whose text holds the target; it
+    # must occur there `times` times in all (every occurrence is mutated), wherever else the
+    # file has it.
+    statement: str | tuple[str, ...] | None = None
     times: int = 1
+
+    @property
+    def statements(self) -> tuple[str, ...]:
+        return (self.statement,) if isinstance(self.statement, str) else self.statement or ()
 
 
 SQL = "board/sql/"
@@ -171,7 +176,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("prune-count-revoked", "prune", SQL + "claims.sql",
            _PRUNED_BY_OUTCOME,
            _PRUNED_BY_OUTCOME.replace("FROM pruned", "FROM pruned WHERE outcome <> 'revoked'"),
-           (PRUNE,), "pruned revoked attempts are not counted", "todo_claim"),
+           (PRUNE,), "pruned revoked attempts are not counted (the Board's claim prunes them: the endpoint "
+           "is revoked)", "todo_claim_human"),
     Mutant("prune-count-merge", "prune", SQL + "claims.sql",
            "ELSE t.pruned_outcomes || coalesce((", "ELSE coalesce((",
            (PRUNE,), "a prune forgets the outcomes earlier prunes counted that it prunes none of", "todo_claim"),
@@ -201,7 +207,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("pause-scope", "pause", SQL + "claims.sql",
            "FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)",
            "FROM queue_pauses p WHERE p.queue = t.queue)",
-           (PAUSES,), "one human's pause holds another human's agents back", "todo_claim_next_fast"),
+           (PAUSES,), "one human's pause holds another human's agents back",
+           ("todo_claim_next_fast", "todo_claim_next"), times=3),
     Mutant("overview-counts-scope", "pause", SQL + "board.sql",
            "     WHERE e.user_id = %(user_id)s\n     GROUP BY x.queue) c", "     GROUP BY x.queue) c",
            (PAUSES,), "the overview counts another human's todos", "overview_counts"),
@@ -223,12 +230,12 @@ def check(mutants) -> list[str]:
     problems = []
     for m in mutants:
         text = (ROOT / m.file).read_text()
-        span = statement_span(text, m.statement) if m.statement else (0, len(text))
-        if span is None:
-            problems.append(f"{m.name}: {m.file} has no statement {m.statement}")
+        spans = [statement_span(text, name) for name in m.statements] if m.statement else [(0, len(text))]
+        if None in spans:
+            problems.append(f"{m.name}: {m.file} lacks a statement of {', '.join(m.statements)}")
             continue
-        count = text[span[0]:span[1]].count(m.find)
-        where = f"statement {m.statement} of {m.file}" if m.statement else m.file
+        count = sum(text[start:end].count(m.find) for start, end in spans)
+        where = f"statements {', '.join(m.statements)} of {m.file}" if m.statement else m.file
         if count != m.times:
             problems.append(f"{m.name}: its text occurs {count} times in {where}, not {m.times}")
         elif m.file.startswith("migrations/"):
@@ -250,8 +257,10 @@ def mutated(text: str, m: Mutant) -> str:
     """text with the mutant applied: every occurrence in its statement, or the one in its file."""
     if m.statement is None:
         return text.replace(m.find, m.replace, 1)
-    start, end = statement_span(text, m.statement)
-    return text[:start] + text[start:end].replace(m.find, m.replace) + text[end:]
+    for name in m.statements:
+        start, end = statement_span(text, name)
+        text = text[:start] + text[start:end].replace(m.find, m.replace) + text[end:]
+    return text
 
 
 # A mutant in a migration must edit what runs. An object (function, view, trigger, index,
