@@ -45,14 +45,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import claim_contention as cc  # noqa: E402
 from board.store import store as st  # noqa: E402
+from board.store.queries import QUERIES  # noqa: E402
 from board.config import Settings  # noqa: E402
 from board.store.db import EmbeddedPostgres, open_pool  # noqa: E402
 
 # variant -> (claim statement, complete statement, schema)
 VARIANTS = {
-    "baseline": (cc.BASELINE_CLAIM_NEXT, cc.BASELINE_COMPLETE, "pre-change"),
-    "no-attempts": (cc.BASELINE_CLAIM_NEXT, cc.BASELINE_COMPLETE, "today"),
-    "attempts": (st.SQL_CLAIM_NEXT_FAST_UNPAUSED, st.SQL_CLOSE_AGENT[("complete", st.UNFENCED)], "today"),
+    "baseline": (cc.BASELINE_CLAIM_NEXT.sql, cc.BASELINE_COMPLETE.sql, "pre-change"),
+    "no-attempts": (cc.BASELINE_CLAIM_NEXT.sql, cc.BASELINE_COMPLETE.sql, "today"),
+    "attempts": (QUERIES["todo_claim_next_fast_unpaused"].sql, QUERIES["todo_complete"].sql, "today"),
 }
 DESCRIBED = {
     "baseline": "before SPEC-0034: its statements on its schema (0001)",
@@ -93,7 +94,8 @@ async def params_for(url: str, token: str) -> tuple[dict, dict]:
         claim = store._params(agent, claim_queues=list(agent.queues), claimant=None, lease_seconds=60.0,
                               history_max=50, claimer_session="bench", token_hash=None)
         close = store._params(agent, summary=None, summary_truncated=False, artifact=None, result=None,
-                              from_states=["claimed"])
+                              from_states=["claimed"], token_checked=False, input_tokens=None, output_tokens=None,
+                              cost_usd=None, model=None)
         return claim, close
     finally:
         await pool.close()

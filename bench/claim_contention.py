@@ -33,11 +33,12 @@ against attempts with a confidence interval: a schema change measured side by si
 separate runs would differ by more than the change.
 
 --statements NAME=PATH does the same for a change of statements: the store with the claim_next
-and complete statements of PATH (another checkout's board/statements.py; its schema must be
-today's), e.g. what a branch's statements cost against those of the branch it started from:
+and complete statements of PATH (another checkout's board/store/sql or board/sql folder, or the board/statements.py
+of a checkout from before the SQL files; its schema must be today's), e.g. what a branch's
+statements cost against those of the branch it started from:
 
     git archive BASE | tar -x -C /tmp/base
-    python bench/claim_contention.py --workers 8 32 --statements base=/tmp/base/board/statements.py
+    python bench/claim_contention.py --workers 8 32 --statements base=/tmp/base/board/store/sql
 
 Uses DATABASE_URL when set (it needs CREATE DATABASE), else an embedded Postgres under
 ./.switchboard/bench, restarted with shared_buffers 1GB (--shared-buffers) so that every
@@ -67,6 +68,7 @@ from psycopg.adapt import Transformer
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from board.store import store as st  # noqa: E402
+from board.store.queries import QUERIES, Query, load  # noqa: E402
 from board.config import Settings  # noqa: E402
 from board.store.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
 from board.live.fanout import Fanout  # noqa: E402
@@ -120,6 +122,8 @@ SELECT """ + _PRE_CHANGE_TODO_COLS.format(r="upd") + """, pg_notify('switchboard
   'kind', 'claimed')::text) FROM upd
 """
 
+BASELINE_CLAIM_NEXT = Query("baseline_claim_next", "claim_next before SPEC-0034", BASELINE_CLAIM_NEXT, __file__)
+
 BASELINE_COMPLETE = """
 UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result = %(result)s,
        updated_at = coalesce(%(now)s::timestamptz, now())
@@ -129,6 +133,7 @@ RETURNING """ + _PRE_CHANGE_TODO_COLS.format(r="t") + """, pg_notify('switchboar
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
   'kind', 'complete')::text)
 """
+BASELINE_COMPLETE = Query("baseline_complete", "complete before SPEC-0034", BASELINE_COMPLETE, __file__)
 assert st.NOTIFY_CHANNEL == "switchboard_v1"
 
 
@@ -247,9 +252,9 @@ def drop(admin: str, name: str) -> None:
 async def show_plans(url: str, token: str) -> None:
     """The generic plans the pool runs (plan_cache_mode=force_generic_plan), scans only."""
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        for title, text in (("claim_next (fast path)", st.SQL_CLAIM_NEXT_FAST_UNPAUSED),
-                            ("claim_next (takeover/pruning path)", st.SQL_CLAIM_NEXT_UNPAUSED),
-                            ("complete", st.SQL_CLOSE_AGENT[("complete", st.UNFENCED)])):
+        for title, text in (("claim_next (fast path)", QUERIES["todo_claim_next_fast_unpaused"].sql),
+                            ("claim_next (takeover/pruning path)", QUERIES["todo_claim_next_unpaused"].sql),
+                            ("complete", QUERIES["todo_complete"].sql)):
             query = PostgresQuery(Transformer(conn))
             query.convert(text, {name: None for name in re.findall(r"%\((\w+)\)s", text)})
             cur = await conn.execute(b"EXPLAIN (GENERIC_PLAN, COSTS OFF) " + query.query)
@@ -260,20 +265,31 @@ async def show_plans(url: str, token: str) -> None:
                 print(f"  WARNING: {title} has a sequential scan")
 
 
-def statements_store(name: str, path: str) -> type[st.Store]:
-    """The shipped store, but claim_next and an unfenced complete send the statements of the
-    statements module at path (the --statements variants)."""
+def other_statements(name: str, path: str) -> tuple[Query, Query, Query]:
+    """claim_next's fast and full statements (unpaused, as a server runs them) and an unfenced
+    complete, from a board/store/sql (or board/sql) folder or a statements module of before the SQL files."""
+    if Path(path).is_dir():
+        found = load(Path(path))
+        return found["todo_claim_next_fast_unpaused"], found["todo_claim_next_unpaused"], found["todo_complete"]
     spec = importlib.util.spec_from_file_location(f"bench_statements_{name}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    texts = (getattr(mod, "SQL_CLAIM_NEXT_FAST_UNPAUSED", mod.SQL_CLAIM_NEXT_FAST),
+             getattr(mod, "SQL_CLAIM_NEXT_UNPAUSED", mod.SQL_CLAIM_NEXT),
+             mod.SQL_CLOSE_AGENT[("complete", "unfenced")])
+    return tuple(Query(f"{name}_{i}", f"statement {i} of {path}", text, path) for i, text in enumerate(texts))
+
+
+def statements_store(name: str, path: str) -> type[st.Store]:
+    """The shipped store, but claim_next and an unfenced complete send the statements of
+    path (the --statements variants)."""
+    claim_fast, claim_full, complete = other_statements(name, path)
 
     class StatementsStore(st.Store):
         async def todo_claim_next(self, caller, *, queue=None, claimant=None, require_fence=False,
                                   lease_seconds=None, now=None):
             caller.require("claim_next")
-            sqls = (getattr(mod, "SQL_CLAIM_NEXT_FAST_UNPAUSED", mod.SQL_CLAIM_NEXT_FAST),  # as a server runs it
-                    getattr(mod, "SQL_CLAIM_NEXT_UNPAUSED", mod.SQL_CLAIM_NEXT))
-            return await self._claim(caller, sqls,
+            return await self._claim(caller, (claim_fast, claim_full),
                                      {"claim_queues": list(caller.queues)}, claimant, require_fence, lease_seconds,
                                      now, op="claim_next", todo_id=None)
 
@@ -282,9 +298,9 @@ def statements_store(name: str, path: str) -> type[st.Store]:
             inputs = self._closing(summary, artifact, result, with_result=True, op="complete", todo_id=todo_id)
             caller.require("complete")
             params = self._params(caller, id=todo_id, **inputs, now=now, from_states=["claimed"],
-                                  retry_base=self.settings.retry_base_seconds, retry_max=self.settings.retry_max_seconds)
-            row = await self._fetch(mod.SQL_CLOSE_AGENT[("complete", st.UNFENCED)], params, op="complete",
-                                    todo_id=todo_id, one=True)
+                                  retry_base=self.settings.retry_base_seconds, retry_max=self.settings.retry_max_seconds,
+                                  token_checked=False, input_tokens=None, output_tokens=None, cost_usd=None, model=None)
+            row = await self._fetch(complete, params, op="complete", todo_id=todo_id, one=True)
             if row is None:
                 raise await self._classify(caller, todo_id, "complete", params)
             return self._closed("complete", todo_id, row)
@@ -420,7 +436,7 @@ async def main() -> None:
                          "attempts_todo_id_fkey'")
     ap.add_argument("--statements", action="append", default=[], metavar="NAME=PATH",
                     help="also run the store with the claim_next and complete statements of PATH (a "
-                         "board/statements.py for today's schema), compared with attempts in the same slices; "
+                         "board/store/sql or board/sql folder, or an older board/statements.py, for today's schema), compared with attempts in the same slices; "
                          "repeatable")
     ap.add_argument("--same-schema", action="store_true",
                     help="also run the pre-change statements on today's schema (the attempt writes' own cost)")

@@ -50,6 +50,11 @@ CREATE TYPE public.todo_state AS ENUM (
     'failed',
     'canceled'
 );
+CREATE FUNCTION public.attempt_died(outcome public.attempt_outcome) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT coalesce(outcome IN ('lease_expired', 'reaped'), false)
+$$;
 CREATE FUNCTION public.attempt_notes_newest(todo_id text, seq integer, n integer) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $_$
@@ -63,6 +68,13 @@ CREATE FUNCTION public.attempt_prior(todo_id text, n integer) RETURNS json
     AS $_$
   SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json)
     FROM (SELECT a.seq, attempt_public_notes(a, 3) AS j FROM attempts a
+           WHERE a.todo_id = $1 AND a.ended_at IS NOT NULL ORDER BY a.seq DESC LIMIT $2) x
+$_$;
+CREATE FUNCTION public.attempt_prior(todo_id text, n integer, notes integer) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $_$
+  SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json)
+    FROM (SELECT a.seq, attempt_public_notes(a, $3) AS j FROM attempts a
            WHERE a.todo_id = $1 AND a.ended_at IS NOT NULL ORDER BY a.seq DESC LIMIT $2) x
 $_$;
 CREATE TABLE public.attempts (
@@ -99,7 +111,7 @@ CREATE FUNCTION public.attempt_public(a public.attempts) RETURNS json
     'claimer_kind', a.claimer_kind, 'claimant', a.claimant, 'claimed_at', a.claimed_at,
     'last_heartbeat_at', a.last_heartbeat_at, 'lease_expires_at', a.lease_expires_at,
     'ended_at', a.ended_at, 'outcome', a.outcome, 'disposition', a.disposition,
-    'died', coalesce(a.outcome IN ('lease_expired', 'reaped'), false),
+    'died', attempt_died(a.outcome),
     'summary', a.summary, 'summary_truncated', a.summary_truncated, 'artifact', a.artifact,
     'notes_count', coalesce(a.notes_count, 0), 'notes_pruned', coalesce(a.notes_pruned, 0),
     'last_note_at', a.last_note_at,
@@ -124,6 +136,26 @@ CREATE FUNCTION public.todo_continuation(pred_id text, endpoint uuid) RETURNS js
                       WHERE a.todo_id = p.id AND a.ended_at IS NOT NULL ORDER BY a.seq DESC LIMIT 1))
     FROM todos p WHERE p.id = $1 AND p.endpoint_id = $2
 $_$;
+CREATE FUNCTION public.todo_continuation(pred_id text, endpoint uuid, notes integer) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $_$
+  SELECT json_build_object('id', p.id, 'state', p.state,
+    'dead_letter', todo_dead_letter(p.state, p.next_retry_at), 'result', p.result,
+    'attempts_total', p.attempts_total,
+    'last_attempt', (SELECT attempt_public_notes(a, $3) FROM attempts a
+                      WHERE a.todo_id = p.id AND a.ended_at IS NOT NULL ORDER BY a.seq DESC LIMIT 1))
+    FROM todos p WHERE p.id = $1 AND p.endpoint_id = $2
+$_$;
+CREATE FUNCTION public.todo_dead_letter(state public.todo_state, next_retry_at timestamp with time zone) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT state = 'failed' AND next_retry_at IS NULL
+$$;
+CREATE FUNCTION public.todo_ended(state public.todo_state, next_retry_at timestamp with time zone) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT state IN ('done', 'canceled') OR todo_dead_letter(state, next_retry_at)
+$$;
 CREATE FUNCTION public.todos_consistent() RETURNS trigger
     LANGUAGE plpgsql
     AS $$

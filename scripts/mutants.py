@@ -2,7 +2,8 @@
 should notice; a mutant the tests do not kill is a guard nothing holds.
 
 Each mutant names one exact piece of source text and what it becomes. The text must occur
-exactly once in its file, and in a migration it must be part of the definition that runs:
+exactly once in its file (in a board/store/sql/ file, as often as the mutant says in the statement
+it names, all of them mutated), and in a migration it must be part of the definition that runs:
 not a comment, and not in an object a later migration replaces (the list fails loudly when
 the code moves on without it, so the list is kept with the code: add a mutant with every new
 guard). A mutant is applied to a copy of the package in a temporary folder, never to the
@@ -44,6 +45,12 @@ PRUNE = "tests/integration/test_prune_counts.py"
 
 # How a claim counts the attempts it prunes, by outcome, into todos.pruned_outcomes.
 _PRUNED_BY_OUTCOME = "FROM (SELECT outcome::text AS outcome, count(*) AS n FROM pruned GROUP BY 1) p), '{}') END,"
+# The fence guard of a holder statement: without a token (token_checked false) only an
+# attempt claimed without one qualifies.
+_FENCE = " AND (%(token_checked)s OR a.lease_token_hash IS NULL)"
+_NOW = "coalesce(%(now)s::timestamptz, now())"
+_AGENT_OWNER = "AND t.owner = %(owner)s"
+_NOT_PAUSED = "     AND NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)\n"
 
 
 @dataclass(frozen=True)
@@ -55,27 +62,42 @@ class Mutant:
     replace: str
     tests: tuple[str, ...]
     why: str
+    # In a file of board/store/sql/, the statement (or statements) whose text holds the target; it
+    # must occur there `times` times in all (every occurrence is mutated), wherever else the
+    # file has it.
+    statement: str | tuple[str, ...] | None = None
+    times: int = 1
+
+    @property
+    def statements(self) -> tuple[str, ...]:
+        return (self.statement,) if isinstance(self.statement, str) else self.statement or ()
 
 
+SQL = "board/store/sql/"
 MUTANTS: tuple[Mutant, ...] = (
     # -- the fence (REQ-6) ---------------------------------------------------------------
-    Mutant("fence-close-without-token", "fence", "board/statements.py",
-           'fence="AND a.lease_token_hash IS NULL" if fence else "",', 'fence="",',
-           (FENCE, LIFECYCLE), "complete, fail and release without a token close a fenced attempt"),
-    Mutant("fence-heartbeat-without-token", "fence", "board/statements.py",
-           "_HEARTBEAT, scope=_AGENT_SCOPE, fence=_FENCE_GUARD[mode],",
-           '_HEARTBEAT, scope=_AGENT_SCOPE, fence="",',
-           (FENCE,), "heartbeat without a token extends a fenced lease"),
-    Mutant("fence-interrupt-without-token", "fence", "board/statements.py",
-           "        fence=_FENCE_GUARD[mode],\n        todo_cols=compose(_TODO_COLS, r=\"upd\"),\n"
-           "        notify=compose(_NOTIFY, r=\"upd\", kind=\"resumed\"",
-           "        fence=\"\",\n        todo_cols=compose(_TODO_COLS, r=\"upd\"),\n"
-           "        notify=compose(_NOTIFY, r=\"upd\", kind=\"resumed\"",
-           (FENCE,), "interrupt and resume without a token move a fenced attempt"),
-    Mutant("fence-note-without-token", "fence", "board/statements.py",
-           'scope=_AGENT_SCOPE, owner="AND t.owner = %(owner)s", fence=_FENCE_GUARD[mode],',
-           'scope=_AGENT_SCOPE, owner="AND t.owner = %(owner)s", fence="",',
-           (FENCE,), "a note without a token lands on a fenced attempt"),
+    Mutant("fence-complete-without-token", "fence", SQL + "closes.sql", _FENCE, "",
+           (FENCE, LIFECYCLE), "complete without a token closes a fenced attempt", "todo_complete"),
+    Mutant("fence-fail-without-token", "fence", SQL + "closes.sql", _FENCE, "",
+           (FENCE, LIFECYCLE), "fail without a token closes a fenced attempt", "todo_fail"),
+    Mutant("fence-release-without-token", "fence", SQL + "closes.sql", _FENCE, "",
+           (FENCE, LIFECYCLE), "release without a token closes a fenced attempt", "todo_release"),
+    Mutant("fence-heartbeat-without-token", "fence", SQL + "holds.sql", _FENCE, "",
+           (FENCE,), "heartbeat without a token extends a fenced lease", "todo_heartbeat"),
+    Mutant("fence-interrupt-without-token", "fence", SQL + "holds.sql", _FENCE, "",
+           (FENCE,), "interrupt without a token moves a fenced attempt", "todo_interrupt"),
+    Mutant("fence-resume-without-token", "fence", SQL + "holds.sql", _FENCE, "",
+           (FENCE,), "resume without a token moves a fenced attempt", "todo_resume"),
+    Mutant("fence-note-without-token", "fence", SQL + "holds.sql", _FENCE, "",
+           (FENCE,), "a note without a token lands on a fenced attempt", "attempt_note_add"),
+    Mutant("fence-unfenced-call-checked", "fence", "board/store/store.py",
+           "return await self._fetch(sql, dict(params, token_checked=False), op=op, todo_id=todo_id, one=True)",
+           "return await self._fetch(sql, dict(params, token_checked=True), op=op, todo_id=todo_id, one=True)",
+           (FENCE,), "a holder call without a token runs as if its token had been checked"),
+    Mutant("fence-unfenced-close-checked", "fence", "board/store/store.py",
+           "row = await self._fetch(_CLOSE_AGENT[kind], dict(params, token_checked=False), op=kind,",
+           "row = await self._fetch(_CLOSE_AGENT[kind], dict(params, token_checked=True), op=kind,",
+           (FENCE,), "a close without a token runs as if its token had been checked"),
     Mutant("fence-any-token-matches", "fence", "board/store/store.py",
            "if stored is None or not hmac.compare_digest(bytes(stored), presented):", "if stored is None:",
            (FENCE,), "a wrong or stale token is accepted"),
@@ -84,25 +106,14 @@ MUTANTS: tuple[Mutant, ...] = (
            "if stored is not None and not hmac.compare_digest(bytes(stored), presented):",
            (LIFECYCLE,), "a made-up token is accepted on an unfenced attempt"),
     # -- owner and state checks ----------------------------------------------------------
-    Mutant("owner-close", "owner", "board/statements.py",
-           'owner="AND t.owner = %(owner)s" if owner else "",', 'owner="",',
-           (FENCE, LIFECYCLE), "another holder's attempt can be closed"),
-    Mutant("owner-heartbeat", "owner", "board/statements.py",
-           "_HEARTBEAT = \"\"\"\nWITH cur AS (\n  SELECT t.id, t.attempts_total FROM todos t\n"
-           "   WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s",
-           "_HEARTBEAT = \"\"\"\nWITH cur AS (\n  SELECT t.id, t.attempts_total FROM todos t\n"
-           "   WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[])",
-           (FENCE,), "another holder's lease can be extended"),
-    Mutant("owner-interrupt", "owner", "board/statements.py",
-           "_INTERRUPT = \"\"\"\nWITH cur AS (\n  SELECT t.id, t.attempts_total FROM todos t\n"
-           "   WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s",
-           "_INTERRUPT = \"\"\"\nWITH cur AS (\n  SELECT t.id, t.attempts_total FROM todos t\n"
-           "   WHERE t.id = %(id)s AND {scope} AND t.state = ANY(%(from_states)s::todo_state[])",
-           (FENCE,), "another holder's attempt can be interrupted or resumed"),
-    Mutant("owner-note", "owner", "board/statements.py",
-           'scope=_AGENT_SCOPE, owner="AND t.owner = %(owner)s", fence=_FENCE_GUARD[mode],',
-           'scope=_AGENT_SCOPE, owner="", fence=_FENCE_GUARD[mode],',
-           (FENCE, NOTES), "another holder's attempt takes a note"),
+    Mutant("owner-close", "owner", SQL + "closes.sql", _AGENT_OWNER, "",
+           (FENCE, LIFECYCLE), "another holder's attempt can be completed", "todo_complete", times=2),
+    Mutant("owner-heartbeat", "owner", SQL + "holds.sql", _AGENT_OWNER, "",
+           (FENCE,), "another holder's lease can be extended", "todo_heartbeat"),
+    Mutant("owner-interrupt", "owner", SQL + "holds.sql", _AGENT_OWNER, "",
+           (FENCE,), "another holder's attempt can be interrupted", "todo_interrupt"),
+    Mutant("owner-note", "owner", SQL + "holds.sql", _AGENT_OWNER, "",
+           (FENCE, NOTES), "another holder's attempt takes a note", "attempt_note_add"),
     Mutant("state-heartbeat-on-interrupted", "state", "board/store/store.py",
            'params = self._params(caller, id=todo_id, lease_seconds=self._lease(lease_seconds), now=now,\n'
            '                              from_states=["claimed"])',
@@ -110,105 +121,101 @@ MUTANTS: tuple[Mutant, ...] = (
            '                              from_states=["claimed", "input_required", "auth_required"])',
            (BOUNDARIES, FENCE), "a heartbeat revives an interrupted todo's lease"),
     # -- locks ---------------------------------------------------------------------------
-    Mutant("lock-claim-by-id", "lock", "board/statements.py",
-           "                                  AND t.attempt < t.max_attempts))\n   FOR UPDATE OF t\n)\"\"\"",
-           "                                  AND t.attempt < t.max_attempts))\n)\"\"\"",
-           (RACES,), "two by-id claims of one todo both win"),
-    Mutant("lock-claim-next", "lock", "board/statements.py",
+    Mutant("lock-claim-by-id", "lock", SQL + "claims.sql",
+           "AND t.attempt < t.max_attempts))\n   FOR UPDATE OF t\n)", "AND t.attempt < t.max_attempts))\n)",
+           (RACES,), "two by-id claims of one todo both win", "todo_claim"),
+    Mutant("lock-claim-next", "lock", SQL + "claims.sql",
            "   ORDER BY t.created_at, t.id\n   LIMIT 1\n   FOR UPDATE OF t SKIP LOCKED",
            "   ORDER BY t.created_at, t.id\n   LIMIT 1",
-           (RACES,), "two claim_next calls take the same todo"),
+           (RACES,), "two claim_next calls take the same todo", "todo_claim_next_fast"),
     # Not listed: dropping the reaper's FOR UPDATE SKIP LOCKED. The attempt's own
     # `outcome IS NULL`, re-checked after a row-lock wait, already keeps a double close out;
     # the lock keeps the todo-then-attempt lock order of every transition (so a takeover and
     # the reaper cannot deadlock), which no bounded test shows.
     # -- boundaries ----------------------------------------------------------------------
-    Mutant("lease-boundary-takeover", "boundary", "board/statements.py",
-           "     AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at <= {NOW}",
-           "     AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at < {NOW}",
-           (BOUNDARIES, LIFECYCLE), "a lease that lapses this instant cannot be taken over by id"),
-    Mutant("lease-boundary-reaper", "boundary", "board/statements.py",
-           "   WHERE t.state = 'claimed' AND t.lease_expires_at <= {NOW}\n",
-           "   WHERE t.state = 'claimed' AND t.lease_expires_at < {NOW}\n",
-           (BOUNDARIES, LIFECYCLE), "the reaper misses a lease that lapses this instant"),
-    Mutant("cap-boundary-takeover", "boundary", "board/statements.py",
-           "     AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at <= {NOW}\n"
-           "                                  AND t.attempt < t.max_attempts))",
-           "     AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at <= {NOW}\n"
-           "                                  AND t.attempt <= t.max_attempts))",
-           (BOUNDARIES, LIFECYCLE), "the last allowed attempt's lapsed lease is taken over instead of dead-lettered"),
-    Mutant("cap-boundary-fail", "boundary", "board/statements.py",
-           '"CASE WHEN t.attempt < t.max_attempts THEN {NOW} + least(',
-           '"CASE WHEN t.attempt <= t.max_attempts THEN {NOW} + least(',
-           (BOUNDARIES, LIFECYCLE), "a fail at max_attempts schedules a retry instead of a dead letter"),
-    Mutant("cap-boundary-reaper", "boundary", "board/statements.py",
+    Mutant("lease-boundary-takeover", "boundary", SQL + "claims.sql",
+           "(t.state = 'claimed' AND t.lease_expires_at <= " + _NOW, "(t.state = 'claimed' AND t.lease_expires_at < " + _NOW,
+           (BOUNDARIES, LIFECYCLE), "a lease that lapses this instant cannot be taken over by id", "todo_claim"),
+    Mutant("lease-boundary-reaper", "boundary", SQL + "sweeps.sql",
+           "t.lease_expires_at <= " + _NOW, "t.lease_expires_at < " + _NOW,
+           (BOUNDARIES, LIFECYCLE), "the reaper misses a lease that lapses this instant", "attempts_reap_lapsed"),
+    Mutant("cap-boundary-takeover", "boundary", SQL + "claims.sql",
+           "AND t.attempt < t.max_attempts))", "AND t.attempt <= t.max_attempts))",
+           (BOUNDARIES, LIFECYCLE), "the last allowed attempt's lapsed lease is taken over instead of dead-lettered",
+           "todo_claim"),
+    Mutant("cap-boundary-fail", "boundary", SQL + "closes.sql",
+           "next_retry_at = CASE WHEN t.attempt < t.max_attempts THEN", "next_retry_at = CASE WHEN t.attempt <= t.max_attempts THEN",
+           (BOUNDARIES, LIFECYCLE), "a fail at max_attempts schedules a retry instead of a dead letter", "todo_fail"),
+    Mutant("cap-boundary-reaper", "boundary", SQL + "sweeps.sql",
            "CASE WHEN cand.attempt < cand.max_attempts THEN 'requeued' ELSE 'dead_lettered' END",
            "CASE WHEN cand.attempt <= cand.max_attempts THEN 'requeued' ELSE 'dead_lettered' END",
-           (BOUNDARIES, INVARIANTS), "the reaper requeues the last allowed attempt"),
+           (BOUNDARIES, INVARIANTS), "the reaper requeues the last allowed attempt", "attempts_reap_lapsed"),
     # -- the died mapping (REQ-4) --------------------------------------------------------
-    Mutant("died-in-hook-payload", "died", "board/statements.py",
-           "'died', {c}.outcome IN ('lease_expired', 'reaped'), 'summary'",
-           "'died', {c}.outcome IN ('lease_expired'), 'summary'",
-           ("tests/integration/test_hooks.py",), "a reaped dead letter's hook payload says it did not die"),
-    Mutant("died-in-attempt-reads", "died", "migrations/0004_working_context.sql",
-           "'died', coalesce(a.outcome IN ('lease_expired', 'reaped'), false),",
-           "'died', coalesce(a.outcome IN ('lease_expired'), false),",
+    Mutant("died-rule", "died", "migrations/0005_rules_in_sql.sql",
+           "SELECT coalesce(outcome IN ('lease_expired', 'reaped'), false)",
+           "SELECT coalesce(outcome IN ('lease_expired'), false)",
            (LIFECYCLE,), "get_todo and prior_attempts say a reaped attempt did not die"),
+    Mutant("died-in-hook-payload", "died", SQL + "sweeps.sql",
+           "a.claimant, attempt_died(a.outcome) AS died", "a.claimant, false AS died",
+           ("tests/integration/test_hooks.py",), "a reaped dead letter's hook payload says it did not die",
+           "attempts_reap_lapsed"),
+    Mutant("dead-letter-rule", "died", "migrations/0005_rules_in_sql.sql",
+           "SELECT state = 'failed' AND next_retry_at IS NULL", "SELECT state = 'failed'",
+           (LIFECYCLE, BOUNDARIES), "a failed todo waiting for its retry counts as a dead letter"),
     # -- exact counts across pruning (REQ-11) --------------------------------------------
     # One statement counts every outcome a claim prunes; each mutant drops one outcome that
     # can close an attempt while its todo lives on (completed and canceled cannot).
-    Mutant("prune-count-lease-expired", "prune", "board/statements.py",
+    Mutant("prune-count-lease-expired", "prune", SQL + "claims.sql",
            _PRUNED_BY_OUTCOME,
            _PRUNED_BY_OUTCOME.replace("FROM pruned", "FROM pruned WHERE outcome <> 'lease_expired'"),
-           (PRUNE,), "pruned lease_expired attempts are not counted"),
-    Mutant("prune-count-reaped", "prune", "board/statements.py",
+           (PRUNE,), "pruned lease_expired attempts are not counted", "todo_claim"),
+    Mutant("prune-count-reaped", "prune", SQL + "claims.sql",
            _PRUNED_BY_OUTCOME,
            _PRUNED_BY_OUTCOME.replace("FROM pruned", "FROM pruned WHERE outcome <> 'reaped'"),
-           (PRUNE,), "pruned reaped attempts are not counted"),
-    Mutant("prune-count-revoked", "prune", "board/statements.py",
+           (PRUNE,), "pruned reaped attempts are not counted", "todo_claim"),
+    Mutant("prune-count-revoked", "prune", SQL + "claims.sql",
            _PRUNED_BY_OUTCOME,
            _PRUNED_BY_OUTCOME.replace("FROM pruned", "FROM pruned WHERE outcome <> 'revoked'"),
-           (PRUNE,), "pruned revoked attempts are not counted"),
-    Mutant("prune-count-merge", "prune", "board/statements.py",
+           (PRUNE,), "pruned revoked attempts are not counted (the Board's claim prunes them: the endpoint "
+           "is revoked)", "todo_claim_human"),
+    Mutant("prune-count-merge", "prune", SQL + "claims.sql",
            "ELSE t.pruned_outcomes || coalesce((", "ELSE coalesce((",
-           (PRUNE,), "a prune forgets the outcomes earlier prunes counted that it prunes none of"),
+           (PRUNE,), "a prune forgets the outcomes earlier prunes counted that it prunes none of", "todo_claim"),
     # -- scope (REQ-10) ------------------------------------------------------------------
-    Mutant("scope-agent-queues", "scope", "board/statements.py",
-           '_AGENT_SCOPE = "t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)"',
-           '_AGENT_SCOPE = "t.endpoint_id = %(endpoint_id)s"',
-           (LIFECYCLE,), "an endpoint reaches its todos in a queue it is no longer granted"),
-    Mutant("scope-human", "scope", "board/statements.py",
-           '_HUMAN_SCOPE = "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)"',
-           '_HUMAN_SCOPE = "t.endpoint_id IN (SELECT e.id FROM endpoints e)"',
-           (LIFECYCLE,), "a human reaches another human's todos"),
+    Mutant("scope-agent-queues", "scope", SQL + "reads.sql",
+           "t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)", "t.endpoint_id = %(endpoint_id)s",
+           (LIFECYCLE,), "an endpoint reads its todos in a queue it is no longer granted", "todo_get", times=3),
+    Mutant("scope-human", "scope", SQL + "reads.sql",
+           "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)",
+           "t.endpoint_id IN (SELECT e.id FROM endpoints e)",
+           (LIFECYCLE,), "a human reads another human's todos", "todo_get_human", times=3),
     # -- notes on an attempt (migration 0004) --------------------------------------------
-    Mutant("notes-cap", "notes", "board/statements.py",
+    Mutant("notes-cap", "notes", SQL + "holds.sql",
            "x.n <= att.notes_count - %(notes_max)s", "x.n < att.notes_count - %(notes_max)s",
-           (NOTES,), "one note more than the per-attempt cap is kept"),
-    Mutant("notes-pruned-count", "notes", "board/statements.py",
+           (NOTES,), "one note more than the per-attempt cap is kept", "attempt_note_add"),
+    Mutant("notes-pruned-count", "notes", SQL + "holds.sql",
            "coalesce(a.notes_count, 0) + 1 - %(notes_max)s), 0),", "0), 0),",
-           (NOTES,), "notes deleted past the cap are not counted"),
-    Mutant("notes-scope-human", "notes", "board/statements.py",
-           'SQL_NOTE_HUMAN = compose(_NOTE, scope=_HUMAN_SCOPE,',
-           'SQL_NOTE_HUMAN = compose(_NOTE, scope="true",',
-           (NOTES,), "a human notes on another human's todo"),
+           (NOTES,), "notes deleted past the cap are not counted", "attempt_note_add"),
+    Mutant("notes-scope-human", "notes", SQL + "holds.sql",
+           "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)", "true",
+           (NOTES,), "a human notes on another human's todo", "attempt_note_add_human"),
     # -- queue pauses and the overview (migration 0003) --------------------------------
-    Mutant("pause-claims", "pause", "board/statements.py",
-           '_NOT_PAUSED = {_AGENT_SCOPE: " AND " + _NOT_PAUSED_ROW, _HUMAN_SCOPE: ""}',
-           '_NOT_PAUSED = {_AGENT_SCOPE: "", _HUMAN_SCOPE: ""}',
-           (PAUSES,), "an agent claims in a paused queue, next or by id"),
-    Mutant("pause-scope", "pause", "board/statements.py",
+    Mutant("pause-claim-next", "pause", SQL + "claims.sql", _NOT_PAUSED, "",
+           (PAUSES,), "an agent's claim_next takes a todo of a paused queue", "todo_claim_next_fast"),
+    Mutant("pause-claim-by-id", "pause", SQL + "claims.sql", _NOT_PAUSED, "",
+           (PAUSES,), "an agent claims a todo of a paused queue by id", "todo_claim_fast"),
+    Mutant("pause-scope", "pause", SQL + "claims.sql",
            "FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)",
            "FROM queue_pauses p WHERE p.queue = t.queue)",
-           (PAUSES,), "one human's pause holds another human's agents back"),
-    Mutant("overview-counts-scope", "pause", "board/statements.py",
-           "     WHERE e.user_id = %(user_id)s\n     GROUP BY x.queue) c",
-           "     GROUP BY x.queue) c",
-           (PAUSES,), "the overview counts another human's todos"),
-    Mutant("overview-chart-scope", "pause", "board/statements.py",
+           (PAUSES,), "one human's pause holds another human's agents back",
+           ("todo_claim_next_fast", "todo_claim_next"), times=3),
+    Mutant("overview-counts-scope", "pause", SQL + "board.sql",
+           "     WHERE e.user_id = %(user_id)s\n     GROUP BY x.queue) c", "     GROUP BY x.queue) c",
+           (PAUSES,), "the overview counts another human's todos", "overview_counts"),
+    Mutant("overview-chart-scope", "pause", SQL + "board.sql",
            "   AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))",
            "   AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e))",
-           (PAUSES,), "the overview's chart counts another human's attempts"),
+           (PAUSES,), "the overview's chart counts another human's attempts", "overview_outcomes"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the
@@ -222,12 +229,38 @@ def check(mutants) -> list[str]:
     the definition that runs."""
     problems = []
     for m in mutants:
-        count = (ROOT / m.file).read_text().count(m.find)
-        if count != 1:
-            problems.append(f"{m.name}: its text occurs {count} times in {m.file}")
+        text = (ROOT / m.file).read_text()
+        spans = [statement_span(text, name) for name in m.statements] if m.statement else [(0, len(text))]
+        if None in spans:
+            problems.append(f"{m.name}: {m.file} lacks a statement of {', '.join(m.statements)}")
+            continue
+        count = sum(text[start:end].count(m.find) for start, end in spans)
+        where = f"statements {', '.join(m.statements)} of {m.file}" if m.statement else m.file
+        if count != m.times:
+            problems.append(f"{m.name}: its text occurs {count} times in {where}, not {m.times}")
         elif m.file.startswith("migrations/"):
             problems.extend(f"{m.name}: {p}" for p in migration_problems(m))
     return problems
+
+
+def statement_span(text: str, name: str) -> tuple[int, int] | None:
+    """Where the statement called name runs in a board/store/sql/ file: from its `-- name:` line to
+    the next one (board/store/queries.py's format)."""
+    found = re.search(rf"^-- name: {re.escape(name)}\s*$", text, re.MULTILINE)
+    if found is None:
+        return None
+    after = re.search(r"^-- name: ", text[found.end():], re.MULTILINE)
+    return found.start(), found.end() + after.start() if after else len(text)
+
+
+def mutated(text: str, m: Mutant) -> str:
+    """text with the mutant applied: every occurrence in its statement, or the one in its file."""
+    if m.statement is None:
+        return text.replace(m.find, m.replace, 1)
+    for name in m.statements:
+        start, end = statement_span(text, name)
+        text = text[:start] + text[start:end].replace(m.find, m.replace) + text[end:]
+    return text
 
 
 # A mutant in a migration must edit what runs. An object (function, view, trigger, index,
@@ -405,7 +438,7 @@ def run(m: Mutant, pytest_args: list[str]) -> tuple[bool, float, str]:
         for name in LINKED:
             (copy / name).symlink_to(ROOT / name)
         target = copy / m.file
-        target.write_text(target.read_text().replace(m.find, m.replace, 1))
+        target.write_text(mutated(target.read_text(), m))
         env = {**os.environ, "SWITCHBOARD_TEST_DATA_DIR": str(ROOT / ".switchboard" / "mutants")}
         probe = subprocess.run([sys.executable, "-c", "import board; print(board.__file__)"], cwd=copy, env=env,
                                capture_output=True, text=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable
 
 from board.store.db import listening
-from board.store.vocabulary import CONTROL_KINDS, NOTIFY_CHANNEL, QUEUE_KINDS
+from board.store.vocabulary import CONTROL_KINDS, QUEUE_KINDS
 from board.tasks import cancel_and_wait
 
 log = logging.getLogger("switchboard.live")
@@ -64,9 +64,8 @@ class Subscription:
 
 
 class Fanout:
-    def __init__(self, url: str, channel: str = NOTIFY_CHANNEL):
+    def __init__(self, url: str):
         self.url = url
-        self.channel = channel
         self._subs: set[Subscription] = set()
         # Called synchronously, in the LISTEN task, with every control event and with RESYNC
         # after a reconnect (what was missed meanwhile is unknown).
@@ -142,7 +141,7 @@ class Fanout:
         first = True
         while True:
             try:
-                async with listening(self.url, self.channel) as payloads:
+                async with listening(self.url) as payloads:
                     self.connected.set()
                     if not first:
                         self.reconnects += 1

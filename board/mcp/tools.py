@@ -19,7 +19,7 @@ import mcp_types as types
 from board.store import vocabulary
 from board.errors import Invalid
 from board.store.inputs import USAGE_COST_MAX, USAGE_TOKENS_MAX, storable
-from board.statements import CHAIN_MAX
+from board.store.vocabulary import CHAIN_MAX
 from board.store.store import Agent, Store
 from board.store.liveness import LEVELS as LIVENESS_LEVELS
 from board.store.vocabulary import (ATTEMPTS_LIMIT_DEFAULT, ATTEMPTS_LIMIT_MAX, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX,

@@ -35,7 +35,6 @@ from board import logs
 from board.config import Settings
 from board.errors import Unavailable
 from board.store.store import Store, Transition
-from board.store.vocabulary import DIED_OUTCOMES
 from board.tasks import cancel_and_wait
 
 log = logging.getLogger("switchboard.hooks")
@@ -51,7 +50,7 @@ def transition_payload(t: Transition) -> dict:
         payload["opened_seq"] = t.opened_seq
     if t.closed is not None:
         attempt = {"seq": t.closed["seq"], "outcome": t.closed["outcome"],
-                   "died": t.closed["outcome"] in DIED_OUTCOMES}
+                   "died": t.closed["died"]}
         if t.dead_letter:
             attempt["summary"] = t.closed.get("summary")
             attempt["artifact"] = t.closed.get("artifact")

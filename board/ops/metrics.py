@@ -18,7 +18,6 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from board.errors import Unavailable
 from board.config import Settings
 from board.store.store import Transition
-from board.store.vocabulary import DIED_OUTCOMES
 
 OTHER_QUEUES = "_other"
 
@@ -81,7 +80,7 @@ class Metrics:
         if t.closed is not None:
             outcome = t.closed["outcome"]
             self.attempts_closed.labels(queue, outcome).inc()
-            if outcome in DIED_OUTCOMES:
+            if t.closed["died"]:
                 self.lease_expired.labels(queue).inc()
             usage = t.closed.get("usage")
             if usage:

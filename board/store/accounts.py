@@ -1,6 +1,6 @@
 """Users and endpoints (the Board's humans and the credentials they vend, ADR-0022): the
-part of the store that is not a todo transition. A mixin of board.store.store.Store, which gives
-it _fetch and _emit; its statements are in board/statements.py like every other."""
+part of the store that is not a todo transition. A mixin of board.store.store.Store (the store), which gives
+it _fetch and _emit; its statements are in board/store/sql/accounts.sql."""
 
 from __future__ import annotations
 
@@ -8,17 +8,7 @@ import secrets
 
 from board.errors import Invalid, NotFound
 from board.store.inputs import AGENT_ID_PATTERN, USERNAME_PATTERN, hash_token, storable
-from board.statements import (
-    SQL_ENDPOINT_AUTH,
-    SQL_ENDPOINT_INSERT,
-    SQL_ENDPOINT_OWNER,
-    SQL_ENDPOINT_TOUCH,
-    SQL_ENDPOINTS_OF_USER,
-    SQL_REVOKE,
-    SQL_USER_BY_ID,
-    SQL_USER_BY_NAME,
-    SQL_USER_INSERT,
-)
+from board.store.queries import query
 from board.store.vocabulary import QUEUE_PATTERN, QUEUE_RULE, VERBS, Agent, Transition
 
 
@@ -47,14 +37,14 @@ class Accounts:
     async def user_insert(self, username: str, password_hash: str) -> dict:
         if not isinstance(username, str) or not USERNAME_PATTERN.fullmatch(username):
             raise Invalid("username must be 1-64 of letters, digits, _ . @ -", argument="username")
-        return await self._fetch(SQL_USER_INSERT, {"username": username, "password_hash": password_hash},
+        return await self._fetch(query("user_insert"), {"username": username, "password_hash": password_hash},
                                  op="user_add", one=True)
 
     async def user_by_name(self, username: str) -> dict | None:
-        return await self._fetch(SQL_USER_BY_NAME, {"username": username}, op="user_get", one=True)
+        return await self._fetch(query("user_by_name"), {"username": username}, op="user_get", one=True)
 
     async def user_by_id(self, user_id: int) -> dict | None:
-        return await self._fetch(SQL_USER_BY_ID, {"id": user_id}, op="user_get", one=True)
+        return await self._fetch(query("user_by_id"), {"id": user_id}, op="user_get", one=True)
 
     async def endpoint_vend(self, user_id: int, *, name: str, agent_id: str, queues: list[str],
                             scope: list[str]) -> tuple[dict, str]:
@@ -66,7 +56,7 @@ class Accounts:
         storable(name, "name")
         name = (name or agent_id).strip()[:100] or agent_id
         token = "sb_" + secrets.token_urlsafe(32)
-        row = await self._fetch(SQL_ENDPOINT_INSERT, {"user_id": user_id, "name": name, "agent_id": agent_id,
+        row = await self._fetch(query("endpoint_insert"), {"user_id": user_id, "name": name, "agent_id": agent_id,
                                                       "token_hash": hash_token(token), "scope": scope,
                                                       "queues": queues}, op="endpoint_vend", one=True)
         return row, token
@@ -75,18 +65,18 @@ class Accounts:
         """The live endpoint behind a bearer token, or None (unknown or revoked)."""
         if not token:
             return None
-        row = await self._fetch(SQL_ENDPOINT_AUTH, {"token_hash": hash_token(token)}, op="auth", one=True)
+        row = await self._fetch(query("endpoint_auth"), {"token_hash": hash_token(token)}, op="auth", one=True)
         if row is None:
             return None
         if row["stale_use"]:
-            await self._fetch(SQL_ENDPOINT_TOUCH, {"id": row["id"]}, op="auth_touch")
+            await self._fetch(query("endpoint_touch"), {"id": row["id"]}, op="auth_touch")
         return Agent(row["id"], row["agent_id"], row["user_id"], frozenset(row["scope"]), tuple(row["queues"]))
 
     async def endpoints_of_user(self, user_id: int) -> list[dict]:
-        return await self._fetch(SQL_ENDPOINTS_OF_USER, {"user_id": user_id}, op="endpoints")
+        return await self._fetch(query("endpoints_of_user"), {"user_id": user_id}, op="endpoints")
 
     async def endpoint_owner(self, endpoint_id: str) -> int | None:
-        row = await self._fetch(SQL_ENDPOINT_OWNER, {"id": endpoint_id}, op="endpoint_owner", one=True)
+        row = await self._fetch(query("endpoint_owner"), {"id": endpoint_id}, op="endpoint_owner", one=True)
         return row["user_id"] if row else None
 
     async def endpoint_revoke(self, endpoint_id: str, *, user_id: int | None = None, now=None) -> int:
@@ -98,7 +88,7 @@ class Accounts:
             uuid.UUID(str(endpoint_id))
         except ValueError:
             raise NotFound("no such endpoint", op="endpoint_revoke") from None
-        row = await self._fetch(SQL_REVOKE, {"endpoint_id": endpoint_id, "user_id": user_id, "now": now,
+        row = await self._fetch(query("endpoint_revoke"), {"endpoint_id": endpoint_id, "user_id": user_id, "now": now,
                                              "hook_urls": list(self.settings.hook_urls)},
                                 op="endpoint_revoke", one=True)
         if not row["revoked"]:

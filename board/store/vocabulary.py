@@ -57,6 +57,9 @@ SUMMARY_MAX_BYTES = 2048
 ARTIFACT_MAX_BYTES = 512
 CLAIMANT_MAX_BYTES = 128
 RESULT_MAX_BYTES = 65536
+# get_todo's continuation chain: at most this many links each way from the todo, and of a
+# longer chain the CHAIN_MAX links nearest it (passed to todo_get as chain_max).
+CHAIN_MAX = 50
 PRIOR_ATTEMPTS = 5
 # Notes on an attempt (migration 0004): each cut to this many bytes; the newest few come with
 # each prior attempt of a claim, get_todo returns notes_limit of them (0 to the maximum).

@@ -18,7 +18,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 from board.store.store import Human
-from board.store.vocabulary import DIED_OUTCOMES
 from board.web.context import Filters
 from board.web.view import render
 
@@ -92,7 +91,7 @@ async def overview_data(store, human: Human, now: datetime | None = None) -> dic
         bucket = int(r["bucket"])
         if not 0 <= bucket < BUCKETS:
             continue
-        outcome = "died" if r["outcome"] in DIED_OUTCOMES else r["outcome"]
+        outcome = "died" if r["died"] else r["outcome"]
         buckets = per_queue.setdefault(r["queue"], [dict.fromkeys(CHART_OUTCOMES, 0) for _ in range(BUCKETS)])
         buckets[BUCKETS - 1 - bucket][outcome] += int(r["n"])  # bucket 0 is the newest: at the right
     empty = [dict.fromkeys(CHART_OUTCOMES, 0) for _ in range(BUCKETS)]

@@ -90,7 +90,7 @@ def fmt_relative(value: datetime | None, now: datetime) -> str:
     return f"in {words}" if seconds > 0 else f"{words} ago"
 
 
-SUMMARY_START_CHARS = 80  # the list statement reads this many (board/statements.py, _LAST_ATTEMPT)
+SUMMARY_START_CHARS = 80  # the list statements read this many (board/store/sql/reads.sql)
 
 
 def summary_start(text: str | None, cut: bool = False, limit: int = SUMMARY_START_CHARS) -> str:

@@ -9,7 +9,7 @@ import pytest
 
 from board.store import store as st
 from board.errors import Conflict, Invalid, NotFound
-from board.statements import CHAIN_MAX
+from board.store.vocabulary import CHAIN_MAX
 from tests.conftest import make_agent, make_user, sql_rows
 
 

@@ -1,4 +1,4 @@
-"""The planner traps of a queue with history: every statement in board/store/store.py, planned
+"""The planner traps of a queue with history: every statement of board/store/sql/ the store runs, planned
 the way the pool runs it (a generic plan) against a database that already holds a realistic
 history, must reach todos and attempts by key. A claim that walked every finished row, or a
 close that walked every open attempt (and the dead index entries of the closed ones), is
@@ -12,7 +12,7 @@ import re
 import psycopg
 import psycopg._queries
 import psycopg.adapt
-from board.store import store as st
+from board.store.queries import QUERIES
 from tests.conftest import make_agent, make_user
 
 HISTORY = 6000  # finished todos, each with one or two closed attempts
@@ -20,39 +20,39 @@ ENDPOINTS = 60
 
 # Statements that read a table whole by design, and why.
 WHOLE_TABLE = {
-    "SQL_QUEUE_STATES": "the metrics scrape counts every todo by queue and state",
-    "SQL_RETENTION": "the retention sweep looks for old terminal rows; a LIMITed scan stops at the first batch",
-    "SQL_HOOKS_PRUNE": "the hook sweep deletes every delivered event past retention",
-    "SQL_REVOKE": "a revocation is a rare operator action that reads the endpoint's rows once",
+    "todos_count_by_queue_state": "the metrics scrape counts every todo by queue and state",
+    "todos_delete_expired": "the retention sweep looks for old terminal rows; a LIMITed scan stops at the first batch",
+    "hook_events_prune": "the hook sweep deletes every delivered event past retention",
+    "endpoint_revoke": "a revocation is a rare operator action that reads the endpoint's rows once",
     # No index orders todos by updated time: one on updated_at would end a heartbeat's
     # heap-only update (it sets updated_at). test_the_list_reads_its_rows_in_bounded_shapes
     # holds these to one pass over the caller's todos.
-    "SQL_LIST[('agent', 'updated')]": "sorted by updated time, a list reads the endpoint's matching todos once",
-    "SQL_LIST[('human', 'updated')]": "sorted by updated time, a list reads the human's matching todos once",
+    "todo_list_by_updated": "sorted by updated time, a list reads the endpoint's matching todos once",
+    "todo_list_by_updated_human": "sorted by updated time, a list reads the human's matching todos once",
 }
 # Statements held to their plan by a test of their own, on a history shaped for them.
 PLANNED_APART = {
-    "SQL_OVERVIEW_COUNTS": "counts every todo of one human: on this history the human owns every row, where a "
+    "overview_counts": "counts every todo of one human: on this history the human owns every row, where a "
                            "seq scan is the right plan; test_the_overview_reads_only_the_humans_index_entries_"
                            "and_the_windows_attempts holds it to index-only scans of the human's endpoints",
 }
 # Index scans without a key that are bounded by design.
 UNKEYED_OK = {
-    ("SQL_REAP", "todos_claimed_idx"): "the reaper reads the claimed set (lease_expires_at stays out of every "
+    ("attempts_reap_lapsed", "todos_claimed_idx"): "the reaper reads the claimed set (lease_expires_at stays out of every "
                                        "index so heartbeats stay heap-only)",
 }
 
 
+# The migration runner's, LISTEN's and the embedded server's own statements (board/store/db.py)
+# read no table of the queue.
+NOT_PLANNED = "board/store/sql/database.sql"
+
+
 def statements():
-    for name in sorted(dir(st)):
-        if not name.startswith("SQL_"):
-            continue
-        value = getattr(st, name)
-        if isinstance(value, str):
-            yield name, name, value
-        elif isinstance(value, dict):
-            for key, text in value.items():
-                yield name, f"{name}[{key}]", text
+    """(name, text) of every statement the store runs."""
+    for name, q in sorted(QUERIES.items()):
+        if q.file != NOT_PLANNED:
+            yield name, q.sql
 
 
 async def seed_history(store, db_url) -> None:
@@ -111,15 +111,15 @@ async def test_every_statement_reaches_rows_by_key_on_a_table_with_history(store
     await seed_history(store, db_url)
     problems = []
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
-        for family, label, text in statements():
-            if family in WHOLE_TABLE or label in WHOLE_TABLE or family in PLANNED_APART:
+        for label, text in statements():
+            if label in WHOLE_TABLE or label in PLANNED_APART:
                 continue
             params = {name: None for name in re.findall(r"%\((\w+)\)s", text)}
             pq = psycopg._queries.PostgresQuery(psycopg.adapt.Transformer(conn))
             pq.convert(text, params)
             cur = await conn.execute(b"EXPLAIN (GENERIC_PLAN, COSTS OFF) " + pq.query)
             plan = [row[0] for row in await cur.fetchall()]
-            bad = [line for target, line in unkeyed_scans(plan) if (family, target) not in UNKEYED_OK]
+            bad = [line for target, line in unkeyed_scans(plan) if (label, target) not in UNKEYED_OK]
             if "t.id = %(id)s" in text:  # one todo by id: through the primary key, never a wider index
                 bad += [line.strip() for line in plan
                         if re.search(r"Index Scan using todos_(?!pkey)\w+ on todos t\b", line)]
@@ -157,8 +157,11 @@ async def test_the_list_reads_its_rows_in_bounded_shapes(store, db_url):
     shown reads its newest attempt by primary key, and so does the claimant filter."""
     await seed_history(store, db_url)
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
-        for (who, sort), text in st.SQL_LIST.items():
-            plan = await generic_plan(conn, text)
+        for (who, sort), name in {("agent", "created"): "todo_list_by_created",
+                                  ("agent", "updated"): "todo_list_by_updated",
+                                  ("human", "created"): "todo_list_by_created_human",
+                                  ("human", "updated"): "todo_list_by_updated_human"}.items():
+            plan = await generic_plan(conn, QUERIES[name].sql)
             shown = "\n".join(plan)
             todo_scans = [line for line in plan if re.search(r"Scan.* on todos t\b", line)]
             assert len(todo_scans) == 1, shown
@@ -172,7 +175,7 @@ async def test_the_list_reads_its_rows_in_bounded_shapes(store, db_url):
                 assert len(endpoint_reads) == 1, shown
                 if sort == "updated":  # the endpoints are read first, once, then the todos once
                     assert any("InitPlan" in line for line in plan[:endpoint_reads[0]]), shown
-        plan = await generic_plan(conn, st.SQL_LIST_ROW)
+        plan = await generic_plan(conn, QUERIES["todo_list_row_human"].sql)
         assert any("Index Scan using todos_pkey on todos t" in line for line in plan), plan
 
 
@@ -206,8 +209,8 @@ async def test_the_overview_reads_only_the_humans_index_entries_and_the_windows_
         # Vacuumed, so the visibility map is set, as autovacuum leaves a table whose old rows
         # no longer change.
         await conn.execute("VACUUM ANALYZE todos, attempts")
-        counts = await generic_plan(conn, st.SQL_OVERVIEW_COUNTS)
-        outcomes = await generic_plan(conn, st.SQL_OVERVIEW_OUTCOMES)
+        counts = await generic_plan(conn, QUERIES["overview_counts"].sql)
+        outcomes = await generic_plan(conn, QUERIES["overview_outcomes"].sql)
     text = "\n".join(counts)
     assert re.search(r"Index Only Scan using todos_endpoint_created_idx on todos t\n\s+Index Cond: "
                      r"\(endpoint_id = e(_\d+)?\.id\)", text), text
@@ -230,8 +233,9 @@ async def test_claim_next_walks_the_pending_index_past_a_big_backlog_with_its_pa
             " SELECT %(ep)s, 'work', 'job ' || g, now() + g * interval '1 us' FROM generate_series(1, 30000) g",
             {"ep": agent.endpoint_id})
         await conn.execute("VACUUM ANALYZE todos")
-        for name in ("SQL_CLAIM_NEXT_FAST", "SQL_CLAIM_NEXT", "SQL_CLAIM_NEXT_FAST_UNPAUSED", "SQL_CLAIM_NEXT_UNPAUSED"):
-            plan = await generic_plan(conn, getattr(st, name))
+        for name in ("todo_claim_next_fast", "todo_claim_next", "todo_claim_next_fast_unpaused",
+                     "todo_claim_next_unpaused"):
+            plan = await generic_plan(conn, QUERIES[name].sql)
             text = "\n".join(plan)
             assert "Index Scan using todos_pending_idx on todos" in text, f"{name}:\n{text}"
             assert "Seq Scan on todos" not in text, f"{name}:\n{text}"  # (attempts is empty here)

@@ -105,7 +105,7 @@ def test_every_transition_kind_the_store_reports_is_in_the_vocabulary():
     from pathlib import Path
 
     source = Path(store.__file__)
-    text = source.read_text() + (source.parents[1] / "statements.sql").read_text()
+    text = source.read_text() + "".join(p.read_text() for p in sorted((source.parent / "sql").glob("*.sql")))
     notified = set(re.findall(r"'kind', '([a-z_]+)'", text))
     emitted = set(re.findall(r'Transition\("([a-z_]+)"', text))
     assert notified and emitted

@@ -1,0 +1,113 @@
+-- Users and endpoints (board/accounts.py). An endpoint's revocation dead-letters each of its
+-- held todos, closing the open attempt revoked/dead_lettered, and tells every process to
+-- drop the endpoint from its cache of authenticated tokens.
+
+-- name: user_insert
+-- description: Creates a user
+INSERT INTO users (username, password_hash) VALUES (%(username)s, %(password_hash)s) RETURNING id, username;
+
+-- name: user_by_name
+-- description: A user with its password hash, by username
+SELECT id, username, password_hash FROM users WHERE username = %(username)s;
+
+-- name: user_by_id
+-- description: A user by id
+SELECT id, username FROM users WHERE id = %(id)s;
+
+-- name: endpoint_insert
+-- description: Creates an endpoint (an agent's token) of a user
+INSERT INTO endpoints (user_id, name, agent_id, token_hash, scope, queues)
+VALUES (%(user_id)s, %(name)s, %(agent_id)s, %(token_hash)s, %(scope)s, %(queues)s)
+RETURNING id::text, user_id, name, agent_id, scope, queues, created_at;
+
+-- name: endpoint_auth
+-- description: The live endpoint of a token hash, and whether its last use is older than a minute
+SELECT id::text AS id, user_id, agent_id, scope, queues,
+       (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') AS stale_use
+  FROM endpoints WHERE token_hash = %(token_hash)s AND revoked_at IS NULL;
+
+-- name: endpoint_touch
+-- description: Records an endpoint's use
+UPDATE endpoints SET last_used_at = now() WHERE id = %(id)s RETURNING id;
+
+-- name: endpoints_of_user
+-- description: A user's endpoints, newest first
+SELECT id::text AS id, name, agent_id, scope, queues, created_at, last_used_at, revoked_at
+  FROM endpoints WHERE user_id = %(user_id)s ORDER BY created_at DESC;
+
+-- name: endpoint_owner
+-- description: The user an endpoint belongs to
+SELECT user_id FROM endpoints WHERE id = %(id)s;
+
+-- name: endpoint_revoke
+-- description: Revokes an endpoint and dead-letters each of its held todos, closing the open attempt revoked
+WITH ep AS (
+  UPDATE endpoints SET revoked_at = coalesce(%(now)s::timestamptz, now())
+   WHERE id = %(endpoint_id)s AND revoked_at IS NULL
+     AND (%(user_id)s::bigint IS NULL OR user_id = %(user_id)s)
+  RETURNING id
+),
+cand AS (
+  SELECT t.id, t.attempts_total FROM todos t
+   WHERE t.endpoint_id = %(endpoint_id)s AND EXISTS (SELECT 1 FROM ep)
+     AND t.state IN ('claimed', 'input_required', 'auth_required')
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'revoked',
+      disposition = 'dead_lettered'
+    FROM cand
+   WHERE a.todo_id = cand.id AND a.seq = cand.attempts_total AND a.outcome IS NULL
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.summary_truncated, a.artifact, a.claimant, attempt_died(a.outcome) AS died
+),
+upd AS (
+  UPDATE todos t SET state = 'failed', owner = NULL, lease_expires_at = NULL, next_retry_at = NULL,
+                     updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed WHERE t.id = closed.todo_id
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
+      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
+        'died', c.died, 'summary', c.summary, 'artifact', c.artifact),
+      'attempts', jsonb_build_object(
+  'total', u.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
+        UNION ALL SELECT c.outcome::text, 1
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', attempt_died(o.outcome::attempt_outcome)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
+       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted',
+      greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+    FROM upd u JOIN closed c ON c.todo_id = u.id
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM ep) AS revoked,
+       -- every process drops the endpoint from its cache of authenticated tokens
+       (SELECT pg_notify('switchboard_v1', json_build_object('kind', 'endpoint_revoked', 'endpoint', ep.id)::text)
+          FROM ep) AS revoked_notice,
+       coalesce((SELECT json_agg(json_build_object(
+          'todo', row_to_json(upd), 'closed', row_to_json(c), 'n',
+              pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'revoked')::text)))
+         FROM upd JOIN closed c ON c.todo_id = upd.id), '[]'::json) AS todos;

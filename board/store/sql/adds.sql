@@ -1,0 +1,191 @@
+-- Adds: -> pending, with hook events. A continuation continues a todo of the caller's that
+-- has ended (todo_ended) and has no successor yet, in one statement: the predecessor is
+-- locked FOR SHARE, so a manual retry or a deletion waits until the insert commits; two adds
+-- continuing one todo race on todo_successors' primary key, and the loser inserts nothing.
+-- A human's continuation goes on the predecessor's endpoint, so a chain never spans
+-- endpoints. A human's add goes through one of their live endpoints granted the queue,
+-- locked FOR SHARE so a revocation committing meanwhile is waited for.
+
+-- name: todo_add
+-- description: An agent adds a todo: -> pending, with hook events
+WITH upd AS (
+  INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, created_at, updated_at)
+  VALUES (%(endpoint_id)s, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s,
+          coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now()))
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+    FROM upd u
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
+       upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'added')::text) FROM upd;
+
+-- name: todo_add_human
+-- description: The owning human adds a todo through one of their live endpoints granted the queue (the one named, else the oldest)
+WITH ep AS (
+  SELECT e.id FROM endpoints e
+   WHERE e.user_id = %(user_id)s AND e.revoked_at IS NULL AND %(queue)s::text = ANY(e.queues)
+     AND (%(endpoint_id)s::uuid IS NULL OR e.id = %(endpoint_id)s::uuid)
+   ORDER BY e.created_at, e.id
+   LIMIT 1
+   FOR SHARE OF e
+),
+upd AS (
+  INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, created_at, updated_at)
+  SELECT ep.id, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s,
+         coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now()) FROM ep
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+    FROM upd u
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
+       upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'added')::text) FROM upd;
+
+-- name: todo_add_continuing
+-- description: An agent adds a todo continuing one of its ended todos that has no successor yet
+WITH pred AS (
+  SELECT t.id FROM todos t
+   WHERE t.id = %(continues)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+     AND todo_ended(t.state, t.next_retry_at)
+   FOR SHARE OF t
+),
+link AS (
+  INSERT INTO todo_successors (todo_id, successor_id)
+  SELECT pred.id, gen_random_uuid()::text FROM pred
+  ON CONFLICT (todo_id) DO NOTHING
+  RETURNING todo_id, successor_id
+),
+upd AS (
+  INSERT INTO todos AS t (id, endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at,
+                          updated_at)
+  SELECT link.successor_id, %(endpoint_id)s, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s,
+         link.todo_id, coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now())
+    FROM link
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+    FROM upd u
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
+       upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.continues_id,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'added')::text) FROM upd;
+
+-- name: todo_add_continuing_human
+-- description: The owning human adds a todo continuing one of their ended todos, on the predecessor's endpoint
+WITH pred AS (
+  SELECT t.id, t.endpoint_id FROM todos t
+   WHERE t.id = %(continues)s
+     AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+     AND todo_ended(t.state, t.next_retry_at)
+   FOR SHARE OF t
+),
+ep AS (
+  SELECT e.id FROM endpoints e JOIN pred ON e.id = pred.endpoint_id
+   WHERE e.revoked_at IS NULL AND %(queue)s::text = ANY(e.queues)
+     AND (%(endpoint_id)s::uuid IS NULL OR e.id = %(endpoint_id)s::uuid)
+   FOR SHARE OF e
+),
+link AS (
+  INSERT INTO todo_successors (todo_id, successor_id)
+  SELECT pred.id, gen_random_uuid()::text FROM pred, ep
+  ON CONFLICT (todo_id) DO NOTHING
+  RETURNING todo_id, successor_id
+),
+upd AS (
+  INSERT INTO todos AS t (id, endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at,
+                          updated_at)
+  SELECT link.successor_id, ep.id, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s,
+         link.todo_id,
+         coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now())
+    FROM ep, link
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+    FROM upd u
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
+       upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.continues_id,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'added')::text) FROM upd;
+
+-- name: todo_continues_miss
+-- description: Classifies an agent's continuation that added nothing: the predecessor's state, whether it ended, its successor
+SELECT t.state::text AS state,
+       todo_ended(t.state, t.next_retry_at) AS ended,
+       (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS successor
+  FROM todos t
+ WHERE t.id = %(continues)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s);
+
+-- name: todo_continues_miss_human
+-- description: Classifies a human's continuation that added nothing: the predecessor's state, whether it ended, its successor
+SELECT t.state::text AS state,
+       todo_ended(t.state, t.next_retry_at) AS ended,
+       (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS successor
+  FROM todos t
+ WHERE t.id = %(continues)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);

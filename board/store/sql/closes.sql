@@ -1,0 +1,548 @@
+-- Closes: a held todo -> its next state, closing the open attempt with the verb's outcome
+-- and disposition in the same statement (REQ-3). Every close locks the todo row first (todo
+-- before attempt, as everywhere), closes the open attempt, and updates the todo only if the
+-- attempt closed: a miss (the fence, the wrong state or holder, an attempt closed since the
+-- statement's snapshot) writes nothing, so no close needs a rollback.
+--
+-- An open attempt is found by its primary key (todo_id, seq = the todo's attempts_total)
+-- and tested with "outcome IS NULL", the same as "ended_at IS NULL" since every statement
+-- sets ended_at, outcome and disposition together; phrased on ended_at, the planner could
+-- walk the partial index of every open attempt instead of one key probe.
+--
+-- The state test is "= ANY(from_states)", a parameter even where one state is meant: a
+-- literal 'claimed' would let a generic plan reach the row through todos_claimed_idx.
+--
+-- The fence (REQ-6), one guard in each holder statement:
+--   AND (token_checked OR a.lease_token_hash IS NULL)
+-- With no lease token the store passes token_checked false, and only an attempt claimed
+-- without a token qualifies; with one, the store has compared the token with the open
+-- attempt's in the same transaction, the todo locked (Store._fenced), and passes true. The
+-- owning human's closes (_human) are exempt from the fence, and void the holder's token, so
+-- only a close the token made can be replayed with it (attempt_replay_lookup).
+--
+-- complete and cancel write no hook events and close with a fixed outcome, disposition and
+-- state, so their todos update is the statement itself and returns neither (the store
+-- fills them in). fail and release write hook events, which need the updated row, so their
+-- todos update is a CTE feeding the outbox: one hook_events row per configured URL when a
+-- transition makes a todo ready or dead-letters it (none with no URLs configured), a dead
+-- letter with its closing attempt and the exact attempt summary (REQ-15): per-outcome
+-- counts over the whole history, the 10 most recent attempts, and how many were left out.
+--
+-- Usage (migration 0004): an agent's close sets what it reported, each value cast to its
+-- domain; what it did not report is null, as the attempt's columns were.
+
+-- name: todo_complete
+-- description: The holder completes: claimed -> done, closing its attempt completed/done with the usage it reported (nulls: none)
+WITH closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'completed'::attempt_outcome,
+         disposition = 'done'::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s,
+             input_tokens = %(input_tokens)s::attempt_tokens,
+             output_tokens = %(output_tokens)s::attempt_tokens, cost_usd = %(cost_usd)s::attempt_cost_usd,
+             model = %(model)s::attempt_model
+   WHERE a.todo_id = %(id)s
+     AND a.seq = (SELECT t.attempts_total FROM todos t
+                   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+                     AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+                   FOR UPDATE OF t)
+     AND a.outcome IS NULL AND (%(token_checked)s OR a.lease_token_hash IS NULL)
+  RETURNING a.attempt
+)
+UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result = %(result)s,
+    updated_at = coalesce(%(now)s::timestamptz, now())
+  FROM closed c
+ WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+   AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result,
+          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt,
+          pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'completed')::text);
+
+-- name: todo_fail
+-- description: The holder fails: claimed -> failed with a retry time or dead-lettered, closing its attempt, with hook events
+WITH locked AS (
+  SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+     AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'failed'::attempt_outcome,
+         disposition = (CASE WHEN l.attempt < l.max_attempts THEN 'retry_scheduled' ELSE 'dead_lettered' END)::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s,
+             input_tokens = %(input_tokens)s::attempt_tokens,
+             output_tokens = %(output_tokens)s::attempt_tokens, cost_usd = %(cost_usd)s::attempt_cost_usd,
+             model = %(model)s::attempt_model
+    FROM locked l
+   WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL
+     AND (%(token_checked)s OR a.lease_token_hash IS NULL)
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.artifact, attempt_died(a.outcome) AS died
+),
+upd AS (
+  UPDATE todos t SET state = 'failed', owner = NULL, lease_expires_at = NULL, result = %(result)s,
+      next_retry_at = CASE WHEN t.attempt < t.max_attempts THEN coalesce(%(now)s::timestamptz, now())
+        + least(%(retry_max)s::float8, %(retry_base)s::float8 * power(2, least(t.attempt - 1, 30)))
+          * (0.5 + random() * 0.5) * interval '1 second' END,
+      updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed c
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+     AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
+      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
+        'died', c.died, 'summary', c.summary, 'artifact', c.artifact),
+      'attempts', jsonb_build_object(
+  'total', u.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
+        UNION ALL SELECT c.outcome::text, 1
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', attempt_died(o.outcome::attempt_outcome)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
+       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted',
+      greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+    FROM upd u JOIN closed c ON c.todo_id = u.id
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
+       upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
+       c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'failed')::text)
+  FROM upd JOIN closed c ON true;
+
+-- name: todo_release
+-- description: The holder releases: claimed -> pending, closing its attempt released/requeued, with hook events
+WITH locked AS (
+  SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+     AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'released'::attempt_outcome,
+         disposition = 'requeued'::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s,
+             input_tokens = %(input_tokens)s::attempt_tokens,
+             output_tokens = %(output_tokens)s::attempt_tokens, cost_usd = %(cost_usd)s::attempt_cost_usd,
+             model = %(model)s::attempt_model
+    FROM locked l
+   WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL
+     AND (%(token_checked)s OR a.lease_token_hash IS NULL)
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.artifact, attempt_died(a.outcome) AS died
+),
+upd AS (
+  UPDATE todos t SET state = 'pending', owner = NULL, lease_expires_at = NULL,
+      updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed c
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+     AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
+      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
+        'died', c.died, 'summary', c.summary, 'artifact', c.artifact),
+      'attempts', jsonb_build_object(
+  'total', u.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
+        UNION ALL SELECT c.outcome::text, 1
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', attempt_died(o.outcome::attempt_outcome)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
+       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted',
+      greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+    FROM upd u JOIN closed c ON c.todo_id = u.id
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
+       upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
+       c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'released')::text)
+  FROM upd JOIN closed c ON true;
+
+-- name: todo_cancel_held
+-- description: An agent cancels a held todo of its queues: claimed or interrupted -> canceled, closing the open attempt
+WITH closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'canceled'::attempt_outcome,
+         disposition = 'canceled'::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+   WHERE a.todo_id = %(id)s
+     AND a.seq = (SELECT t.attempts_total FROM todos t
+                   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+                     AND t.state = ANY(%(from_states)s::todo_state[])
+                   FOR UPDATE OF t)
+     AND a.outcome IS NULL
+  RETURNING a.attempt
+)
+UPDATE todos t SET state = 'canceled', owner = NULL, lease_expires_at = NULL,
+    updated_at = coalesce(%(now)s::timestamptz, now())
+  FROM closed c
+ WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+   AND t.state = ANY(%(from_states)s::todo_state[])
+RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result,
+          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt,
+          pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'canceled')::text);
+
+-- name: todo_complete_human
+-- description: The owning human completes their own claim: claimed -> done, closing the attempt and voiding its token
+WITH closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'completed'::attempt_outcome,
+         disposition = 'done'::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s,
+             lease_token_hash = NULL
+   WHERE a.todo_id = %(id)s
+     AND a.seq = (SELECT t.attempts_total FROM todos t
+                   WHERE t.id = %(id)s
+                     AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+                     AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+                   FOR UPDATE OF t)
+     AND a.outcome IS NULL
+  RETURNING a.attempt
+)
+UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result = %(result)s,
+    updated_at = coalesce(%(now)s::timestamptz, now())
+  FROM closed c
+ WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+   AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result,
+          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt,
+          pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'completed')::text);
+
+-- name: todo_fail_human
+-- description: The owning human fails any holder's attempt: held -> failed (retry or dead letter), voiding its token
+WITH locked AS (
+  SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+     AND t.state = ANY(%(from_states)s::todo_state[])
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'failed'::attempt_outcome,
+         disposition = (CASE WHEN l.attempt < l.max_attempts THEN 'retry_scheduled' ELSE 'dead_lettered' END)::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s,
+             lease_token_hash = NULL
+    FROM locked l
+   WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.artifact, attempt_died(a.outcome) AS died
+),
+upd AS (
+  UPDATE todos t SET state = 'failed', owner = NULL, lease_expires_at = NULL, result = %(result)s,
+      next_retry_at = CASE WHEN t.attempt < t.max_attempts THEN coalesce(%(now)s::timestamptz, now())
+        + least(%(retry_max)s::float8, %(retry_base)s::float8 * power(2, least(t.attempt - 1, 30)))
+          * (0.5 + random() * 0.5) * interval '1 second' END,
+      updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed c
+   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+     AND t.state = ANY(%(from_states)s::todo_state[])
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
+      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
+        'died', c.died, 'summary', c.summary, 'artifact', c.artifact),
+      'attempts', jsonb_build_object(
+  'total', u.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
+        UNION ALL SELECT c.outcome::text, 1
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', attempt_died(o.outcome::attempt_outcome)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
+       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted',
+      greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+    FROM upd u JOIN closed c ON c.todo_id = u.id
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
+       upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
+       c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'failed')::text)
+  FROM upd JOIN closed c ON true;
+
+-- name: todo_release_human
+-- description: The owning human releases any holder's attempt: held -> pending, voiding its token
+WITH locked AS (
+  SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
+   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+     AND t.state = ANY(%(from_states)s::todo_state[])
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'released'::attempt_outcome,
+         disposition = 'requeued'::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s,
+             lease_token_hash = NULL
+    FROM locked l
+   WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.artifact, attempt_died(a.outcome) AS died
+),
+upd AS (
+  UPDATE todos t SET state = 'pending', owner = NULL, lease_expires_at = NULL,
+      updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed c
+   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+     AND t.state = ANY(%(from_states)s::todo_state[])
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
+      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
+        'died', c.died, 'summary', c.summary, 'artifact', c.artifact),
+      'attempts', jsonb_build_object(
+  'total', u.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
+        UNION ALL SELECT c.outcome::text, 1
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', attempt_died(o.outcome::attempt_outcome)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
+       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted',
+      greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+    FROM upd u JOIN closed c ON c.todo_id = u.id
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
+       upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
+       c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'released')::text)
+  FROM upd JOIN closed c ON true;
+
+-- name: todo_cancel_held_human
+-- description: The owning human cancels a held todo: held -> canceled, closing the open attempt and voiding its token
+WITH closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'canceled'::attempt_outcome,
+         disposition = 'canceled'::attempt_disposition,
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s,
+             lease_token_hash = NULL
+   WHERE a.todo_id = %(id)s
+     AND a.seq = (SELECT t.attempts_total FROM todos t
+                   WHERE t.id = %(id)s
+                     AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+                     AND t.state = ANY(%(from_states)s::todo_state[])
+                   FOR UPDATE OF t)
+     AND a.outcome IS NULL
+  RETURNING a.attempt
+)
+UPDATE todos t SET state = 'canceled', owner = NULL, lease_expires_at = NULL,
+    updated_at = coalesce(%(now)s::timestamptz, now())
+  FROM closed c
+ WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+   AND t.state = ANY(%(from_states)s::todo_state[])
+RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result,
+          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt,
+          pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'canceled')::text);
+
+-- name: todo_cancel_unheld
+-- description: An agent cancels a todo nobody holds: pending, or failed waiting for a retry -> canceled
+UPDATE todos t SET state = 'canceled', next_retry_at = NULL,
+    updated_at = coalesce(%(now)s::timestamptz, now())
+ WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+   AND (t.state = 'pending' OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
+RETURNING t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
+          t.lease_expires_at, t.next_retry_at,
+          todo_dead_letter(t.state, t.next_retry_at) AS dead_letter, t.payload, t.routing, t.result,
+          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
+          pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'canceled')::text);
+
+-- name: todo_cancel_unheld_human
+-- description: The owning human cancels a todo nobody holds: pending, or failed waiting for a retry -> canceled
+UPDATE todos t SET state = 'canceled', next_retry_at = NULL,
+    updated_at = coalesce(%(now)s::timestamptz, now())
+ WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+   AND (t.state = 'pending' OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
+RETURNING t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
+          t.lease_expires_at, t.next_retry_at,
+          todo_dead_letter(t.state, t.next_retry_at) AS dead_letter, t.payload, t.routing, t.result,
+          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
+          pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'canceled')::text);
+
+-- name: todo_retry
+-- description: An agent's manual retry: a dead letter -> pending with its attempt counter reset, history kept
+WITH upd AS (
+  UPDATE todos t SET state = 'pending', attempt = 0, next_retry_at = NULL,
+      updated_at = coalesce(%(now)s::timestamptz, now())
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+     AND todo_dead_letter(t.state, t.next_retry_at)
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+    FROM upd u
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
+       upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'retried')::text) FROM upd;
+
+-- name: todo_retry_human
+-- description: The owning human's manual retry: a dead letter -> pending with its attempt counter reset, history kept
+WITH upd AS (
+  UPDATE todos t SET state = 'pending', attempt = 0, next_retry_at = NULL,
+      updated_at = coalesce(%(now)s::timestamptz, now())
+   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+     AND todo_dead_letter(t.state, t.next_retry_at)
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+    FROM upd u
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
+       upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'retried')::text) FROM upd;
+
+-- name: attempt_replay_lookup
+-- description: The attempts this caller claimed with a token and closed with the verb's outcome, newest first, for a replayed close
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
+       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
+       t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
+       a.seq AS closed_seq, a.attempt AS closed_attempt, a.outcome::text AS closed_outcome,
+       a.disposition::text AS closed_disposition, a.lease_token_hash
+  FROM todos t JOIN attempts a ON a.todo_id = t.id
+ WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+   AND a.outcome = %(outcome)s::attempt_outcome
+   AND a.claimer_endpoint_id = %(endpoint_id)s AND a.owner = %(owner)s AND a.lease_token_hash IS NOT NULL
+ ORDER BY a.seq DESC;

@@ -1,0 +1,265 @@
+-- Reads, each filtered by the caller's scope in the same statement (REQ-10). They change
+-- nothing, so the store may run one again on a fresh connection (store.READS).
+--
+-- The list's filters are each a no-op when their parameter is null. The claimant filter
+-- probes the newest attempt by primary key (a scalar sub-select: an EXISTS would be planned
+-- as a hash of every attempt with that claimant). A human's todos span their endpoints:
+-- sorted by created time, each endpoint walks its (endpoint_id, created_at DESC, id) index
+-- and stops at a page; sorted by updated time, each endpoint's matching todos are sorted
+-- (an index on updated_at would end a heartbeat's heap-only update).
+--
+-- get_todo's chain walks the continuation chain both ways from the todo, by primary key up
+-- and through todo_successors down, each link in the caller's scope, at most chain_max
+-- links each way (board/vocabulary.py's CHAIN_MAX).
+
+-- name: todo_get
+-- description: One todo of the agent's queues with its chain, usage totals, newest attempts and live outcome counts
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
+       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
+       t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
+       t.pruned_outcomes, t.continues_id,
+       (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS continued_by_id,
+       (WITH RECURSIVE up AS (
+    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, 0 AS pos
+    UNION ALL
+    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total,
+           up.pos - 1 FROM up JOIN todos t ON t.id = up.continues_id
+     WHERE up.pos > -%(chain_max)s::int AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+  ), down AS (
+    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, 0 AS pos
+    UNION ALL
+    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total,
+           down.pos + 1 FROM down JOIN todo_successors s ON s.todo_id = down.id
+      JOIN todos t ON t.id = s.successor_id
+     WHERE down.pos < %(chain_max)s::int AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+  ), links AS (
+    SELECT * FROM up UNION SELECT * FROM down
+  ), kept AS (
+    SELECT c.*, count(*) OVER () AS n FROM links c ORDER BY abs(c.pos), c.pos LIMIT %(chain_max)s::int
+  )
+  SELECT json_build_object('truncated', max(c.n) > %(chain_max)s::int, 'links', json_agg(json_build_object(
+           'id', c.id, 'title', c.title, 'state', c.state, 'dead_letter',
+               todo_dead_letter(c.state, c.next_retry_at),
+           'attempts_total', c.attempts_total, 'last_outcome', l.outcome, 'last_summary', left(l.line, 80),
+           'last_summary_cut', coalesce(length(l.line) > 80, false)) ORDER BY c.pos))
+    FROM kept c
+    LEFT JOIN LATERAL (
+      SELECT a.outcome, btrim(regexp_replace(a.summary, '\s+', ' ', 'g')) AS line FROM attempts a
+       WHERE a.todo_id = c.id AND a.seq = c.attempts_total) l ON true) AS chain,
+       (SELECT CASE WHEN count(a.input_tokens) + count(a.output_tokens) + count(a.cost_usd) > 0
+            OR t.pruned_usage IS NOT NULL THEN json_build_object('input_tokens', CASE WHEN count(a.input_tokens) > 0 OR t.pruned_usage ? 'input_tokens' THEN coalesce(sum(a.input_tokens), 0) + coalesce((t.pruned_usage ->> 'input_tokens')::numeric, 0) END, 'output_tokens', CASE WHEN count(a.output_tokens) > 0 OR t.pruned_usage ? 'output_tokens' THEN coalesce(sum(a.output_tokens), 0) + coalesce((t.pruned_usage ->> 'output_tokens')::numeric, 0) END, 'cost_usd', CASE WHEN count(a.cost_usd) > 0 OR t.pruned_usage ? 'cost_usd' THEN coalesce(sum(a.cost_usd), 0) + coalesce((t.pruned_usage ->> 'cost_usd')::numeric, 0) END) END
+     FROM attempts a WHERE a.todo_id = t.id) AS usage,
+       (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
+          SELECT a.seq, attempt_public_notes(a, %(notes_limit)s::int) AS j FROM attempts a
+           WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,
+       (SELECT coalesce(json_object_agg(o.outcome, o.n), '{}'::json) FROM (
+          SELECT a.outcome::text AS outcome, count(*) AS n FROM attempts a
+           WHERE a.todo_id = t.id AND a.outcome IS NOT NULL GROUP BY 1) o) AS live_outcomes
+  FROM todos t
+ WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s);
+
+-- name: todo_get_human
+-- description: One todo of the human's endpoints with its chain, usage totals, newest attempts and live outcome counts
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
+       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
+       t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
+       t.pruned_outcomes, t.continues_id,
+       (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS continued_by_id,
+       (WITH RECURSIVE up AS (
+    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, 0 AS pos
+    UNION ALL
+    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total,
+           up.pos - 1 FROM up JOIN todos t ON t.id = up.continues_id
+     WHERE up.pos > -%(chain_max)s::int AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+  ), down AS (
+    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, 0 AS pos
+    UNION ALL
+    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total,
+           down.pos + 1 FROM down JOIN todo_successors s ON s.todo_id = down.id
+      JOIN todos t ON t.id = s.successor_id
+     WHERE down.pos < %(chain_max)s::int AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+  ), links AS (
+    SELECT * FROM up UNION SELECT * FROM down
+  ), kept AS (
+    SELECT c.*, count(*) OVER () AS n FROM links c ORDER BY abs(c.pos), c.pos LIMIT %(chain_max)s::int
+  )
+  SELECT json_build_object('truncated', max(c.n) > %(chain_max)s::int, 'links', json_agg(json_build_object(
+           'id', c.id, 'title', c.title, 'state', c.state, 'dead_letter',
+               todo_dead_letter(c.state, c.next_retry_at),
+           'attempts_total', c.attempts_total, 'last_outcome', l.outcome, 'last_summary', left(l.line, 80),
+           'last_summary_cut', coalesce(length(l.line) > 80, false)) ORDER BY c.pos))
+    FROM kept c
+    LEFT JOIN LATERAL (
+      SELECT a.outcome, btrim(regexp_replace(a.summary, '\s+', ' ', 'g')) AS line FROM attempts a
+       WHERE a.todo_id = c.id AND a.seq = c.attempts_total) l ON true) AS chain,
+       (SELECT CASE WHEN count(a.input_tokens) + count(a.output_tokens) + count(a.cost_usd) > 0
+            OR t.pruned_usage IS NOT NULL THEN json_build_object('input_tokens', CASE WHEN count(a.input_tokens) > 0 OR t.pruned_usage ? 'input_tokens' THEN coalesce(sum(a.input_tokens), 0) + coalesce((t.pruned_usage ->> 'input_tokens')::numeric, 0) END, 'output_tokens', CASE WHEN count(a.output_tokens) > 0 OR t.pruned_usage ? 'output_tokens' THEN coalesce(sum(a.output_tokens), 0) + coalesce((t.pruned_usage ->> 'output_tokens')::numeric, 0) END, 'cost_usd', CASE WHEN count(a.cost_usd) > 0 OR t.pruned_usage ? 'cost_usd' THEN coalesce(sum(a.cost_usd), 0) + coalesce((t.pruned_usage ->> 'cost_usd')::numeric, 0) END) END
+     FROM attempts a WHERE a.todo_id = t.id) AS usage,
+       (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
+          SELECT a.seq, attempt_public_notes(a, %(notes_limit)s::int) AS j FROM attempts a
+           WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,
+       (SELECT coalesce(json_object_agg(o.outcome, o.n), '{}'::json) FROM (
+          SELECT a.outcome::text AS outcome, count(*) AS n FROM attempts a
+           WHERE a.todo_id = t.id AND a.outcome IS NOT NULL GROUP BY 1) o) AS live_outcomes
+  FROM todos t
+ WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
+
+-- name: todo_list_by_created
+-- description: A page of the agent's todos matching the list's filters, newest created first
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
+       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
+       t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at,
+       t.updated_at FROM todos t WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+   AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
+   AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
+   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
+   AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
+        ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
+   AND (%(claimant)s::text IS NULL OR strpos(lower((
+        SELECT a.claimant FROM attempts a WHERE a.todo_id = t.id AND a.seq = t.attempts_total)),
+        lower(%(claimant)s::text)) > 0)
+   AND (%(after_at)s::timestamptz IS NULL OR (t.created_at, t.id) < (%(after_at)s, %(after_id)s::text))
+ ORDER BY t.created_at DESC, t.id DESC
+ LIMIT %(limit)s;
+
+-- name: todo_list_by_updated
+-- description: A page of the agent's todos matching the list's filters, newest updated first
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
+       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
+       t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at,
+       t.updated_at FROM todos t WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+   AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
+   AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
+   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
+   AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
+        ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
+   AND (%(claimant)s::text IS NULL OR strpos(lower((
+        SELECT a.claimant FROM attempts a WHERE a.todo_id = t.id AND a.seq = t.attempts_total)),
+        lower(%(claimant)s::text)) > 0)
+   AND (%(after_at)s::timestamptz IS NULL OR (t.updated_at, t.id) < (%(after_at)s, %(after_id)s::text))
+ ORDER BY t.updated_at DESC, t.id DESC
+ LIMIT %(limit)s;
+
+-- name: todo_list_by_created_human
+-- description: A page of the human's todos matching the list's filters, newest created first, each with its newest attempt
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
+       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
+       t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, l.*
+  FROM (SELECT t.* FROM endpoints e CROSS JOIN LATERAL (
+          SELECT t.* FROM todos t
+           WHERE t.endpoint_id = e.id
+             AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+   AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
+   AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
+   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
+   AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
+        ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
+   AND (%(claimant)s::text IS NULL OR strpos(lower((
+        SELECT a.claimant FROM attempts a WHERE a.todo_id = t.id AND a.seq = t.attempts_total)),
+        lower(%(claimant)s::text)) > 0)
+   AND (%(after_at)s::timestamptz IS NULL OR (t.created_at, t.id) < (%(after_at)s, %(after_id)s::text))
+ ORDER BY t.created_at DESC, t.id DESC
+ LIMIT %(limit)s) t
+         WHERE e.user_id = %(user_id)s
+         ORDER BY t.created_at DESC, t.id DESC
+         LIMIT %(limit)s) t
+  LEFT JOIN LATERAL (
+    SELECT a.seq AS last_seq, a.outcome::text AS last_outcome, a.claimant AS last_claimant,
+           left(s.line, 80) AS last_summary, length(s.line) > 80 AS last_summary_cut
+      FROM attempts a CROSS JOIN LATERAL (SELECT btrim(regexp_replace(a.summary, '\s+', ' ', 'g')) AS line) s
+     WHERE a.todo_id = t.id AND a.seq = t.attempts_total) l ON true
+ ORDER BY t.created_at DESC, t.id DESC;
+
+-- name: todo_list_by_updated_human
+-- description: A page of the human's todos matching the list's filters, newest updated first, each with its newest attempt
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
+       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
+       t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, l.*
+  FROM (SELECT t.* FROM todos t
+         WHERE t.endpoint_id = ANY (ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
+           AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+   AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
+   AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
+   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
+   AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
+        ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
+   AND (%(claimant)s::text IS NULL OR strpos(lower((
+        SELECT a.claimant FROM attempts a WHERE a.todo_id = t.id AND a.seq = t.attempts_total)),
+        lower(%(claimant)s::text)) > 0)
+   AND (%(after_at)s::timestamptz IS NULL OR (t.updated_at, t.id) < (%(after_at)s, %(after_id)s::text))
+ ORDER BY t.updated_at DESC, t.id DESC
+ LIMIT %(limit)s) t
+  LEFT JOIN LATERAL (
+    SELECT a.seq AS last_seq, a.outcome::text AS last_outcome, a.claimant AS last_claimant,
+           left(s.line, 80) AS last_summary, length(s.line) > 80 AS last_summary_cut
+      FROM attempts a CROSS JOIN LATERAL (SELECT btrim(regexp_replace(a.summary, '\s+', ' ', 'g')) AS line) s
+     WHERE a.todo_id = t.id AND a.seq = t.attempts_total) l ON true
+ ORDER BY t.updated_at DESC, t.id DESC;
+
+-- name: todo_list_row_human
+-- description: One of the human's todos as a list row and whether it matches the list's filters (a live stream's changed todo)
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
+       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
+       t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, l.*,
+       coalesce((%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+   AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
+   AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
+   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
+   AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
+        ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
+   AND (%(claimant)s::text IS NULL OR strpos(lower((
+        SELECT a.claimant FROM attempts a WHERE a.todo_id = t.id AND a.seq = t.attempts_total)),
+        lower(%(claimant)s::text)) > 0), false) AS matches
+  FROM todos t LEFT JOIN LATERAL (
+    SELECT a.seq AS last_seq, a.outcome::text AS last_outcome, a.claimant AS last_claimant,
+           left(s.line, 80) AS last_summary, length(s.line) > 80 AS last_summary_cut
+      FROM attempts a CROSS JOIN LATERAL (SELECT btrim(regexp_replace(a.summary, '\s+', ' ', 'g')) AS line) s
+     WHERE a.todo_id = t.id AND a.seq = t.attempts_total) l ON true
+ WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
+
+-- name: todo_classify_miss
+-- description: Classifies an agent's transition that missed: the todo as the agent may see it, or nothing
+SELECT t.state::text AS state, t.owner, t.lease_expires_at <= coalesce(%(now)s::timestamptz, now()) AS lapsed,
+       t.next_retry_at, t.queue,
+       t.queue = ANY(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)) AS paused
+  FROM todos t
+ WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s);
+
+-- name: todo_classify_miss_human
+-- description: Classifies a human's transition that missed: the todo as the human may see it, or nothing
+SELECT t.state::text AS state, t.owner, t.lease_expires_at <= coalesce(%(now)s::timestamptz, now()) AS lapsed,
+       t.next_retry_at, t.queue,
+       t.queue = ANY(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)) AS paused
+  FROM todos t
+ WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
+
+-- name: attempt_summary
+-- description: The exact attempt summary of one todo for the in-process hooks, system-wide
+SELECT jsonb_build_object(
+  'total', t.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = t.id AND a.outcome IS NOT NULL  GROUP BY 1
+
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(t.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', attempt_died(o.outcome::attempt_outcome)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT a.outcome::text AS outcome) o
+       WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted',
+      greatest(t.attempts_total - least(t.attempts_total - t.attempts_pruned, 10), 0)) AS summary FROM todos t WHERE t.id = %(id)s;
+
+-- name: todos_ready
+-- description: The doorbell heartbeat: each listening endpoint's oldest pending todos outside paused queues
+SELECT t.id, t.endpoint_id::text AS endpoint_id, t.queue
+  FROM endpoints e
+  CROSS JOIN LATERAL (
+    SELECT t.id, t.endpoint_id, t.queue FROM todos t
+     WHERE t.endpoint_id = e.id AND t.state = 'pending'
+       AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
+       AND t.queue <> ALL(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = e.user_id))
+     ORDER BY t.created_at, t.id LIMIT %(limit)s) t
+ WHERE e.id = ANY(%(endpoint_ids)s::uuid[]);

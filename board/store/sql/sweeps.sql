@@ -1,0 +1,151 @@
+-- Sweeps: system-wide, no caller scope, reading nothing out (REQ-10), a batch at a time with
+-- SKIP LOCKED so several processes can run them. Hook delivery leases due events first:
+-- a process that dies mid-delivery only delays an event, another retries it after the lease.
+
+-- name: attempts_reap_lapsed
+-- description: The reaper: claimed with a lapsed lease -> pending or dead letter, closing each attempt reaped, a batch at a time
+WITH cand AS (
+  SELECT t.id, t.attempts_total, t.attempt, t.max_attempts FROM todos t
+   WHERE t.state = 'claimed' AND t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
+   ORDER BY t.lease_expires_at
+   LIMIT %(batch)s
+   FOR UPDATE OF t SKIP LOCKED
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'reaped',
+         disposition = CASE WHEN cand.attempt < cand.max_attempts THEN 'requeued' ELSE 'dead_lettered' END::attempt_disposition
+    FROM cand
+   WHERE a.todo_id = cand.id AND a.seq = cand.attempts_total AND a.outcome IS NULL
+  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
+            a.summary, a.summary_truncated, a.artifact, a.claimant, attempt_died(a.outcome) AS died
+),
+upd AS (
+  UPDATE todos t
+     SET state = CASE WHEN closed.disposition = 'requeued' THEN 'pending' ELSE 'failed' END::todo_state,
+         owner = NULL, lease_expires_at = NULL, next_retry_at = NULL,
+             updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed WHERE t.id = closed.todo_id
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
+      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
+        'died', c.died, 'summary', c.summary, 'artifact', c.artifact),
+      'attempts', jsonb_build_object(
+  'total', u.attempts_total,
+  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+      SELECT w.k, sum(w.n)::int AS n FROM (
+        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
+        UNION ALL SELECT c.outcome::text, 1
+        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
+      ) w GROUP BY w.k) z),
+  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                       'died', attempt_died(o.outcome::attempt_outcome)) AS j
+        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
+       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
+  'omitted',
+      greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+    FROM upd u JOIN closed c ON c.todo_id = u.id
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
+       upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       row_to_json(closed) AS closed, pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'reaped')::text)
+  FROM upd JOIN closed ON closed.todo_id = upd.id;
+
+-- name: todos_retry_due
+-- description: The retry scheduler: failed with next_retry_at due -> pending, a batch at a time
+WITH due AS (
+  SELECT t.id FROM todos t
+   WHERE t.state = 'failed' AND t.next_retry_at <= coalesce(%(now)s::timestamptz, now())
+   ORDER BY t.next_retry_at LIMIT %(batch)s
+   FOR UPDATE OF t SKIP LOCKED
+),
+upd AS (
+  UPDATE todos t SET state = 'pending', next_retry_at = NULL,
+      updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM due WHERE t.id = due.id
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
+           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
+             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
+             'endpoint_id', u.endpoint_id))
+    FROM upd u
+    CROSS JOIN LATERAL (SELECT CASE
+        WHEN u.state = 'pending' THEN 'todo.ready'
+        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
+       upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'requeued')::text) FROM upd;
+
+-- name: todos_delete_expired
+-- description: Retention: deletes terminal todos untouched past the bound (attempts cascade) and their successor links
+WITH old AS (
+  SELECT t.id FROM todos t
+   WHERE t.updated_at < coalesce(%(now)s::timestamptz, now()) - %(retention_seconds)s * interval '1 second'
+     AND todo_ended(t.state, t.next_retry_at)
+   LIMIT %(batch)s
+   FOR UPDATE OF t SKIP LOCKED
+),
+links AS (
+  DELETE FROM todo_successors s
+   WHERE s.todo_id = ANY(ARRAY(SELECT id FROM old)) OR s.successor_id = ANY(ARRAY(SELECT id FROM old))
+)
+DELETE FROM todos t USING old WHERE t.id = old.id
+RETURNING t.id, t.endpoint_id, t.queue, pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'deleted')::text);
+
+-- name: hook_events_lease
+-- description: Leases due hook events for delivery, pushing each one's next try out first
+UPDATE hook_events h SET tries = h.tries + 1,
+       next_attempt_at = now() + %(lease_seconds)s * interval '1 second'
+  FROM (SELECT id FROM hook_events
+         WHERE delivered_at IS NULL AND next_attempt_at <= now()
+         ORDER BY next_attempt_at, created_at LIMIT %(limit)s
+         FOR UPDATE SKIP LOCKED) due
+ WHERE h.id = due.id
+RETURNING h.id::text AS id, h.event, h.url, h.payload, h.tries, h.created_at;
+
+-- name: hook_event_delivered
+-- description: Marks a hook event delivered
+UPDATE hook_events SET delivered_at = now(), last_error = NULL WHERE id = %(id)s RETURNING id;
+
+-- name: hook_event_retry_later
+-- description: Schedules a hook event's next delivery try after a failure, with the error
+UPDATE hook_events SET next_attempt_at = now() + %(delay)s * interval '1 second', last_error = %(error)s
+ WHERE id = %(id)s RETURNING id;
+
+-- name: hook_events_prune
+-- description: Deletes delivered hook events past retention
+DELETE FROM hook_events WHERE delivered_at < now() - %(retention_seconds)s * interval '1 second' RETURNING id;

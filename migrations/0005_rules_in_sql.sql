@@ -1,0 +1,68 @@
+-- Each rule of a todo's and an attempt's state held once, as a SQL function every statement
+-- (board/store/sql/) and every function below calls. Each is IMMUTABLE LANGUAGE sql with a
+-- single expression, so the planner inlines it: a statement's plan is what it would be
+-- with the expression written out.
+
+-- An attempt died when its lease lapsed with no report from its holder (REQ-4). An open
+-- attempt (no outcome yet) has not died.
+CREATE FUNCTION attempt_died(outcome attempt_outcome) RETURNS boolean
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT coalesce(outcome IN ('lease_expired', 'reaped'), false)
+$$;
+
+-- A dead letter: a failed todo with no retry ahead of it. It stays until a manual retry,
+-- a cancel or retention.
+CREATE FUNCTION todo_dead_letter(state todo_state, next_retry_at timestamptz) RETURNS boolean
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT state = 'failed' AND next_retry_at IS NULL
+$$;
+
+-- A todo that has ended: done, canceled or a dead letter. Only an ended todo can be
+-- continued, and only an ended one is deleted by retention.
+CREATE FUNCTION todo_ended(state todo_state, next_retry_at timestamptz) RETURNS boolean
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT state IN ('done', 'canceled') OR todo_dead_letter(state, next_retry_at)
+$$;
+
+-- An attempt as agents and the Board see it: its notes' counters, the time of its last
+-- note, and `usage`: what the closing verb reported, or null when it reported nothing.
+CREATE OR REPLACE FUNCTION attempt_public(a attempts) RETURNS json LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT json_build_object('seq', a.seq, 'attempt', a.attempt,
+    'claimer_kind', a.claimer_kind, 'claimant', a.claimant, 'claimed_at', a.claimed_at,
+    'last_heartbeat_at', a.last_heartbeat_at, 'lease_expires_at', a.lease_expires_at,
+    'ended_at', a.ended_at, 'outcome', a.outcome, 'disposition', a.disposition,
+    'died', attempt_died(a.outcome),
+    'summary', a.summary, 'summary_truncated', a.summary_truncated, 'artifact', a.artifact,
+    'notes_count', coalesce(a.notes_count, 0), 'notes_pruned', coalesce(a.notes_pruned, 0),
+    'last_note_at', a.last_note_at,
+    'usage', CASE WHEN num_nonnulls(a.input_tokens, a.output_tokens, a.cost_usd, a.model) > 0 THEN
+      json_build_object('input_tokens', a.input_tokens, 'output_tokens', a.output_tokens,
+                        'cost_usd', a.cost_usd, 'model', a.model) END)
+$$;
+
+-- A claim's n prior attempts, newest first, each with its `notes` newest notes (the caller
+-- passes board/store/vocabulary.py's PRIOR_NOTES).
+CREATE FUNCTION attempt_prior(todo_id text, n integer, notes integer) RETURNS json
+  LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json)
+    FROM (SELECT a.seq, attempt_public_notes(a, $3) AS j FROM attempts a
+           WHERE a.todo_id = $1 AND a.ended_at IS NOT NULL ORDER BY a.seq DESC LIMIT $2) x
+$$;
+
+-- What a claim of a continuing todo returns beside it: the predecessor (of the same
+-- endpoint) with its id, state, result, attempts_total and its last closed attempt with its
+-- `notes` newest notes. The claim calls it only for a todo whose continues_id is set, so a
+-- claim of any other todo sets up nothing for it.
+CREATE FUNCTION todo_continuation(pred_id text, endpoint uuid, notes integer) RETURNS json
+  LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT json_build_object('id', p.id, 'state', p.state,
+    'dead_letter', todo_dead_letter(p.state, p.next_retry_at), 'result', p.result,
+    'attempts_total', p.attempts_total,
+    'last_attempt', (SELECT attempt_public_notes(a, $3) FROM attempts a
+                      WHERE a.todo_id = p.id AND a.ended_at IS NOT NULL ORDER BY a.seq DESC LIMIT 1))
+    FROM todos p WHERE p.id = $1 AND p.endpoint_id = $2
+$$;
+
+-- The two-argument attempt_prior and todo_continuation of migration 0004 remain for the
+-- statements of a server of the previous release still running while this one starts; no
+-- statement of this release calls them.
