@@ -68,6 +68,7 @@ from psycopg.adapt import Transformer
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from board.store import store as st  # noqa: E402
+from board.store import vocabulary  # noqa: E402
 from board.store.queries import QUERIES, Query, load  # noqa: E402
 from board.config import Settings  # noqa: E402
 from board.store.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
@@ -134,7 +135,7 @@ RETURNING """ + _PRE_CHANGE_TODO_COLS.format(r="t") + """, pg_notify('switchboar
   'kind', 'complete')::text)
 """
 BASELINE_COMPLETE = Query("baseline_complete", "complete before SPEC-0034", BASELINE_COMPLETE, __file__)
-assert st.NOTIFY_CHANNEL == "switchboard_v1"
+assert vocabulary.NOTIFY_CHANNEL == "switchboard_v1"
 
 
 def pre_change_todo_out(row: dict) -> dict:
@@ -225,7 +226,7 @@ async def prepare_template(admin: str, name: str, history: int, pending: int, *,
     store = st.Store(pool, Settings())
     user = await store.user_insert("bench", "x")
     _, token = await store.endpoint_vend(user["id"], name="bench", agent_id="bench", queues=["work"],
-                                         scope=list(st.VERBS))
+                                         scope=list(vocabulary.VERBS))
     agent = await store.endpoint_authenticate(token)
     await pool.close()
     with psycopg.connect(url, autocommit=True) as conn:

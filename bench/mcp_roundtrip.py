@@ -55,6 +55,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.claim_contention import ratio_interval  # noqa: E402
 from board.store import store as st  # noqa: E402
+from board.store import vocabulary  # noqa: E402
 from board.config import Settings  # noqa: E402
 from board.store.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
 
@@ -344,7 +345,7 @@ async def main() -> None:
         async def new_token() -> str:
             queue = "b" + uuid.uuid4().hex[:10]
             row, token = await store.endpoint_vend(user["id"], name=queue, agent_id="bench", queues=[queue],
-                                                   scope=list(st.VERBS))
+                                                   scope=list(vocabulary.VERBS))
             async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
                 await conn.execute(PENDING_SQL, {"ep": row["id"], "queue": queue, "n": backlog})
                 await conn.execute("ANALYZE todos")

@@ -14,6 +14,7 @@ import pytest
 from psycopg import sql
 
 from board.store import store as st
+from board.store import vocabulary
 from board.config import Settings
 from board.store.db import EmbeddedPostgres, migrate, open_pool
 
@@ -127,7 +128,7 @@ async def make_user(store: st.Store, name: str | None = None) -> st.Human:
 
 
 async def make_agent(store: st.Store, *, user: st.Human | None = None, agent_id: str = "worker",
-                     queues=("q",), scope=st.VERBS, session_id: str | None = None) -> st.Agent:
+                     queues=("q",), scope=vocabulary.VERBS, session_id: str | None = None) -> st.Agent:
     user = user or await make_user(store)
     row, token = await store.endpoint_vend(user.user_id, name=agent_id, agent_id=agent_id, queues=list(queues),
                                            scope=list(scope))

@@ -62,14 +62,12 @@ from board.store.vocabulary import (
 )
 
 from board.store.queries import Query, execute, query
-from board.store.vocabulary import (  # noqa: F401 (the vocabulary is re-exported for the store's callers)
-    ARTIFACT_MAX_BYTES,
+from board.store.vocabulary import (
     ATTEMPTS_LIMIT_DEFAULT,
     ATTEMPTS_LIMIT_MAX,
     BULK_BATCH,
     BULK_CONCURRENCY,
     CHAIN_MAX,
-    CLAIMANT_MAX_BYTES,
     CLOSED_BY,
     HOLDER_STATES,
     INTERRUPT_STATES,
@@ -79,15 +77,12 @@ from board.store.vocabulary import (  # noqa: F401 (the vocabulary is re-exporte
     NOTE_MAX_BYTES,
     NOTES_LIMIT_DEFAULT,
     NOTES_LIMIT_MAX,
-    NOTIFY_CHANNEL,
     PRIOR_ATTEMPTS,
     PRIOR_NOTES,
     QUEUE_PATTERN,
     QUEUE_RULE,
-    RESULT_MAX_BYTES,
     SUMMARY_MAX_BYTES,
     SWEEP_BATCH,
-    VERBS,
 )
 
 log = logging.getLogger("switchboard.store")
@@ -126,8 +121,6 @@ def call_deadline(deadline: float | None) -> Iterator[None]:
     finally:
         _CALL_DEADLINE.reset(token)
 
-# The outcome each holder's closing verb gives its attempt (what a replay must match).
-FIXED_OUTCOME = {"complete": "completed", "fail": "failed", "release": "released"}
 
 # -- constraint names -> domain errors, in one place --------------------------------------
 _CONSTRAINT_ERRORS: dict[str, Callable[[], SwitchboardError]] = {
@@ -686,7 +679,7 @@ class Store(Accounts):
         """A close retried with the token of an attempt that token already closed with the same
         verb (its reply was lost): the closed result again, marked replayed; nothing changes."""
         presented = hash_token(lease_token)
-        rows = await self._fetch(query("attempt_replay_lookup"), dict(params, outcome=FIXED_OUTCOME[kind]), op=kind,
+        rows = await self._fetch(query("attempt_replay_lookup"), dict(params, outcome=CLOSED_BY[kind]), op=kind,
                                  todo_id=todo_id)
         for row in rows:
             if hmac.compare_digest(bytes(row["lease_token_hash"]), presented):

@@ -22,7 +22,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from board.config import Settings
-from board.store.store import VERBS
+from board.store.vocabulary import VERBS
 from tests.conftest import create_database, drop_database, run_server
 
 GENERATIONS = ("modern", "legacy")

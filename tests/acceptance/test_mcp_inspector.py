@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from board.store.store import VERBS
+from board.store.vocabulary import VERBS
 from tests.acceptance.mcp_helpers import mcp_server, vend  # noqa: F401 (mcp_server is a fixture)
 from tests.acceptance.third_party import inspector
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from board.store.store import VERBS
+from board.store.vocabulary import VERBS
 from tests.conftest import sql_rows
 from tests.acceptance.mcp_helpers import GENERATIONS, call, call_error, connect, mcp_server, vend  # noqa: F401 (mcp_server is a fixture)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from board.config import Settings
-from board.store.store import VERBS
+from board.store.vocabulary import VERBS
 from tests.acceptance.mcp_helpers import vend
 from tests.acceptance.third_party import Threw, ok, tool_error, ts_client
 from tests.conftest import create_database, drop_database, run_server, sql_rows

@@ -623,7 +623,7 @@ _seq = iter(range(1, 10**9))
 
 async def vend(store, *, user_id: int | None = None, queues=("work",), agent_id: str = "faults") -> tuple[str, Any]:
     """A fresh endpoint with every verb; returns its token and the store's Agent for it."""
-    from board.store.store import VERBS
+    from board.store.vocabulary import VERBS
 
     if user_id is None:
         user_id = (await store.user_insert(f"faults{next(_seq)}", "not-a-real-hash"))["id"]

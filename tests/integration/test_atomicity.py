@@ -50,7 +50,7 @@ async def test_a_rolled_back_transition_is_never_announced(store, agent, db_url)
     import asyncio
     import json
 
-    from board.store.store import NOTIFY_CHANNEL
+    from board.store.vocabulary import NOTIFY_CHANNEL
     todo = await store.todo_add(agent, queue="q", title="t")
     await _install_failing_trigger(db_url, "attempts")
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as listener:

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from board.store import store as st
+from board.store import vocabulary
 from board.errors import Conflict, Forbidden, Invalid, NotFound
 from tests.conftest import make_agent, make_user, sql_rows
 
@@ -138,7 +139,7 @@ async def test_release_returns_to_pending_with_counter_unchanged(store, agent, d
 
 
 async def test_release_without_the_grant_is_forbidden_and_changes_nothing(store, db_url):
-    scope = [v for v in st.VERBS if v != "release"]
+    scope = [v for v in vocabulary.VERBS if v != "release"]
     agent = await make_agent(store, scope=scope)
     todo = await add(store, agent)
     await store.todo_claim(agent, todo["id"])

@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from board.store import store as st
+from board.store import vocabulary
 from board.store.db import MIGRATIONS_DIR, MigrationError, load_migrations, migrate, open_pool
 from board.config import Settings
 from tests.conftest import sql_rows
@@ -125,7 +126,7 @@ async def test_a_lease_in_flight_across_the_upgrade_closes_completed(empty_db_ur
         ep = (await (await conn.execute(
             "INSERT INTO endpoints (user_id, name, agent_id, token_hash, scope, queues)"
             " VALUES (%s, 'old', 'legacy', %s, %s, %s) RETURNING id",
-            (user_id, st.hash_token("tok"), list(st.VERBS), ["q"]))).fetchone())[0]
+            (user_id, st.hash_token("tok"), list(vocabulary.VERBS), ["q"]))).fetchone())[0]
         for title, state in (("in flight", "claimed"), ("asked", "input_required"), ("finished", "done")):
             owner = "agent:legacy" if state != "done" else None
             await conn.execute(
@@ -167,7 +168,7 @@ async def test_todo_ids_compare_bytewise_and_attempts_go_with_their_todo(empty_d
     try:
         store = st.Store(pool, Settings())
         user = await store.user_insert("owner", "x")
-        _, token = await store.endpoint_vend(user["id"], name="w", agent_id="w", queues=["q"], scope=list(st.VERBS))
+        _, token = await store.endpoint_vend(user["id"], name="w", agent_id="w", queues=["q"], scope=list(vocabulary.VERBS))
         agent = await store.endpoint_authenticate(token)
         done = await store.todo_add(agent, queue="q", title="finished")
         await store.todo_claim(agent, done["id"])

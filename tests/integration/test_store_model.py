@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from board.store import store as st
+from board.store import vocabulary
 from board.config import Settings
 from board.store.db import open_pool
 from board.errors import Conflict, SwitchboardError
@@ -73,7 +74,7 @@ def machine(db_url: str, loop) -> type[RuleBasedStateMachine]:
             name = f"m{uuid.uuid4().hex[:12]}"
             user = self.run(self.store.user_insert(name, "x"))
             row, token = self.run(self.store.endpoint_vend(user["id"], name="m", agent_id=name,
-                                                           queues=["q"], scope=list(st.VERBS)))
+                                                           queues=["q"], scope=list(vocabulary.VERBS)))
             self.agent = self.run(self.store.endpoint_authenticate(token))
             self.todos = []
             for i in range(3):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from board.config import Settings
 from board.mcp.doorbell import Doorbell
 from board.mcp.server import RateLimiter
-from board.store.store import VERBS, Agent
+from board.store.vocabulary import VERBS, Agent
 
 
 def agent(endpoint="e1", queues=("q",), scope=VERBS) -> Agent:
