@@ -3,7 +3,8 @@
 An entry maps a bearer token's SHA-256 (never the token) to its endpoint. It is dropped
 when the endpoint is revoked, through the process's LISTEN fan-out: the revocation's
 transaction notifies `endpoint_revoked`, which every server process receives at commit, so
-a revoked token stops working on the next request in every process. Three rules keep a
+a revoked token stops working on the next request in every process (in the revoking
+process itself at once, through the store's control observers). Three rules keep a
 missed notification from leaving a revoked token usable:
 
 - while the LISTEN connection is down, the cache is bypassed (every call looks up);
@@ -37,6 +38,7 @@ class EndpointCache:
         self._known: dict[bytes, Agent] = {}
         self._generation = 0
         fanout.on_control(self.on_control)
+        store.control_observers.append(self.on_control)  # this process's own revocations, at once
 
     async def authenticate(self, token: str) -> Agent | None:
         """The live endpoint behind a bearer token, or None (unknown or revoked)."""

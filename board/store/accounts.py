@@ -93,6 +93,8 @@ class Accounts:
                                 op="endpoint_revoke", one=True)
         if not row["revoked"]:
             raise NotFound("no such endpoint, or already revoked", op="endpoint_revoke")
+        for observer in self.control_observers:
+            observer({"kind": "endpoint_revoked", "endpoint": str(endpoint_id)})
         events = []
         for item in row["todos"]:
             t = item["todo"]

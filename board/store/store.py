@@ -265,6 +265,10 @@ class Store(Accounts):
     pool: AsyncConnectionPool
     settings: Settings
     observers: list[Observer] = field(default_factory=list)
+    # Called with a control event ({"kind": "endpoint_revoked", "endpoint": id}) once this
+    # process's revocation has committed, so its own caches drop the endpoint at once rather
+    # than when its notification comes back through LISTEN (other processes' way).
+    control_observers: list[Callable[[dict], None]] = field(default_factory=list)
     # A server process's cache of each human's paused queues (board/live/pause_cache.py); None:
     # every claim_next checks queue_pauses itself.
     pauses: Any = None
