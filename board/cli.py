@@ -10,15 +10,12 @@ import getpass
 import json
 import logging
 import sys
-import urllib.parse
 from typing import AsyncIterator
-
-import psycopg
 
 from board import logs
 from board.store.auth import hash_password
 from board.config import Settings, from_env
-from board.store.db import MigrationError
+from board.store.db import DatabaseUnusable, MigrationError, reachable, unusable_reported
 from board.errors import SwitchboardError
 
 log = logging.getLogger("switchboard")
@@ -40,8 +37,9 @@ async def open_store(settings: Settings) -> AsyncIterator["Store"]:  # noqa: F82
         embedded = EmbeddedPostgres(settings.data_dir)
         url = await asyncio.to_thread(embedded.start)
     try:
-        await migrate(url)
-        pool = await open_pool(url, min_size=1, max_size=4)
+        with unusable_reported(settings.database_url):
+            await migrate(url)
+            pool = await open_pool(url, min_size=1, max_size=4)
         try:
             yield Store(pool, settings)
         finally:
@@ -161,27 +159,9 @@ def _serve(settings: Settings, host: str, port: int) -> None:
     if len(settings.secret_key) < 16:
         raise CliError("SWITCHBOARD_SECRET_KEY must be at least 16 characters")
     if settings.database_url:  # a bad DATABASE_URL is one line here, not a failed startup's traceback
-        asyncio.run(_reachable(settings.database_url))
+        asyncio.run(reachable(settings.database_url))
     log.info("listening on http://%s:%d (Board at /, MCP at /mcp, metrics at /metrics)", host, port)
     serve(settings, host, port)
-
-
-async def _reachable(url: str) -> None:
-    import psycopg
-
-    async with await psycopg.AsyncConnection.connect(url, connect_timeout=10):
-        pass
-
-
-def _database_problem(err: Exception, url: str | None) -> str:
-    """One line for a DATABASE_URL that cannot be used: the driver's first line, with the
-    URL's password (if the driver echoed it) masked."""
-    first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-    with contextlib.suppress(ValueError):
-        password = urllib.parse.urlsplit(url or "").password
-        if password:
-            first = first.replace(password, "***")
-    return f"switchboard: cannot use the database at DATABASE_URL: {first}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,8 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     except (CliError, MigrationError) as e:
         print(f"switchboard: {e}", file=sys.stderr)
         return 2
-    except psycopg.Error as e:  # DATABASE_URL malformed, its host unknown, refused, or auth failed
-        print(_database_problem(e, settings.database_url if settings else None), file=sys.stderr)
+    except DatabaseUnusable as e:  # DATABASE_URL malformed, its host unknown, refused, or auth failed
+        print(f"switchboard: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -15,9 +15,10 @@ import math
 import os
 import re
 import select
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator
+from typing import AsyncIterator, Iterator
 
 import psycopg
 import psycopg._queries
@@ -40,6 +41,33 @@ EMBEDDED_DATABASE = "switchboard"
 
 class MigrationError(RuntimeError):
     pass
+
+
+class DatabaseUnusable(RuntimeError):
+    """DATABASE_URL cannot be used: malformed, its host unknown, refused, or its credentials
+    refused. The message is one line naming it, with the URL's password masked."""
+
+
+@contextlib.contextmanager
+def unusable_reported(url: str | None) -> Iterator[None]:
+    """Inside, a driver error becomes DatabaseUnusable: the driver's first line, with the
+    URL's password masked should the driver have echoed it."""
+    try:
+        yield
+    except psycopg.Error as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        with contextlib.suppress(ValueError):
+            password = urllib.parse.urlsplit(url or "").password
+            if password:
+                first = first.replace(password, "***")
+        raise DatabaseUnusable(f"cannot use the database at DATABASE_URL: {first}") from None
+
+
+async def reachable(url: str) -> None:
+    """Connect once and leave, or raise DatabaseUnusable."""
+    with unusable_reported(url):
+        async with await psycopg.AsyncConnection.connect(url, connect_timeout=10):
+            pass
 
 
 @dataclass(frozen=True)
