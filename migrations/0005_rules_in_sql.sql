@@ -63,6 +63,33 @@ CREATE FUNCTION todo_continuation(pred_id text, endpoint uuid, notes integer) RE
     FROM todos p WHERE p.id = $1 AND p.endpoint_id = $2
 $$;
 
+-- The exact attempt summary of a todo (hook payloads and the in-process hooks): per-outcome
+-- counts over the whole history (live rows plus what pruning folded into pruned_outcomes),
+-- the 10 most recent attempts as outcome tokens, and how many were left out. A statement
+-- that closes an attempt passes its seq and outcome, which that statement's own snapshot
+-- still sees open; a plain read passes nulls. (The casts restate the argument types for a
+-- reading of the body alone, as the plan test does.)
+CREATE FUNCTION attempt_summary(todo_id text, total integer, pruned integer, pruned_outcomes jsonb,
+                                closing_seq integer, closing_outcome text) RETURNS jsonb
+  LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT jsonb_build_object(
+    'total', $2::integer,
+    'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+        SELECT w.k, sum(w.n)::int AS n FROM (
+          SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+           WHERE a.todo_id = $1::text AND a.outcome IS NOT NULL AND a.seq IS DISTINCT FROM $5::integer GROUP BY 1
+          UNION ALL SELECT $6::text, 1 WHERE $5::integer IS NOT NULL
+          UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text($4::jsonb) p
+        ) w GROUP BY w.k) z),
+    'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+        SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                         'died', attempt_died(o.outcome::attempt_outcome)) AS j
+          FROM attempts a
+          CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = $5::integer THEN $6::text ELSE a.outcome::text END AS outcome) o
+         WHERE a.todo_id = $1::text ORDER BY a.seq DESC LIMIT 10) x),
+    'omitted', greatest($2::integer - least($2::integer - $3::integer, 10), 0))
+$$;
+
 -- The two-argument attempt_prior and todo_continuation of migration 0004 remain for the
 -- statements of a server of the previous release still running while this one starts; no
 -- statement of this release calls them.

@@ -126,6 +126,26 @@ CREATE FUNCTION public.attempt_public_notes(a public.attempts, n integer) RETURN
             CASE WHEN a.notes_count IS NULL OR $2 = 0 THEN '[]'::json
                  ELSE attempt_notes_newest(a.todo_id, a.seq, $2) END))::json
 $_$;
+CREATE FUNCTION public.attempt_summary(todo_id text, total integer, pruned integer, pruned_outcomes jsonb, closing_seq integer, closing_outcome text) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $_$
+  SELECT jsonb_build_object(
+    'total', $2::integer,
+    'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
+        SELECT w.k, sum(w.n)::int AS n FROM (
+          SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
+           WHERE a.todo_id = $1::text AND a.outcome IS NOT NULL AND a.seq IS DISTINCT FROM $5::integer GROUP BY 1
+          UNION ALL SELECT $6::text, 1 WHERE $5::integer IS NOT NULL
+          UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text($4::jsonb) p
+        ) w GROUP BY w.k) z),
+    'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
+        SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
+                                         'died', attempt_died(o.outcome::attempt_outcome)) AS j
+          FROM attempts a
+          CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = $5::integer THEN $6::text ELSE a.outcome::text END AS outcome) o
+         WHERE a.todo_id = $1::text ORDER BY a.seq DESC LIMIT 10) x),
+    'omitted', greatest($2::integer - least($2::integer - $3::integer, 10), 0))
+$_$;
 CREATE FUNCTION public.todo_continuation(pred_id text, endpoint uuid) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $_$

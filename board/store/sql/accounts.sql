@@ -77,22 +77,8 @@ outbox AS (
          || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
       'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
         'died', c.died, 'summary', c.summary, 'artifact', c.artifact),
-      'attempts', jsonb_build_object(
-  'total', u.attempts_total,
-  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
-      SELECT w.k, sum(w.n)::int AS n FROM (
-        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
-         WHERE a.todo_id = u.id AND a.outcome IS NOT NULL AND a.seq <> c.seq GROUP BY 1
-        UNION ALL SELECT c.outcome::text, 1
-        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(u.pruned_outcomes) p
-      ) w GROUP BY w.k) z),
-  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
-      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
-                                       'died', attempt_died(o.outcome::attempt_outcome)) AS j
-        FROM attempts a CROSS JOIN LATERAL (SELECT CASE WHEN a.seq = c.seq THEN c.outcome::text ELSE a.outcome::text END AS outcome) o
-       WHERE a.todo_id = u.id ORDER BY a.seq DESC LIMIT 10) x),
-  'omitted',
-      greatest(u.attempts_total - least(u.attempts_total - u.attempts_pruned, 10), 0))) ELSE '{}'::jsonb END
+      'attempts', attempt_summary(u.id, u.attempts_total, u.attempts_pruned, u.pruned_outcomes,
+                                   c.seq, c.outcome::text)) ELSE '{}'::jsonb END
     FROM upd u JOIN closed c ON c.todo_id = u.id
     CROSS JOIN LATERAL (SELECT CASE
         WHEN u.state = 'pending' THEN 'todo.ready'

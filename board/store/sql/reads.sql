@@ -235,22 +235,8 @@ SELECT t.state::text AS state, t.owner, t.lease_expires_at <= coalesce(%(now)s::
 
 -- name: attempt_summary
 -- description: The exact attempt summary of one todo for the in-process hooks, system-wide
-SELECT jsonb_build_object(
-  'total', t.attempts_total,
-  'by_outcome', (SELECT coalesce(jsonb_object_agg(z.k, z.n), '{}'::jsonb) FROM (
-      SELECT w.k, sum(w.n)::int AS n FROM (
-        SELECT a.outcome::text AS k, count(*) AS n FROM attempts a
-         WHERE a.todo_id = t.id AND a.outcome IS NOT NULL  GROUP BY 1
-
-        UNION ALL SELECT p.key, p.value::bigint FROM jsonb_each_text(t.pruned_outcomes) p
-      ) w GROUP BY w.k) z),
-  'recent', (SELECT coalesce(jsonb_agg(x.j ORDER BY x.seq DESC), '[]'::jsonb) FROM (
-      SELECT a.seq, jsonb_build_object('seq', a.seq, 'attempt', a.attempt, 'outcome', o.outcome,
-                                       'died', attempt_died(o.outcome::attempt_outcome)) AS j
-        FROM attempts a CROSS JOIN LATERAL (SELECT a.outcome::text AS outcome) o
-       WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT 10) x),
-  'omitted',
-      greatest(t.attempts_total - least(t.attempts_total - t.attempts_pruned, 10), 0)) AS summary FROM todos t WHERE t.id = %(id)s;
+SELECT attempt_summary(t.id, t.attempts_total, t.attempts_pruned, t.pruned_outcomes, NULL, NULL) AS summary
+  FROM todos t WHERE t.id = %(id)s;
 
 -- name: todos_ready
 -- description: The doorbell heartbeat: each listening endpoint's oldest pending todos outside paused queues
