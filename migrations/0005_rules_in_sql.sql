@@ -63,6 +63,24 @@ CREATE FUNCTION todo_continuation(pred_id text, endpoint uuid, notes integer) RE
     FROM todos p WHERE p.id = $1 AND p.endpoint_id = $2
 $$;
 
+-- Which hook event a transition's new state writes (none: null): a todo that became ready,
+-- or one that became a dead letter. And the event's head, the same in every payload.
+CREATE FUNCTION hook_event(state todo_state, next_retry_at timestamptz) RETURNS text
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT CASE WHEN $1::todo_state = 'pending' THEN 'todo.ready'
+              WHEN todo_dead_letter($1::todo_state, $2::timestamptz) THEN 'todo.dead_lettered' END
+$$;
+
+CREATE FUNCTION hook_payload(event text, occurred_at timestamptz, id text, queue text, title text,
+                             state todo_state, attempt integer, max_attempts integer,
+                             attempts_total integer, endpoint_id uuid) RETURNS jsonb
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT jsonb_build_object('event', $1::text, 'occurred_at', $2::timestamptz,
+    'todo', jsonb_build_object('id', $3::text, 'queue', $4::text, 'title', $5::text, 'state', $6::todo_state,
+      'attempt', $7::integer, 'max_attempts', $8::integer, 'attempts_total', $9::integer,
+      'endpoint_id', $10::uuid))
+$$;
+
 -- The exact attempt summary of a todo (hook payloads and the in-process hooks): per-outcome
 -- counts over the whole history (live rows plus what pruning folded into pruned_outcomes),
 -- the 10 most recent attempts as outcome tokens, and how many were left out. A statement

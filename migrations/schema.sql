@@ -146,6 +146,20 @@ CREATE FUNCTION public.attempt_summary(todo_id text, total integer, pruned integ
          WHERE a.todo_id = $1::text ORDER BY a.seq DESC LIMIT 10) x),
     'omitted', greatest($2::integer - least($2::integer - $3::integer, 10), 0))
 $_$;
+CREATE FUNCTION public.hook_event(state public.todo_state, next_retry_at timestamp with time zone) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$
+  SELECT CASE WHEN $1::todo_state = 'pending' THEN 'todo.ready'
+              WHEN todo_dead_letter($1::todo_state, $2::timestamptz) THEN 'todo.dead_lettered' END
+$_$;
+CREATE FUNCTION public.hook_payload(event text, occurred_at timestamp with time zone, id text, queue text, title text, state public.todo_state, attempt integer, max_attempts integer, attempts_total integer, endpoint_id uuid) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$
+  SELECT jsonb_build_object('event', $1::text, 'occurred_at', $2::timestamptz,
+    'todo', jsonb_build_object('id', $3::text, 'queue', $4::text, 'title', $5::text, 'state', $6::todo_state,
+      'attempt', $7::integer, 'max_attempts', $8::integer, 'attempts_total', $9::integer,
+      'endpoint_id', $10::uuid))
+$_$;
 CREATE FUNCTION public.todo_continuation(pred_id text, endpoint uuid) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $_$

@@ -31,19 +31,15 @@ upd AS (
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
   SELECT ev.event, h.url, u.id,
-         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
-           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
-             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
-             'endpoint_id', u.endpoint_id))
+         hook_payload(ev.event, coalesce(%(now)s::timestamptz, now()), u.id, u.queue, u.title, u.state,
+                      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id)
          || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
       'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
         'died', c.died, 'summary', c.summary, 'artifact', c.artifact),
       'attempts', attempt_summary(u.id, u.attempts_total, u.attempts_pruned, u.pruned_outcomes,
                                    c.seq, c.outcome::text)) ELSE '{}'::jsonb END
     FROM upd u JOIN closed c ON c.todo_id = u.id
-    CROSS JOIN LATERAL (SELECT CASE
-        WHEN u.state = 'pending' THEN 'todo.ready'
-        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN LATERAL (SELECT hook_event(u.state, u.next_retry_at) AS event) ev
     CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
    WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
   RETURNING 1
@@ -74,14 +70,10 @@ upd AS (
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
   SELECT ev.event, h.url, u.id,
-         jsonb_build_object('event', ev.event, 'occurred_at', coalesce(%(now)s::timestamptz, now()),
-           'todo', jsonb_build_object('id', u.id, 'queue', u.queue, 'title', u.title, 'state', u.state,
-             'attempt', u.attempt, 'max_attempts', u.max_attempts, 'attempts_total', u.attempts_total,
-             'endpoint_id', u.endpoint_id))
+         hook_payload(ev.event, coalesce(%(now)s::timestamptz, now()), u.id, u.queue, u.title, u.state,
+                      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id)
     FROM upd u
-    CROSS JOIN LATERAL (SELECT CASE
-        WHEN u.state = 'pending' THEN 'todo.ready'
-        WHEN todo_dead_letter(u.state, u.next_retry_at) THEN 'todo.dead_lettered' END AS event) ev
+    CROSS JOIN LATERAL (SELECT hook_event(u.state, u.next_retry_at) AS event) ev
     CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
    WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
   RETURNING 1
