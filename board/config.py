@@ -40,6 +40,18 @@ def check_hook_url(url: str) -> str:
                   argument="SWITCHBOARD_HOOK_URLS")
 
 
+def check_public_url(url: str) -> str:
+    """The public base URL: https (or http on loopback), no query or fragment; kept without
+    a trailing slash."""
+    parts = urlsplit(url.strip())
+    loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
+    if not (parts.scheme == "https" and parts.hostname or parts.scheme == "http" and loopback) \
+            or parts.query or parts.fragment:
+        raise Invalid(f"SWITCHBOARD_PUBLIC_URL {url!r} must be an https URL (or http on 127.0.0.1, localhost "
+                      "or ::1) with no query or fragment", argument="SWITCHBOARD_PUBLIC_URL")
+    return url.strip().rstrip("/")
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str | None = None
@@ -83,6 +95,18 @@ class Settings:
     hook_retry_max_seconds: float = 600.0
     # board/logs.py: "text" (one escaped line a record) or "json" (one JSON object a line).
     log_format: str = "text"
+    # The server's public base URL (scheme, host and any path prefix, no trailing slash): the
+    # OAuth issuer, and the base of /mcp's resource URL. Unset: taken from each request's Host.
+    public_url: str | None = None
+    # OAuth for MCP hosts (board/oauth/): on unless turned off; then /mcp takes vended tokens only.
+    oauth_enabled: bool = True
+    oauth_access_token_seconds: int = 3600
+    oauth_refresh_token_seconds: int = 30 * 24 * 3600
+    oauth_registrations_per_minute: float = 10.0
+    # Client ID metadata documents: an extra CA bundle to trust when fetching them, and whether
+    # their hosts may be private or loopback addresses (tests only; never in production).
+    oauth_client_metadata_ca_file: str | None = None
+    oauth_client_metadata_allow_private: bool = False
 
     def with_(self, **changes) -> "Settings":
         return replace(self, **changes)
@@ -153,4 +177,24 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         if raw.strip().lower() not in LOG_FORMATS:
             raise Invalid(f"SWITCHBOARD_LOG_FORMAT must be text or json, not {raw!r}", argument="SWITCHBOARD_LOG_FORMAT")
         changes["log_format"] = raw.strip().lower()
+    if get("SWITCHBOARD_PUBLIC_URL"):
+        changes["public_url"] = check_public_url(env["SWITCHBOARD_PUBLIC_URL"])
+    if "SWITCHBOARD_OAUTH" in env:
+        changes["oauth_enabled"] = _bool("SWITCHBOARD_OAUTH", env["SWITCHBOARD_OAUTH"])
+    oauth_numbers = {
+        "SWITCHBOARD_OAUTH_ACCESS_TOKEN_SECONDS": ("oauth_access_token_seconds", int, 60, 3600),
+        "SWITCHBOARD_OAUTH_REFRESH_TOKEN_SECONDS": ("oauth_refresh_token_seconds", int, 300, 365 * 24 * 3600),
+        "SWITCHBOARD_OAUTH_REGISTRATIONS_PER_MINUTE": ("oauth_registrations_per_minute", float, 0, None),
+    }
+    for name, (attr, kind, minimum, maximum) in oauth_numbers.items():
+        if get(name):
+            value = _number(name, env[name], kind, minimum)
+            if maximum is not None and value > maximum:
+                raise Invalid(f"{name} must be at most {maximum}, not {env[name]!r}", argument=name)
+            changes[attr] = value
+    if get("SWITCHBOARD_OAUTH_CLIENT_METADATA_CA_FILE"):
+        changes["oauth_client_metadata_ca_file"] = get("SWITCHBOARD_OAUTH_CLIENT_METADATA_CA_FILE")
+    if "SWITCHBOARD_OAUTH_CLIENT_METADATA_ALLOW_PRIVATE" in env:
+        changes["oauth_client_metadata_allow_private"] = _bool(
+            "SWITCHBOARD_OAUTH_CLIENT_METADATA_ALLOW_PRIVATE", env["SWITCHBOARD_OAUTH_CLIENT_METADATA_ALLOW_PRIVATE"])
     return s.with_(**changes)
