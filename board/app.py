@@ -25,6 +25,7 @@ from board.store.db import EmbeddedPostgres, database_label, migrate, open_pool
 from board.ops.hooks import HookDelivery, TransitionHooks
 from board.live.fanout import Fanout
 from board.mcp.server import McpSurface
+from board.oauth.server import OAuthServer
 from board.live.pause_cache import PauseCache
 from board.store.store import Store
 from board.ops.sweeps import Sweeps
@@ -73,6 +74,7 @@ def serve(settings: Settings, host: str, port: int) -> None:
 
 def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) -> Litestar:
     mcp = McpSurface(settings)
+    oauth = OAuthServer(settings) if settings.oauth_enabled else None
     metrics = metrics_mod.Metrics(settings)
 
     @contextlib.asynccontextmanager
@@ -102,7 +104,8 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
             app.state.runtime = runtime
             log.info("database: %s", database_label(url))
             try:
-                async with mcp.running(store, fanout, metrics):
+                async with mcp.running(store, fanout, metrics), \
+                        (oauth.running(store) if oauth else contextlib.nullcontext()):
                     sweeps.start()
                     delivery.start()
                     yield
@@ -117,11 +120,12 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
                 await asyncio.to_thread(owned_embedded.stop)
 
     return Litestar(
-        route_handlers=[*web.route_handlers(), mcp.mount(), metrics.route(), *health.route_handlers()],
+        route_handlers=[*web.route_handlers(), mcp.mount(), *(oauth.mounts() if oauth else []), metrics.route(),
+                        *health.route_handlers()],
         middleware=[web.security_headers_middleware, web.deadline_middleware],
         template_config=web.template_config(),
         lifespan=[lifespan],
-        state=State({"settings": settings, "mcp": mcp}),
+        state=State({"settings": settings, "mcp": mcp, "oauth": oauth}),
         exception_handlers=web.exception_handlers(),
         # Litestar's default would reconfigure the root logger with its own unescaped
         # format; logging is board/logs.py's, set up by the CLI.

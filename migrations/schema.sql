@@ -278,13 +278,18 @@ CREATE TABLE public.endpoints (
     user_id bigint NOT NULL,
     name text NOT NULL,
     agent_id text NOT NULL,
-    token_hash bytea NOT NULL,
+    token_hash bytea,
     scope text[] NOT NULL,
     queues text[] NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     last_used_at timestamp with time zone,
     revoked_at timestamp with time zone,
+    kind text DEFAULT 'vended'::text NOT NULL,
+    client_id text,
+    client_name text,
+    client_verified boolean DEFAULT false NOT NULL,
     CONSTRAINT endpoints_agent_id_check CHECK ((agent_id ~ '^[A-Za-z0-9_.:/-]{1,128}$'::text)),
+    CONSTRAINT endpoints_kind_check CHECK ((((kind = 'vended'::text) AND (token_hash IS NOT NULL) AND (client_id IS NULL)) OR ((kind = 'oauth'::text) AND (token_hash IS NULL) AND (client_id IS NOT NULL) AND (client_name IS NOT NULL)))),
     CONSTRAINT endpoints_queues_check CHECK ((cardinality(queues) > 0))
 );
 CREATE TABLE public.hook_events (
@@ -299,6 +304,43 @@ CREATE TABLE public.hook_events (
     delivered_at timestamp with time zone,
     last_error text,
     CONSTRAINT hook_events_event_check CHECK ((event = ANY (ARRAY['todo.ready'::text, 'todo.dead_lettered'::text])))
+);
+CREATE TABLE public.oauth_clients (
+    client_id text NOT NULL,
+    metadata jsonb NOT NULL,
+    secret_hash bytea,
+    registered_at timestamp with time zone DEFAULT now() NOT NULL
+);
+CREATE TABLE public.oauth_codes (
+    code_hash bytea NOT NULL,
+    client_id text NOT NULL,
+    client_name text NOT NULL,
+    client_verified boolean NOT NULL,
+    user_id bigint NOT NULL,
+    agent_id text NOT NULL,
+    scope text[] NOT NULL,
+    queues text[] NOT NULL,
+    redirect_uri text NOT NULL,
+    redirect_uri_explicit boolean NOT NULL,
+    code_challenge text NOT NULL,
+    resource text NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    used_at timestamp with time zone,
+    endpoint_id uuid,
+    CONSTRAINT oauth_codes_agent_id_check CHECK ((agent_id ~ '^[A-Za-z0-9_.:/-]{1,128}$'::text)),
+    CONSTRAINT oauth_codes_queues_check CHECK ((cardinality(queues) > 0)),
+    CONSTRAINT oauth_codes_scope_check CHECK ((cardinality(scope) > 0))
+);
+CREATE TABLE public.oauth_tokens (
+    token_hash bytea NOT NULL,
+    kind text NOT NULL,
+    endpoint_id uuid NOT NULL,
+    scope text[] NOT NULL,
+    resource text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    rotated_at timestamp with time zone,
+    CONSTRAINT oauth_tokens_kind_check CHECK ((kind = ANY (ARRAY['access'::text, 'refresh'::text])))
 );
 CREATE TABLE public.queue_pauses (
     user_id bigint NOT NULL,
@@ -359,6 +401,12 @@ ALTER TABLE ONLY public.endpoints
     ADD CONSTRAINT endpoints_token_hash_key UNIQUE (token_hash);
 ALTER TABLE ONLY public.hook_events
     ADD CONSTRAINT hook_events_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY public.oauth_clients
+    ADD CONSTRAINT oauth_clients_pkey PRIMARY KEY (client_id);
+ALTER TABLE ONLY public.oauth_codes
+    ADD CONSTRAINT oauth_codes_pkey PRIMARY KEY (code_hash);
+ALTER TABLE ONLY public.oauth_tokens
+    ADD CONSTRAINT oauth_tokens_pkey PRIMARY KEY (token_hash);
 ALTER TABLE ONLY public.queue_pauses
     ADD CONSTRAINT queue_pauses_pkey PRIMARY KEY (user_id, queue);
 ALTER TABLE ONLY public.todo_successors
@@ -373,6 +421,9 @@ CREATE INDEX attempts_ended_brin ON public.attempts USING brin (ended_at) WITH (
 CREATE INDEX endpoints_user_idx ON public.endpoints USING btree (user_id);
 CREATE INDEX hook_events_delivered_brin ON public.hook_events USING brin (delivered_at);
 CREATE INDEX hook_events_due_idx ON public.hook_events USING btree (next_attempt_at) WHERE (delivered_at IS NULL);
+CREATE INDEX oauth_codes_expires_idx ON public.oauth_codes USING btree (expires_at);
+CREATE INDEX oauth_tokens_endpoint_idx ON public.oauth_tokens USING btree (endpoint_id);
+CREATE INDEX oauth_tokens_expires_idx ON public.oauth_tokens USING btree (expires_at);
 CREATE INDEX todo_successors_successor_idx ON public.todo_successors USING btree (successor_id);
 CREATE INDEX todos_claimed_idx ON public.todos USING btree (endpoint_id) WHERE (state = 'claimed'::public.todo_state);
 CREATE INDEX todos_endpoint_created_idx ON public.todos USING btree (endpoint_id, created_at DESC, id) INCLUDE (queue, state, next_retry_at);
@@ -388,6 +439,12 @@ ALTER TABLE ONLY public.attempts
     ADD CONSTRAINT attempts_todo_id_fkey FOREIGN KEY (todo_id) REFERENCES public.todos(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.endpoints
     ADD CONSTRAINT endpoints_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.oauth_codes
+    ADD CONSTRAINT oauth_codes_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.endpoints(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.oauth_codes
+    ADD CONSTRAINT oauth_codes_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.oauth_tokens
+    ADD CONSTRAINT oauth_tokens_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.endpoints(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.queue_pauses
     ADD CONSTRAINT queue_pauses_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.todos

@@ -11,7 +11,8 @@ missed notification from leaving a revoked token usable:
 - after it reconnects, the cache is emptied (a revocation may have passed meanwhile);
 - a lookup that a revocation overtook (the generation moved) is not stored.
 
-Entries also expire after `ttl` seconds, which bounds how stale `last_used_at` can be.
+Entries also expire after `ttl` seconds, which bounds how stale `last_used_at` can be, and
+an OAuth access token's entry is not used past the token's own expiry.
 While the database cannot be reached, a token this process has verified before (and has
 not seen revoked) still authenticates, so its tool call is answered with the `unavailable`
 tool error; any other token raises Unavailable, which /mcp answers with 503 and Retry-After.
@@ -24,6 +25,11 @@ import time
 from board.errors import Unavailable
 from board.live.fanout import Fanout
 from board.store.store import Agent, Store, hash_token
+
+
+def _expired(agent: Agent) -> bool:
+    """An OAuth access token past its expiry (a vended token does not expire)."""
+    return agent.expires_at is not None and agent.expires_at <= time.time()
 
 
 class EndpointCache:
@@ -48,14 +54,14 @@ class EndpointCache:
         now = time.monotonic()
         live = self.fanout.connected.is_set()
         hit = self._entries.get(key)
-        if hit is not None and live and hit[1] > now:
+        if hit is not None and live and hit[1] > now and not _expired(hit[0]):
             return hit[0]
         generation = self._generation
         try:
             agent = await self.store.endpoint_authenticate(token)
         except Unavailable:
             known = self._known.get(key)
-            if known is None:
+            if known is None or _expired(known):
                 raise
             # The database is away, so nothing can be revoked meanwhile, and the call this
             # authenticates needs the database too: it is answered unavailable, not 401/503.

@@ -9,7 +9,10 @@ Every request passes an ASGI wrapper before the SDK sees it:
    present, one of settings.allowed_origins (default: http(s):// of the allowed hosts).
 2. Bearer authentication: the token is looked up by its SHA-256 through the store, once per
    process (board/live/endpoint_cache.py keeps it until the endpoint is revoked anywhere). A
-   missing, unknown or revoked token gets 401 with WWW-Authenticate and nothing else.
+   missing, unknown, expired or revoked token gets 401 with WWW-Authenticate and nothing else;
+   with OAuth on, the challenge names the protected resource metadata (board/oauth/server.py),
+   where a host learns how to sign in. An OAuth access token authenticates as its grant's
+   endpoint, through the same cache, only at the resource it was issued for.
    The endpoint rides in the ASGI scope for the handlers, and as the scope's user, so the
    SDK binds each session to the endpoint that opened it.
 3. Long-lived streams (a session's GET stream, a listen stream) re-check the token every
@@ -58,6 +61,7 @@ from board.config import Settings
 from board.live.endpoint_cache import EndpointCache
 from board.errors import RateLimited, SwitchboardError, Unavailable
 from board.mcp.doorbell import TODO_URI_PREFIX, TODOS_URI, Doorbell
+from board.oauth.server import base_url, resource_metadata_url, resource_url, same_resource
 from board.store.store import Agent, Store, call_deadline, deadline_after
 
 log = logging.getLogger("switchboard.mcp")
@@ -97,7 +101,8 @@ Doorbell: notifications/resources/updated for switchboard://todos/{id} when a to
 (2025-11-25: on the session's GET stream; 2026-07-28: subscriptions/listen on switchboard://todos)."""
 
 _UNAUTHORIZED_BODY = json.dumps(
-    {"error": "unauthorized", "error_description": "a valid Switchboard endpoint bearer token is required"},
+    {"error": "unauthorized", "error_description": "a valid Switchboard endpoint bearer token or OAuth access token "
+                                                   "is required"},
     separators=(",", ":")).encode()
 
 
@@ -243,9 +248,14 @@ class McpSurface:
             body = json.dumps({"error": err.code, "error_description": err.message}, separators=(",", ":"))
             await _send_bytes(send, 503, body.encode(), [(b"retry-after", str(err.retry_after_seconds).encode())])
             return
+        if agent is not None and agent.resource is not None \
+                and not same_resource(agent.resource, resource_url(base_url(self.settings, scope))):
+            agent = None  # an OAuth token issued for another resource (RFC 8707)
         if agent is None:
-            challenge = b'Bearer realm="switchboard"' + (b', error="invalid_token"' if token else b"")
-            await _send_bytes(send, 401, _UNAUTHORIZED_BODY, [(b"www-authenticate", challenge)])
+            challenge = 'Bearer realm="switchboard"' + (', error="invalid_token"' if token else "")
+            if self.settings.oauth_enabled:  # where a host finds how to sign in (RFC 9728)
+                challenge += f', resource_metadata="{resource_metadata_url(base_url(self.settings, scope))}"'
+            await _send_bytes(send, 401, _UNAUTHORIZED_BODY, [(b"www-authenticate", challenge.encode("latin-1"))])
             return
         scope[AGENT_KEY] = agent
         # The SDK binds a session to the credential that opened it: another endpoint's

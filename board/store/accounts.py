@@ -70,7 +70,8 @@ class Accounts:
             return None
         if row["stale_use"]:
             await self._fetch(query("endpoint_touch"), {"id": row["id"]}, op="auth_touch")
-        return Agent(row["id"], row["agent_id"], row["user_id"], frozenset(row["scope"]), tuple(row["queues"]))
+        return Agent(row["id"], row["agent_id"], row["user_id"], frozenset(row["scope"]), tuple(row["queues"]),
+                     expires_at=row["expires_at"], resource=row["resource"])
 
     async def endpoints_of_user(self, user_id: int) -> list[dict]:
         return await self._fetch(query("endpoints_of_user"), {"user_id": user_id}, op="endpoints")

@@ -35,6 +35,7 @@ from board import logs
 from board.store import liveness
 from board.config import Settings
 from board.store.accounts import Accounts
+from board.store.grants import Grants
 from board.errors import Conflict, Forbidden, Internal, Invalid, NotFound, SwitchboardError, Unavailable
 from board.store.inputs import (
     checked_todo_id,
@@ -257,11 +258,12 @@ READS = frozenset((
     query("endpoint_auth"), query("endpoints_of_user"), query("endpoint_owner"),
     query("todos_count_by_queue_state"), query("todos_ready"), query("attempt_summary"), query("queue_pause_state"),
     query("queue_pauses_count"), query("queues_paused_by"), query("overview_counts"), query("overview_outcomes"),
+    query("oauth_client_get"), query("oauth_code_get"), query("oauth_refresh_get"), query("oauth_access_get"),
 ))
 
 
 @dataclass
-class Store(Accounts):
+class Store(Accounts, Grants):
     pool: AsyncConnectionPool
     settings: Settings
     observers: list[Observer] = field(default_factory=list)
@@ -896,7 +898,8 @@ class Store(Accounts):
         return len(rows)
 
     async def sweep_retention(self, *, now: datetime | None = None, batch: int = SWEEP_BATCH) -> int:
-        """Retention: terminal todos past the age bound are deleted with their attempts."""
+        """Retention: terminal todos past the age bound are deleted with their attempts; then
+        delivered hook events past it, and OAuth tokens and codes a day past their expiry."""
         rows = await self._fetch(query("todos_delete_expired"), {"now": now, "batch": batch,
                                                  "retention_seconds": self.settings.retention_days * 86400},
                                  op="retention")
@@ -904,6 +907,7 @@ class Store(Accounts):
         if len(rows) < batch:  # the todo backlog is done: prune delivered hook events too
             await self._fetch(query("hook_events_prune"), {"retention_seconds": self.settings.retention_days * 86400},
                               op="retention")
+            await self.oauth_prune()
         return len(rows)
 
     # -- aggregate and sweep reads ---------------------------------------------------------

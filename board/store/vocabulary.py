@@ -8,7 +8,7 @@ label, the in-process hooks and the doorbell) are all past participles: what hap
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from board.errors import Forbidden
@@ -93,6 +93,10 @@ class Agent:
     scope: frozenset[str]
     queues: tuple[str, ...]
     session_id: str | None = None
+    # An OAuth access token's expiry (unix seconds) and the resource it was issued for; both
+    # None for a vended endpoint's token, which does not expire.
+    expires_at: float | None = None
+    resource: str | None = None
 
     @property
     def owner(self) -> str:
@@ -108,7 +112,7 @@ class Agent:
             raise Forbidden(f"this endpoint's scope does not grant {verb}", op=verb)
 
     def on_session(self, session_id: str | None) -> "Agent":
-        return Agent(self.endpoint_id, self.agent_id, self.user_id, self.scope, self.queues, session_id)
+        return replace(self, session_id=session_id)
 
 
 @dataclass(frozen=True)

@@ -214,7 +214,9 @@ async def todo_action(request: Request, todo_id: FromPath[str], action: FromPath
 
 async def endpoints_context(request: Request, human: Human) -> dict:
     endpoints = await runtime(request).store.endpoints_of_user(human.user_id)
-    return {"endpoints": endpoints, "active": "endpoints", "mcp_url": mcp_url(request)}
+    return {"endpoints": [e for e in endpoints if e["kind"] == "vended"],
+            "grants": [e for e in endpoints if e["kind"] == "oauth"], "active": "endpoints",
+            "mcp_url": mcp_url(request), "oauth": request.app.state.oauth is not None}
 
 
 @get("/endpoints", name="endpoints")
@@ -271,7 +273,8 @@ async def endpoint_revoke_page(request: Request, endpoint_id: FromPath[str]) -> 
     endpoint = await own_endpoint(request, human, endpoint_id)
     if endpoint is None or endpoint["revoked_at"] is not None:
         return not_found(request, session, human)
-    return page(request, "endpoint_revoke.html", session=session, human=human, title="Revoke endpoint",
+    title = f"Disconnect {endpoint['client_name']}" if endpoint["kind"] == "oauth" else "Revoke endpoint"
+    return page(request, "endpoint_revoke.html", session=session, human=human, title=title,
                 endpoint=endpoint, active="endpoints")
 
 
@@ -290,7 +293,8 @@ async def endpoint_revoke_submit(request: Request, endpoint_id: FromPath[str]) -
         session.set_flash("error", f"Endpoint {endpoint['name']} was already revoked.")
         return redirect(request, "/endpoints", session)
     held = f"{n} held todo{'s' if n != 1 else ''} became dead letter{'s' if n != 1 else ''}"
-    session.set_flash("success", f"Revoked endpoint {endpoint['name']}; {held}.")
+    what = f"connected agent {endpoint['client_name']}" if endpoint["kind"] == "oauth" else f"endpoint {endpoint['name']}"
+    session.set_flash("success", f"Revoked {what}; {held}.")
     return redirect(request, "/endpoints", session)
 
 

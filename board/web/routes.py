@@ -9,6 +9,7 @@ route shares (the signed-in human, filters, redirects) in context.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from litestar.exceptions import HTTPException, NotFoundException
@@ -22,7 +23,7 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 
 from board.errors import SwitchboardError
-from board.web import bulk, events, pages, queues, todo_forms
+from board.web import bulk, consent, events, pages, queues, todo_forms
 from board.store.store import call_deadline, deadline_after
 from board.resources import resource_dir
 from board.web.view import ENV
@@ -39,6 +40,10 @@ SECURITY_HEADERS = [
 ]
 
 
+FORM_ACTION = consent.FORM_ACTION_HEADER.encode()
+_ORIGIN = re.compile(rb"https?://[A-Za-z0-9.\-\[\]:]{1,300}")
+
+
 def security_headers_middleware(app: ASGIApp) -> ASGIApp:
     """Every HTTP response carries the strict CSP and friends (SPEC-0012)."""
 
@@ -49,8 +54,15 @@ def security_headers_middleware(app: ASGIApp) -> ASGIApp:
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in dict(SECURITY_HEADERS)]
-                message = {**message, "headers": headers + SECURITY_HEADERS}
+                raw = message.get("headers", [])
+                headers = [(k, v) for k, v in raw if k.lower() not in dict(SECURITY_HEADERS)
+                           and k.lower() != FORM_ACTION]
+                # The consent screen's form ends at the client's redirect URI, which browsers
+                # hold to form-action too: that one origin is added for that response only.
+                extra = [v for k, v in raw if k.lower() == FORM_ACTION and _ORIGIN.fullmatch(v)]
+                security = SECURITY_HEADERS if not extra else [
+                    (k, v.replace(b"form-action 'self'", b"form-action 'self' " + extra[0])) for k, v in SECURITY_HEADERS]
+                message = {**message, "headers": headers + security}
             await send(message)
 
         await app(scope, receive, send_with_headers)
@@ -100,7 +112,7 @@ def route_handlers() -> list:
     static = create_static_files_router(path="/static", directories=[directory], name="static",
                                         before_request=_static_guard(directory))
     return [*pages.handlers(), *queues.handlers(), *bulk.handlers(), *todo_forms.handlers(),
-            *events.handlers(), static]
+            *events.handlers(), *consent.handlers(), static]
 
 
 def _with_security_headers(handler):

@@ -30,10 +30,10 @@ SCHEMA_HEADER = """-- The schema the migrations build, as pg_dump --schema-only 
 async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
     applied = await migrate(empty_db_url)
     assert applied == ["0001_base", "0002_attempt_history", "0003_queue_pauses", "0004_working_context",
-                       "0005_rules_in_sql"]
+                       "0005_rules_in_sql", "0006_oauth"]
     rows = await sql_rows(empty_db_url, "SELECT version, name FROM schema_migrations ORDER BY version")
     assert [(r["version"], r["name"]) for r in rows] == [(1, "base"), (2, "attempt_history"), (3, "queue_pauses"), (4, "working_context"),
-                                                           (5, "rules_in_sql")]
+                                                           (5, "rules_in_sql"), (6, "oauth")]
     assert await migrate(empty_db_url) == []  # idempotent
 
 

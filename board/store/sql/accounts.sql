@@ -21,10 +21,17 @@ VALUES (%(user_id)s, %(name)s, %(agent_id)s, %(token_hash)s, %(scope)s, %(queues
 RETURNING id::text, user_id, name, agent_id, scope, queues, created_at;
 
 -- name: endpoint_auth
--- description: The live endpoint of a token hash, and whether its last use is older than a minute
+-- description: The live endpoint of a token hash (a vended endpoint's token, or an unexpired access token of an OAuth grant), and whether its last use is older than a minute
 SELECT id::text AS id, user_id, agent_id, scope, queues,
-       (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') AS stale_use
-  FROM endpoints WHERE token_hash = %(token_hash)s AND revoked_at IS NULL;
+       (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') AS stale_use,
+       NULL::float8 AS expires_at, NULL::text AS resource
+  FROM endpoints WHERE token_hash = %(token_hash)s AND revoked_at IS NULL
+UNION ALL
+SELECT e.id::text, e.user_id, e.agent_id, t.scope, e.queues,
+       (e.last_used_at IS NULL OR e.last_used_at < now() - interval '1 minute'),
+       extract(epoch FROM t.expires_at)::float8, t.resource
+  FROM oauth_tokens t JOIN endpoints e ON e.id = t.endpoint_id
+ WHERE t.token_hash = %(token_hash)s AND t.kind = 'access' AND t.expires_at > now() AND e.revoked_at IS NULL;
 
 -- name: endpoint_touch
 -- description: Records an endpoint's use
@@ -32,7 +39,8 @@ UPDATE endpoints SET last_used_at = now() WHERE id = %(id)s RETURNING id;
 
 -- name: endpoints_of_user
 -- description: A user's endpoints, newest first
-SELECT id::text AS id, name, agent_id, scope, queues, created_at, last_used_at, revoked_at
+SELECT id::text AS id, name, agent_id, scope, queues, created_at, last_used_at, revoked_at,
+       kind, client_id, client_name, client_verified
   FROM endpoints WHERE user_id = %(user_id)s ORDER BY created_at DESC;
 
 -- name: endpoint_owner

@@ -1,0 +1,266 @@
+"""OAuth for MCP hosts over HTTP: the metadata a host discovers from /mcp's 401, dynamic
+registration, the authorization code with PKCE through the Board's consent screen, rotating
+refresh tokens, revocation, and every way a request is refused with its OAuth error and no
+grant created."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+
+from tests.acceptance.mcp_helpers import GENERATIONS, auth, connect
+from tests.acceptance.oauth_helpers import (
+    REDIRECT, approve, authorize, authorize_params, code_for, consent_form, exchange, pkce, public_client, query_of,
+    refresh, register)
+from tests.acceptance.test_board_auth import client_for, make_human, sign_in
+from tests.conftest import sql_rows
+
+
+async def grants(server) -> list[dict]:
+    return await sql_rows(server.settings.database_url,
+                          "SELECT id::text, client_name, scope, queues, revoked_at FROM endpoints WHERE kind = 'oauth'")
+
+
+async def signed_in_board(server, name="ada"):
+    await make_human(server.store, name)
+    board = client_for(server)
+    await board.__aenter__()
+    await sign_in(board, name)
+    return board
+
+
+@pytest.fixture
+async def board(live_server):
+    b = await signed_in_board(live_server)
+    try:
+        yield b
+    finally:
+        await b.__aexit__(None, None, None)
+
+
+@pytest.fixture
+async def c(live_server):
+    async with httpx.AsyncClient(base_url=live_server.url, follow_redirects=False) as client:
+        yield client
+
+
+async def test_an_unauthenticated_mcp_request_names_the_resource_metadata_which_names_the_authorization_server(
+        live_server, c):
+    r = await c.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert r.status_code == 401
+    challenge = r.headers["www-authenticate"]
+    prm_url = f"{live_server.url}/.well-known/oauth-protected-resource/mcp"
+    assert f'resource_metadata="{prm_url}"' in challenge
+    prm = (await c.get(prm_url)).json()
+    assert prm["resource"] == f"{live_server.url}/mcp"
+    assert prm["authorization_servers"] == [live_server.url]
+    assert "release" in prm["scopes_supported"]
+    meta = (await c.get("/.well-known/oauth-authorization-server")).json()
+    assert meta["issuer"] == live_server.url
+    assert meta["code_challenge_methods_supported"] == ["S256"]
+    assert meta["client_id_metadata_document_supported"] is True
+    assert meta["registration_endpoint"] == f"{live_server.url}/oauth/register"
+    assert meta["revocation_endpoint"] == f"{live_server.url}/oauth/revoke"
+    assert set(meta["grant_types_supported"]) == {"authorization_code", "refresh_token"}
+    assert "none" in meta["token_endpoint_auth_methods_supported"]
+
+
+async def test_a_registered_client_approved_on_the_board_gets_tokens_that_list_exactly_the_granted_tools(
+        live_server, c, board):
+    client_id = await public_client(c)
+    p = pkce()
+    code = await code_for(c, board, client_id, p, verbs=("list_todos", "claim_next", "complete"), queues="builds")
+    r = await exchange(c, client_id, code, p)
+    assert r.status_code == 200, r.text
+    tokens = r.json()
+    assert tokens["token_type"] == "Bearer" and tokens["expires_in"] <= 3600
+    assert tokens["access_token"].startswith("sba_") and tokens["refresh_token"].startswith("sbr_")
+    assert set(tokens["scope"].split()) == {"list_todos", "claim_next", "complete"}
+    [grant] = await grants(live_server)
+    assert grant["client_name"] == "Test Host" and grant["queues"] == ["builds"]
+    async with connect(live_server, tokens["access_token"]) as session:
+        listed = {t.name for t in (await session.list_tools()).tools}
+    assert listed == {"list_todos", "get_todo", "claim_next", "complete"}  # list_todos allows get_todo
+    stored = await sql_rows(live_server.settings.database_url, "SELECT token_hash FROM oauth_tokens")
+    assert all(tokens["access_token"].encode() not in bytes(r["token_hash"]) for r in stored)
+
+
+async def test_a_refresh_rotates_both_tokens_and_the_old_refresh_token_used_again_revokes_the_grant(
+        live_server, c, board):
+    client_id = await public_client(c)
+    p = pkce()
+    first = (await exchange(c, client_id, await code_for(c, board, client_id, p), p)).json()
+    r = await refresh(c, client_id, first["refresh_token"])
+    assert r.status_code == 200, r.text
+    second = r.json()
+    assert second["refresh_token"] != first["refresh_token"] and second["access_token"] != first["access_token"]
+    ok = await c.post("/mcp", headers={**auth(second["access_token"]), "accept": "application/json, text/event-stream",
+                                       "mcp-protocol-version": "2025-11-25"},
+                      json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert ok.status_code != 401
+    reused = await refresh(c, client_id, first["refresh_token"])
+    assert reused.status_code == 400 and reused.json()["error"] == "invalid_grant"
+    [grant] = await grants(live_server)
+    assert grant["revoked_at"] is not None
+    for token in (first["access_token"], second["access_token"]):
+        r = await c.post("/mcp", headers=auth(token), json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert r.status_code == 401 and 'error="invalid_token"' in r.headers["www-authenticate"]
+    assert (await refresh(c, client_id, second["refresh_token"])).json()["error"] == "invalid_grant"
+
+
+async def test_revoking_a_token_at_the_revocation_endpoint_ends_the_grant(live_server, c, board):
+    client_id = await public_client(c)
+    p = pkce()
+    tokens = (await exchange(c, client_id, await code_for(c, board, client_id, p), p)).json()
+    r = await c.post("/oauth/revoke", data={"token": tokens["access_token"], "client_id": client_id})
+    assert r.status_code == 200
+    [grant] = await grants(live_server)
+    assert grant["revoked_at"] is not None
+    r = await c.post("/mcp", headers=auth(tokens["access_token"]), json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert r.status_code == 401
+
+
+async def test_deny_sends_access_denied_back_to_the_client_and_creates_nothing(live_server, c, board):
+    client_id = await public_client(c)
+    r = await authorize(c, authorize_params(client_id, pkce()))
+    done = await approve(board, r.headers["location"], verbs=["claim"], decision="deny")
+    assert done.status_code == 303
+    back = query_of(done.headers["location"])
+    assert done.headers["location"].startswith(REDIRECT)
+    assert back["error"] == "access_denied" and back["state"] == "st-1" and "code" not in back
+    assert await grants(live_server) == []
+
+
+# -- refused, each with its OAuth error and no grant ---------------------------------------
+
+async def test_an_authorization_request_without_pkce_is_refused(live_server, c):
+    client_id = await public_client(c)
+    params = authorize_params(client_id, pkce())
+    del params["code_challenge"]
+    r = await authorize(c, params)
+    assert r.status_code == 302 and query_of(r.headers["location"])["error"] == "invalid_request"
+    params = authorize_params(client_id, pkce(), code_challenge_method="plain")
+    r = await authorize(c, params)
+    assert query_of(r.headers["location"])["error"] == "invalid_request"
+
+
+async def test_a_wrong_code_verifier_is_refused_and_creates_no_grant(live_server, c, board):
+    client_id = await public_client(c)
+    p = pkce()
+    code = await code_for(c, board, client_id, p)
+    r = await exchange(c, client_id, code, pkce())
+    assert r.status_code == 400 and r.json()["error"] == "invalid_grant"
+    assert await grants(live_server) == []
+
+
+async def test_a_redirect_uri_not_registered_is_refused_without_a_redirect(live_server, c):
+    client_id = await public_client(c)
+    r = await authorize(c, authorize_params(client_id, pkce(), redirect_uri="https://evil.example/cb"))
+    assert r.status_code == 400 and r.json()["error"] == "invalid_request"
+    assert "location" not in r.headers
+
+
+async def test_a_code_used_twice_is_refused_and_revokes_the_grant_it_made(live_server, c, board):
+    client_id = await public_client(c)
+    p = pkce()
+    code = await code_for(c, board, client_id, p)
+    tokens = (await exchange(c, client_id, code, p)).json()
+    again = await exchange(c, client_id, code, p)
+    assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+    [grant] = await grants(live_server)
+    assert grant["revoked_at"] is not None
+    r = await c.post("/mcp", headers=auth(tokens["access_token"]), json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert r.status_code == 401
+
+
+async def test_a_token_for_another_resource_is_refused_at_authorize_and_at_token(live_server, c, board):
+    client_id = await public_client(c)
+    r = await authorize(c, authorize_params(client_id, pkce(), resource="https://elsewhere.example/mcp"))
+    assert r.status_code == 302 and query_of(r.headers["location"])["error"] == "invalid_target"
+    p = pkce()
+    code = await code_for(c, board, client_id, p, resource=f"{live_server.url}/mcp")
+    r = await exchange(c, client_id, code, p, resource="https://elsewhere.example/mcp")
+    assert r.status_code == 400 and r.json()["error"] == "invalid_target"
+    assert await grants(live_server) == []
+
+
+async def test_a_token_is_refused_at_a_resource_it_was_not_issued_for(live_server, c, board):
+    client_id = await public_client(c)
+    p = pkce()
+    tokens = (await exchange(c, client_id, await code_for(c, board, client_id, p), p)).json()
+    # The same server under another public name is another resource.
+    r = await c.post("/mcp", headers={**auth(tokens["access_token"]), "host": "localhost:%s" % live_server.url.rsplit(":", 1)[1]},
+                     json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert r.status_code == 401 and 'error="invalid_token"' in r.headers["www-authenticate"]
+
+
+async def test_an_expired_access_token_is_refused(live_server, c, board):
+    client_id = await public_client(c)
+    p = pkce()
+    tokens = (await exchange(c, client_id, await code_for(c, board, client_id, p), p)).json()
+    headers = {**auth(tokens["access_token"]), "accept": "application/json, text/event-stream",
+               "mcp-protocol-version": "2025-11-25"}
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    assert (await c.post("/mcp", headers=headers, json=ping)).status_code != 401  # cached as good
+    await sql_rows(live_server.settings.database_url,
+                   "UPDATE oauth_tokens SET expires_at = now() - interval '1 second' WHERE kind = 'access' RETURNING 1")
+    live_server.app.state.mcp.endpoints._entries.clear()
+    r = await c.post("/mcp", headers=headers, json=ping)
+    assert r.status_code == 401 and 'error="invalid_token"' in r.headers["www-authenticate"]
+
+
+async def test_dynamic_registration_refuses_a_redirect_uri_that_is_not_https_or_loopback(live_server, c):
+    r = await register(c, redirect_uris=["http://example.com/cb"])
+    assert r.status_code == 400 and r.json()["error"] == "invalid_redirect_uri"
+    r = await register(c, redirect_uris=["javascript:alert(1)"])
+    assert r.status_code == 400
+    assert await sql_rows(live_server.settings.database_url, "SELECT 1 FROM oauth_clients") == []
+
+
+@pytest.fixture
+def server_settings(server_settings):
+    return server_settings.with_(oauth_registrations_per_minute=5)
+
+
+async def test_dynamic_registration_is_rate_limited_per_address(live_server, c):
+    codes = [(await register(c)).status_code for _ in range(6)]
+    assert codes == [201] * 5 + [429]
+
+
+async def test_a_consent_post_without_csrf_or_from_another_human_is_refused_and_creates_nothing(live_server, c, board):
+    client_id = await public_client(c)
+    r = await authorize(c, authorize_params(client_id, pkce()))
+    consent = r.headers["location"]
+    _, fields = await consent_form(board, consent)
+    base = {"decision": "approve", "queues": "q", "agent_id": "a", "verbs": "claim"}
+    no_csrf = await board.post("/consent", data={**base, "request": fields["request"], "binding": fields["binding"]})
+    assert no_csrf.status_code == 403
+    bob = await signed_in_board(live_server, "bob")
+    try:
+        _, bobs = await consent_form(bob, consent)
+        stolen = await bob.post("/consent", data={**base, "csrf_token": bobs["csrf_token"],
+                                                  "request": fields["request"], "binding": fields["binding"]})
+        assert stolen.status_code == 403 and "someone else" in stolen.text
+    finally:
+        await bob.__aexit__(None, None, None)
+    assert await sql_rows(live_server.settings.database_url, "SELECT 1 FROM oauth_codes") == []
+
+
+async def test_the_consent_screen_needs_the_board_session_and_returns_to_it_after_sign_in(live_server, c):
+    client_id = await public_client(c)
+    consent = (await authorize(c, authorize_params(client_id, pkce()))).headers["location"]
+    r = await c.get(consent)
+    assert r.status_code == 303 and r.headers["location"].startswith("/login?next=%2Fconsent")
+
+
+async def test_the_human_may_narrow_the_verbs_but_not_widen_them(live_server, c, board):
+    client_id = await public_client(c)
+    consent = (await authorize(c, authorize_params(client_id, pkce(), scope="claim complete"))).headers["location"]
+    page, _ = await consent_form(board, consent)
+    assert 'value="claim"' in page and 'value="release"' not in page
+    widened = await approve(board, consent, verbs=["claim", "release"])
+    assert widened.status_code == 400 and "release was not asked for" in widened.text.lower()
+    narrowed = await approve(board, consent, verbs=["claim"])
+    assert narrowed.status_code == 303
