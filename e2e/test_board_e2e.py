@@ -169,7 +169,7 @@ async def test_the_drawer_shows_every_outcome_accessibly_with_inert_markup(page:
         await expect(died.locator(".died-marker")).to_contain_text("Died: no report")
     await expect(dialog.locator("#attempt-3")).to_contain_text("Last heartbeat")
     await expect(dialog.locator(".died-marker")).to_have_count(2)
-    await expect(dialog.locator("#attempt-6")).to_contain_text("owner, from the Board")
+    await expect(dialog.locator("#attempt-6")).to_contain_text("the Board, by the owner")
     await expect(dialog.locator("#attempt-6").get_by_role("link")).to_have_attribute("rel", "noopener noreferrer")
     await expect(dialog.locator("pre").first).to_contain_text('"note": "<img src=x onerror=alert(2)>"')
     content = await page.content()

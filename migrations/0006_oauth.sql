@@ -57,3 +57,14 @@ CREATE TABLE oauth_tokens (
 );
 CREATE INDEX oauth_tokens_endpoint_idx ON oauth_tokens (endpoint_id);
 CREATE INDEX oauth_tokens_expires_idx ON oauth_tokens (expires_at);
+
+-- How an attempt's claimer connected, for the Board's drawer (never a token): the Board
+-- itself, a vended endpoint's token (with the endpoint's name), or an OAuth client (with its
+-- name and whether it was verified). An attempt cannot outlive its endpoint (todos cascade).
+CREATE FUNCTION attempt_via(claimer attempt_claimer_kind, endpoint uuid) RETURNS json
+  LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT CASE WHEN claimer = 'owner' THEN json_build_object('kind', 'board')
+    ELSE (SELECT json_build_object('kind', e.kind, 'name', coalesce(e.client_name, e.name),
+                                   'verified', e.client_verified)
+            FROM endpoints e WHERE e.id = endpoint) END
+$$;

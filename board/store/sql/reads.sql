@@ -59,7 +59,7 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
  WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s);
 
 -- name: todo_get_human
--- description: One todo of the human's endpoints with its chain, usage totals, newest attempts and live outcome counts
+-- description: One todo of the human's endpoints with its chain, usage totals, newest attempts (each with how its claimer connected) and live outcome counts
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
@@ -96,7 +96,9 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
             OR t.pruned_usage IS NOT NULL THEN json_build_object('input_tokens', CASE WHEN count(a.input_tokens) > 0 OR t.pruned_usage ? 'input_tokens' THEN coalesce(sum(a.input_tokens), 0) + coalesce((t.pruned_usage ->> 'input_tokens')::numeric, 0) END, 'output_tokens', CASE WHEN count(a.output_tokens) > 0 OR t.pruned_usage ? 'output_tokens' THEN coalesce(sum(a.output_tokens), 0) + coalesce((t.pruned_usage ->> 'output_tokens')::numeric, 0) END, 'cost_usd', CASE WHEN count(a.cost_usd) > 0 OR t.pruned_usage ? 'cost_usd' THEN coalesce(sum(a.cost_usd), 0) + coalesce((t.pruned_usage ->> 'cost_usd')::numeric, 0) END) END
      FROM attempts a WHERE a.todo_id = t.id) AS usage,
        (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
-          SELECT a.seq, attempt_public_notes(a, %(notes_limit)s::int) AS j FROM attempts a
+          SELECT a.seq, (attempt_public_notes(a, %(notes_limit)s::int)::jsonb
+                         || jsonb_build_object('via', attempt_via(a.claimer_kind, a.claimer_endpoint_id)))::json AS j
+            FROM attempts a
            WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,
        (SELECT coalesce(json_object_agg(o.outcome, o.n), '{}'::json) FROM (
           SELECT a.outcome::text AS outcome, count(*) AS n FROM attempts a
