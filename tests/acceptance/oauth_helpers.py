@@ -4,6 +4,7 @@ screen driven over HTTP by a signed-in Board client (the browser tests drive it 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import html
 import re
@@ -112,3 +113,75 @@ async def exchange(c: httpx.AsyncClient, client_id: str, code: str, p: Pkce, *, 
 async def refresh(c: httpx.AsyncClient, client_id: str, refresh_token: str, **extra) -> httpx.Response:
     return await c.post("/oauth/token", data={"grant_type": "refresh_token", "client_id": client_id,
                                               "refresh_token": refresh_token, **extra})
+
+
+# -- the MCP Python SDK's own OAuth client ------------------------------------------------
+
+@dataclass
+class MemoryStorage:
+    """The SDK client's TokenStorage, in memory (a host keeps it on disk)."""
+
+    tokens: object = None
+    client_info: object = None
+
+    async def get_tokens(self):
+        return self.tokens
+
+    async def set_tokens(self, tokens) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self):
+        return self.client_info
+
+    async def set_client_info(self, client_info) -> None:
+        self.client_info = client_info
+
+
+class HttpConsent:
+    """The SDK client's redirect and callback handlers, with a signed-in Board client standing
+    in for the person's browser: it follows the authorization URL to the consent screen,
+    approves `verbs`, and hands the code on the redirect back to the SDK."""
+
+    def __init__(self, board: httpx.AsyncClient, *, verbs, queues="q", agent_id="sdk-host"):
+        self.board, self.verbs, self.queues, self.agent_id = board, list(verbs), queues, agent_id
+        self.redirects: list[str] = []
+        self._back: str | None = None
+
+    async def redirect_handler(self, url: str) -> None:
+        self.redirects.append(url)
+        r = await self.board.get(url)
+        assert r.status_code == 302, r.text
+        done = await approve(self.board, r.headers["location"], verbs=self.verbs, queues=self.queues,
+                             agent_id=self.agent_id)
+        assert done.status_code == 303, done.text
+        self._back = done.headers["location"]
+
+    async def callback_handler(self):
+        from mcp.shared.auth import AuthorizationCodeResult
+
+        back = query_of(self._back)
+        return AuthorizationCodeResult(code=back["code"], state=back.get("state"), iss=back.get("iss"))
+
+
+def sdk_provider(server_url: str, storage: MemoryStorage, consent, *, client_metadata_url: str | None = None,
+                 redirect_uri: str = REDIRECT, scope: str | None = None):
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import OAuthClientMetadata
+
+    metadata = OAuthClientMetadata(client_name="SDK Host", redirect_uris=[redirect_uri],
+                                   grant_types=["authorization_code", "refresh_token"], response_types=["code"],
+                                   token_endpoint_auth_method="none", scope=scope)
+    return OAuthClientProvider(server_url + "/mcp", metadata, storage, redirect_handler=consent.redirect_handler,
+                               callback_handler=consent.callback_handler, client_metadata_url=client_metadata_url)
+
+
+@contextlib.asynccontextmanager
+async def sdk_session(server_url: str, provider, generation: str = "modern"):
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(auth=provider, timeout=httpx2.Timeout(30.0)) as http:
+        kwargs = {"mode": "legacy"} if generation == "legacy" else {}
+        async with Client(streamable_http_client(server_url + "/mcp", http_client=http), **kwargs) as client:
+            yield client

@@ -1,0 +1,76 @@
+"""The MCP Python SDK's own OAuth client against Switchboard: it meets /mcp's 401, discovers the
+protected resource and authorization server metadata, registers (dynamically, or by naming a
+client ID metadata document), sends the person to the consent screen, and then works with
+exactly what was approved; its token refreshes, and after the person revokes the grant it is
+refused."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+
+from tests.acceptance.mcp_helpers import GENERATIONS, auth, call
+from tests.acceptance.oauth_helpers import HttpConsent, MemoryStorage, sdk_provider, sdk_session
+from tests.acceptance.test_board_auth import client_for, csrf_of, make_human, sign_in
+from tests.conftest import sql_rows
+
+GRANTED = ("add_todo", "get_todo", "claim_next", "heartbeat", "complete")
+ACCESS_SECONDS = 2
+
+
+@pytest.fixture
+def server_settings(server_settings):
+    return server_settings.with_(oauth_access_token_seconds=ACCESS_SECONDS)
+
+
+async def fenced_cycle(client) -> dict:
+    added = await call(client, "add_todo", {"queue": "builds", "title": "Rebuild the index"})
+    claimed = await call(client, "claim_next", {"queue": "builds", "require_fence": True, "claimant": "sdk-host/1"})
+    assert claimed["todo"]["id"] == added["id"]
+    fence = claimed["lease_token"]
+    await call(client, "heartbeat", {"id": added["id"], "lease_token": fence})
+    done = await call(client, "complete", {"id": added["id"], "lease_token": fence, "summary": "Rebuilt the index."})
+    assert done["state"] == "done"
+    return done
+
+
+async def revoke_on_the_board(board: httpx.AsyncClient, endpoint_id: str) -> None:
+    page = await board.get(f"/endpoints/{endpoint_id}/revoke")
+    assert page.status_code == 200 and "Disconnect SDK Host" in page.text
+    r = await board.post(f"/endpoints/{endpoint_id}/revoke", data={"csrf_token": csrf_of(page.text)})
+    assert r.status_code == 303
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+async def test_the_python_sdk_client_registers_consents_works_refreshes_and_is_refused_after_revocation(
+        live_server, generation):
+    ada = await make_human(live_server.store, "ada")
+    async with client_for(live_server) as board:
+        await sign_in(board, "ada")
+        consent = HttpConsent(board, verbs=GRANTED, queues="builds")
+        storage = MemoryStorage()
+        async with sdk_session(live_server.url, sdk_provider(live_server.url, storage, consent), generation) as client:
+            listed = {t.name for t in (await client.list_tools()).tools}
+            assert listed == {*GRANTED, "note"}  # narrowed on the consent screen; heartbeat allows note
+            done = await fenced_cycle(client)
+            # Access tokens live ACCESS_SECONDS here: once it has passed, the client refreshes
+            # before its next call, and both tokens rotate.
+            first = storage.tokens
+            await asyncio.sleep(ACCESS_SECONDS + 0.2)
+            await call(client, "get_todo", {"id": done["id"]})
+            assert storage.tokens.refresh_token != first.refresh_token
+            assert storage.tokens.access_token != first.access_token
+        assert len(consent.redirects) == 1 and "/oauth/authorize?" in consent.redirects[0]  # one consent
+        [attempt] = (await live_server.store.todo_get(ada, done["id"]))["attempts"]
+        assert attempt["via"] == {"kind": "oauth", "name": "SDK Host", "verified": False}
+        [grant] = await sql_rows(live_server.settings.database_url,
+                                 "SELECT id::text, agent_id, scope, queues FROM endpoints WHERE kind = 'oauth'")
+        assert grant["agent_id"] == "sdk-host" and sorted(grant["scope"]) == sorted(GRANTED)
+        assert grant["queues"] == ["builds"]
+        await revoke_on_the_board(board, grant["id"])
+    async with httpx.AsyncClient(base_url=live_server.url) as c:
+        r = await c.post("/mcp", headers=auth(storage.tokens.access_token),
+                         json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert r.status_code == 401 and 'error="invalid_token"' in r.headers["www-authenticate"]
