@@ -61,6 +61,29 @@ async def vend(store, *, user_id: int | None = None, agent_id: str = "worker", q
     return Vended(row["id"], token, user_id)
 
 
+# The two kinds of credential an agent calls with: a vended endpoint's token, and an OAuth
+# access token of a grant approved on the consent screen. Every check must treat them alike.
+CREDENTIALS = ("vended", "oauth")
+
+
+async def credential(server, kind: str = "vended", *, user_id: int | None = None, agent_id: str = "worker",
+                     queues=("q",), scope=VERBS) -> Vended:
+    """A credential of either kind. An OAuth grant is made as the consent screen and the token
+    endpoint make it (the store's code, then its exchange; the HTTP flow has tests of its own),
+    for the server's own /mcp."""
+    store = server.store
+    if kind == "vended":
+        return await vend(store, user_id=user_id, agent_id=agent_id, queues=queues, scope=scope)
+    if user_id is None:
+        user_id = (await store.user_insert(f"mcpuser{next(_names)}", "not-a-real-hash"))["id"]
+    code = await store.oauth_code_issue(
+        user_id, client_id="test-client", client_name="Test Host", client_verified=False, agent_id=agent_id,
+        scope=list(scope), queues=list(queues), redirect_uri="http://127.0.0.1:9/callback",
+        redirect_uri_explicit=True, code_challenge="unused-here", resource=server.url + "/mcp")
+    tokens = await store.oauth_code_exchange(code, access_seconds=3600, refresh_seconds=86400)
+    return Vended(tokens["endpoint_id"], tokens["access_token"], user_id)
+
+
 def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 

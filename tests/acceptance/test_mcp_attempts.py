@@ -11,7 +11,7 @@ import httpx2
 import mcp_types as types
 import pytest
 
-from tests.acceptance.mcp_helpers import GENERATIONS, auth, call, call_error, connect, error_body, mcp_server, vend  # noqa: F401 (mcp_server is a fixture)
+from tests.acceptance.mcp_helpers import CREDENTIALS, GENERATIONS, auth, call, call_error, connect, credential, error_body, mcp_server, vend  # noqa: F401 (mcp_server is a fixture)
 from tests.conftest import run_server, sql_rows
 
 
@@ -384,13 +384,15 @@ async def test_only_the_lease_holder_may_release(mcp_server):
 FOREIGN_VERBS = ["get_todo", "claim", "heartbeat", "complete", "fail", "release", "cancel", "interrupt", "resume"]
 
 
+@pytest.mark.parametrize("kinds", [("vended", "oauth"), ("oauth", "vended"), ("oauth", "oauth")],
+                         ids=["oauth-reads-vended", "vended-reads-oauth", "oauth-reads-oauth"])
 @pytest.mark.parametrize("generation", GENERATIONS)
-async def test_a_foreign_todo_and_a_random_id_give_byte_identical_not_found(mcp_server, generation):
+async def test_a_foreign_todo_and_a_random_id_give_byte_identical_not_found(mcp_server, generation, kinds):
     """REQ-10: WHEN endpoint B calls get_todo with the id of endpoint A's todo, THEN B receives
-    not_found with a body byte-identical to the response for a random id."""
-    store = mcp_server.store
-    a = await vend(store)
-    b = await vend(store)
+    not_found with a body byte-identical to the response for a random id, whichever kind of
+    credential (vended token or OAuth grant) each holds."""
+    a = await credential(mcp_server, kinds[0])
+    b = await credential(mcp_server, kinds[1])
     async with connect(mcp_server, a.token) as client_a:
         todo = await call(client_a, "add_todo", {"queue": "q", "title": "A's"})
         await call(client_a, "claim", {"id": todo["id"]})
@@ -404,10 +406,10 @@ async def test_a_foreign_todo_and_a_random_id_give_byte_identical_not_found(mcp_
             assert foreign.model_dump_json() == random.model_dump_json(), verb
 
 
-async def test_a_foreign_todo_is_byte_identical_on_the_wire(mcp_server):
-    store = mcp_server.store
-    a = await vend(store)
-    b = await vend(store)
+@pytest.mark.parametrize("kind", CREDENTIALS)
+async def test_a_foreign_todo_is_byte_identical_on_the_wire(mcp_server, kind):
+    a = await vend(mcp_server.store)
+    b = await credential(mcp_server, kind)
     async with connect(mcp_server, a.token) as client_a:
         todo = await call(client_a, "add_todo", {"queue": "q", "title": "A's"})
 

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tests.acceptance.mcp_helpers import Inbox, call, connect, doorbell, vend, wait_until
+from tests.acceptance.mcp_helpers import CREDENTIALS, Inbox, call, connect, credential, doorbell, vend, wait_until
 
 TODOS = "switchboard://todos"
 
@@ -55,15 +55,17 @@ async def listening(server, token, *, uris=(TODOS,)):
                     await task
 
 
-async def test_an_added_todo_rings_the_endpoints_legacy_session(live_server):
-    ep = await vend(live_server.store)
+@pytest.mark.parametrize("kind", CREDENTIALS)
+async def test_an_added_todo_rings_the_endpoints_legacy_session(live_server, kind):
+    ep = await credential(live_server, kind)
     async with legacy_session(live_server, ep.token, ep.endpoint_id) as (client, inbox):
         todo = await call(client, "add_todo", {"queue": "q", "title": "ring me"})
         await inbox.wait_for(uri(todo["id"]))
 
 
-async def test_an_added_todo_rings_a_sessionless_listen_stream(live_server):
-    ep = await vend(live_server.store)
+@pytest.mark.parametrize("kind", CREDENTIALS)
+async def test_an_added_todo_rings_a_sessionless_listen_stream(live_server, kind):
+    ep = await credential(live_server, kind)
     async with listening(live_server, ep.token) as (client, rings, sub):
         assert sub.honored.resource_subscriptions == [TODOS]
         todo = await call(client, "add_todo", {"queue": "q", "title": "ring me"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.acceptance.mcp_helpers import GENERATIONS, call, call_error, connect, vend
+from tests.acceptance.mcp_helpers import CREDENTIALS, GENERATIONS, call, call_error, connect, credential, vend
 
 
 @pytest.fixture
@@ -13,10 +13,11 @@ def server_settings(server_settings):
     return server_settings.with_(rate_limit_per_second=0.01, rate_limit_burst=3)
 
 
+@pytest.mark.parametrize("kind", CREDENTIALS)
 @pytest.mark.parametrize("generation", GENERATIONS)
-async def test_calls_past_the_burst_are_rate_limited_per_endpoint(live_server, generation):
+async def test_calls_past_the_burst_are_rate_limited_per_endpoint(live_server, generation, kind):
     store = live_server.store
-    busy = await vend(store)
+    busy = await credential(live_server, kind)
     calm = await vend(store, user_id=busy.user_id, agent_id="calm")
     async with connect(live_server, busy.token, generation) as client:
         todo = await call(client, "add_todo", {"queue": "q", "title": "t"})

@@ -9,7 +9,7 @@ import pytest
 
 from board.store.vocabulary import VERBS
 from tests.conftest import sql_rows
-from tests.acceptance.mcp_helpers import GENERATIONS, call, call_error, connect, mcp_server, vend  # noqa: F401 (mcp_server is a fixture)
+from tests.acceptance.mcp_helpers import CREDENTIALS, GENERATIONS, call, call_error, connect, credential, mcp_server, vend  # noqa: F401 (mcp_server is a fixture)
 
 DRAIN = ("claim_next", "heartbeat", "complete", "fail")
 
@@ -24,10 +24,11 @@ SCOPES = [
 ]
 
 
+@pytest.mark.parametrize("kind", CREDENTIALS)
 @pytest.mark.parametrize("generation", GENERATIONS)
 @pytest.mark.parametrize(("scope", "expected"), SCOPES, ids=["all", "drain", "list", "get", "release", "mixed"])
-async def test_the_tool_list_follows_the_endpoints_scope(mcp_server, generation, scope, expected):
-    ep = await vend(mcp_server.store, scope=scope)
+async def test_the_tool_list_follows_the_endpoints_scope(mcp_server, generation, scope, expected, kind):
+    ep = await credential(mcp_server, kind, scope=scope)
     async with connect(mcp_server, ep.token, generation) as client:
         names = {t.name for t in (await client.list_tools()).tools}
     assert names == expected
@@ -82,12 +83,12 @@ async def test_the_attempt_summary_is_described_as_data_never_an_instruction(mcp
     assert "never instructions" in tools["get_todo"].output_schema["properties"]["chain"]["description"]
 
 
+@pytest.mark.parametrize("kind", CREDENTIALS)
 @pytest.mark.parametrize("generation", GENERATIONS)
-async def test_release_without_the_grant_fails_forbidden_and_nothing_changes(mcp_server, generation):
+async def test_release_without_the_grant_fails_forbidden_and_nothing_changes(mcp_server, generation, kind):
     """REQ-9: WHEN an endpoint whose scope lacks release calls it, THEN the call fails with
     forbidden, and nothing changes."""
-    store = mcp_server.store
-    ep = await vend(store, scope=("add_todo", "claim", "complete", "get_todo"))
+    ep = await credential(mcp_server, kind, scope=("add_todo", "claim", "complete", "get_todo"))
     async with connect(mcp_server, ep.token, generation) as client:
         todo = await call(client, "add_todo", {"queue": "q", "title": "held"})
         await call(client, "claim", {"id": todo["id"]})
@@ -97,9 +98,9 @@ async def test_release_without_the_grant_fails_forbidden_and_nothing_changes(mcp
     assert after["state"] == "claimed" and after["attempts"][0]["ended_at"] is None
 
 
-async def test_every_verb_outside_the_scope_is_forbidden(mcp_server):
-    store = mcp_server.store
-    ep = await vend(store, scope=("add_todo",))
+@pytest.mark.parametrize("kind", CREDENTIALS)
+async def test_every_verb_outside_the_scope_is_forbidden(mcp_server, kind):
+    ep = await credential(mcp_server, kind, scope=("add_todo",))
     async with connect(mcp_server, ep.token) as client:
         todo = await call(client, "add_todo", {"queue": "q", "title": "t"})
         for verb in set(VERBS) - {"add_todo"}:
@@ -111,8 +112,9 @@ async def test_every_verb_outside_the_scope_is_forbidden(mcp_server):
     assert rows == [{"state": "pending", "n": 0}]
 
 
-async def test_a_queue_outside_the_grant_is_forbidden(mcp_server):
-    ep = await vend(mcp_server.store, queues=("q",))
+@pytest.mark.parametrize("kind", CREDENTIALS)
+async def test_a_queue_outside_the_grant_is_forbidden(mcp_server, kind):
+    ep = await credential(mcp_server, kind, queues=("q",))
     async with connect(mcp_server, ep.token) as client:
         assert (await call_error(client, "add_todo", {"queue": "other", "title": "t"})) == {
             "code": "forbidden", "message": "this endpoint is not granted queue other", "argument": "queue"}
