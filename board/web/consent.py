@@ -128,7 +128,7 @@ async def consent_submit(request: Request) -> Response:
     problems = vend_problems(agent_id=agent_id, queues=queues, scope=verbs)
     widened = [v for v in verbs if v not in _offered(req)]
     if widened:
-        problems.append(Invalid(f"{widened[0]} was not asked for by this application", argument="scope"))
+        problems.append(Invalid(f"the verb {widened[0]} was not asked for by this application", argument="scope"))
     if not problems:
         try:
             code = await runtime(request).store.oauth_code_issue(

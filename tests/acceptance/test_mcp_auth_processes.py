@@ -1,6 +1,6 @@
 """Two `switchboard serve` processes on one database, each caching authenticated endpoints:
 a revocation through one process's Board ends the token's access through the other on the
-very next call."""
+very next call, for a vended token and for an OAuth grant alike."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ import os
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import httpx
 
-from tests.acceptance.mcp_helpers import vend
+import pytest
+
+from tests.acceptance.mcp_helpers import CREDENTIALS, credential
 from tests.acceptance.test_board_auth import csrf_of, make_human, sign_in
 from tests.conftest import free_port
 
@@ -29,10 +32,12 @@ def _headers(token: str) -> dict:
 
 
 @contextlib.contextmanager
-def _serve(db_url: str, log_path):
-    port = free_port()
+def _serve(db_url: str, log_path, *, port: int | None = None, public_url: str | None = None):
+    port = port or free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_") and k != "DATABASE_URL"}
     env.update(DATABASE_URL=db_url, SWITCHBOARD_SECRET_KEY="two-process-secret-0123456789")
+    if public_url:  # both processes serve one public URL, as behind a load balancer
+        env["SWITCHBOARD_PUBLIC_URL"] = public_url
     with open(log_path, "w") as log:
         proc = subprocess.Popen([sys.executable, "-m", "board", "serve", "--port", str(port)], env=env, cwd=ROOT,
                                 stdout=log, stderr=subprocess.STDOUT)
@@ -61,11 +66,15 @@ async def _ready(base: str, proc, log_path, timeout: float = 60.0) -> None:
             await asyncio.sleep(0.05)
 
 
+@pytest.mark.parametrize("kind", CREDENTIALS)
 async def test_a_revocation_through_one_process_ends_access_through_the_other_on_the_next_call(
-        db_url, store, tmp_path):
+        db_url, store, tmp_path, kind):
     human = await make_human(store, "twoproc")
-    ep = await vend(store, user_id=human.user_id)
-    with _serve(db_url, tmp_path / "a.log") as (a, proc_a), _serve(db_url, tmp_path / "b.log") as (b, proc_b):
+    port_a = free_port()
+    public = f"http://127.0.0.1:{port_a}"
+    ep = await credential(SimpleNamespace(url=public, store=store), kind, user_id=human.user_id)
+    with _serve(db_url, tmp_path / "a.log", port=port_a, public_url=public) as (a, proc_a), \
+            _serve(db_url, tmp_path / "b.log", public_url=public) as (b, proc_b):
         await _ready(a, proc_a, tmp_path / "a.log")
         await _ready(b, proc_b, tmp_path / "b.log")
         async with httpx.AsyncClient(timeout=10) as mcp, httpx.AsyncClient(base_url=a, timeout=10) as board:

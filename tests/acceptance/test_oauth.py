@@ -10,11 +10,11 @@ import time
 import httpx
 import pytest
 
-from tests.acceptance.mcp_helpers import GENERATIONS, auth, connect
+from tests.acceptance.mcp_helpers import auth, call, connect
 from tests.acceptance.oauth_helpers import (
     REDIRECT, approve, authorize, authorize_params, code_for, consent_form, exchange, pkce, public_client, query_of,
     refresh, register)
-from tests.acceptance.test_board_auth import client_for, make_human, sign_in
+from tests.acceptance.test_board_auth import client_for, csrf_of, make_human, sign_in
 from tests.conftest import sql_rows
 
 
@@ -264,3 +264,28 @@ async def test_the_human_may_narrow_the_verbs_but_not_widen_them(live_server, c,
     assert widened.status_code == 400 and "release was not asked for" in widened.text.lower()
     narrowed = await approve(board, consent, verbs=["claim"])
     assert narrowed.status_code == 303
+
+
+async def test_disconnecting_a_connected_agent_dead_letters_what_it_holds_and_closes_the_attempt_revoked(
+        live_server, c, board):
+    client_id = await public_client(c)
+    p = pkce()
+    code = await code_for(c, board, client_id, p, verbs=("add_todo", "claim", "get_todo"), scope=None)
+    tokens = (await exchange(c, client_id, code, p)).json()
+    async with connect(live_server, tokens["access_token"], "legacy") as client:
+        todo = await call(client, "add_todo", {"queue": "q", "title": "held when revoked"})
+        await call(client, "claim", {"id": todo["id"]})
+    [grant] = await grants(live_server)
+    listing = (await board.get("/endpoints")).text
+    assert "Connected agents" in listing and f'href="/endpoints/{grant["id"]}/revoke"' in listing
+    page = await board.get(f"/endpoints/{grant['id']}/revoke")
+    assert "Disconnect Test Host?" in page.text
+    r = await board.post(f"/endpoints/{grant['id']}/revoke", data={"csrf_token": csrf_of(page.text)})
+    assert r.status_code == 303
+    assert "Revoked connected agent Test Host; 1 held todo became dead letter." in (await board.get("/endpoints")).text
+    [row] = await sql_rows(live_server.settings.database_url,
+                           "SELECT t.state::text, t.next_retry_at, a.outcome::text, a.disposition::text "
+                           "FROM todos t JOIN attempts a ON a.todo_id = t.id WHERE t.id = %s", (todo["id"],))
+    assert row == {"state": "failed", "next_retry_at": None, "outcome": "revoked", "disposition": "dead_lettered"}
+    r = await c.post("/mcp", headers=auth(tokens["access_token"]), json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert r.status_code == 401
