@@ -12,12 +12,15 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
+import httpx
 import pytest
 from playwright.async_api import Page, expect
 
 from board.config import Settings
 from e2e.conftest import ARTIFACTS, assert_accessible, make_human, no_csp_errors, sign_in
 from e2e.test_board_e2e import save_picture, tab_to, todo_with_every_outcome
+from tests.acceptance.mcp_helpers import credential
+from tests.acceptance.oauth_helpers import authorize_params, pkce, public_client
 from tests.conftest import create_database, drop_database, make_agent, run_server
 
 NARROW = {"width": 320, "height": 640}
@@ -131,6 +134,8 @@ async def board(pg_admin_url, template_url):
         gone = await store.todo_add(agent, queue="docs", title="Old migration notes")
         await store.todo_cancel(agent, gone["id"])
         await store.queue_pause(ada, "docs")
+        seeded["grant"] = (await credential(server, "oauth", user_id=ada.user_id, agent_id="chat-host",
+                                            queues=("builds",), scope=("list_todos", "claim_next"))).endpoint_id
         server.seeded = seeded
         yield server
     drop_database(pg_admin_url, name)
@@ -480,3 +485,24 @@ async def test_the_scheme_toggle_works_without_javascript_and_returns_to_the_pag
     assert (await dialog.bounding_box())["y"] < (await board_heading.bounding_box())["y"]
     await check_layout(page, "the drawer page without JavaScript at 320 px", javascript=False)
     await context.close()
+
+
+async def test_the_consent_screen_connected_agents_and_disconnect_reflow_and_pass_axe_in_every_mode(
+        page: Page, board):
+    async with httpx.AsyncClient(base_url=board.url) as c:
+        client_id = await public_client(c, name="Chat Host")
+        consent = (await c.get("/oauth/authorize", params=authorize_params(client_id, pkce()))).headers["location"]
+    await page.goto(consent)
+    await expect(page.get_by_role("heading", name="Connect Chat Host to Switchboard?")).to_be_visible()
+    await check_everywhere(page, "the consent screen")
+    await page.get_by_label("Agent id").fill("")
+    await page.locator("form[action='/consent']").evaluate("f => { f.noValidate = true; }")  # past the browser's own check
+    await page.get_by_role("button", name="Allow Chat Host").click()  # no queue, no agent id: both errors
+    await expect(page.get_by_role("alert")).to_contain_text("Fix these 2 problems")
+    await check_everywhere(page, "the consent screen with its errors")
+    await page.goto("/endpoints")
+    await expect(page.get_by_role("heading", name="Connected agents")).to_be_visible()
+    await check_everywhere(page, "connected agents")
+    await page.goto(f"/endpoints/{board.seeded['grant']}/revoke")
+    await expect(page.get_by_role("heading", name="Disconnect Test Host?")).to_be_visible()
+    await check_everywhere(page, "the disconnect confirmation")

@@ -15,7 +15,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from board.store.liveness import span
 from board.resources import resource_dir
 from board.store.inputs import is_https_url
-from board.store.vocabulary import DIED_OUTCOMES, HOLDER_STATES, LIST_SORTS, STATES, VERBS
+from board.store.vocabulary import DEFAULT_GRANT, DIED_OUTCOMES, HOLDER_STATES, LIST_SORTS, STATES, VERBS
 
 
 
@@ -43,7 +43,7 @@ VERB_HELP = {
     "interrupt": "pause for input or auth",
     "resume": "resume after an interrupt",
 }
-DEFAULT_VERBS = ("list_todos", "get_todo", "claim_next", "heartbeat", "complete", "fail")
+DEFAULT_VERBS = DEFAULT_GRANT
 assert sorted(v for _, group in VERB_GROUPS for v in group) == sorted(VERBS), "every verb is offered once"
 
 

@@ -53,6 +53,7 @@ async def test_an_unauthenticated_mcp_request_names_the_resource_metadata_which_
     challenge = r.headers["www-authenticate"]
     prm_url = f"{live_server.url}/.well-known/oauth-protected-resource/mcp"
     assert f'resource_metadata="{prm_url}"' in challenge
+    assert 'scope="list_todos get_todo claim_next heartbeat complete fail"' in challenge  # no release
     prm = (await c.get(prm_url)).json()
     assert prm["resource"] == f"{live_server.url}/mcp"
     assert prm["authorization_servers"] == [live_server.url]

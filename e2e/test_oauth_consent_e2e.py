@@ -1,0 +1,123 @@
+"""OAuth for MCP hosts in Chromium: the MCP Python SDK's OAuth client sends the person to the
+consent screen, where they sign in and approve a narrowed set of verbs by keyboard alone; the
+client then works with exactly those, and the person sees it under Connected agents."""
+
+from __future__ import annotations
+
+import asyncio
+
+from playwright.async_api import expect
+
+from e2e.conftest import PASSWORD, assert_accessible, make_human, no_csp_errors
+from e2e.test_board_e2e import tab_to
+from tests.acceptance.mcp_helpers import call
+from tests.acceptance.oauth_helpers import REDIRECT, MemoryStorage, query_of, sdk_provider, sdk_session
+
+
+class BrowserConsent:
+    """The SDK client's redirect and callback handlers with Chromium as the person's browser:
+    the client opens the authorization URL; the test, as the person, acts on what the browser
+    shows; the redirect back to the client is caught in the browser."""
+
+    def __init__(self, page):
+        self.page = page
+        self.opened = asyncio.Event()
+        self.returned: asyncio.Future = asyncio.get_event_loop().create_future()
+
+    async def install(self) -> None:
+        async def back(route):
+            if not self.returned.done():
+                self.returned.set_result(route.request.url)
+            await route.fulfill(status=200, content_type="text/html",
+                                body="<!doctype html><title>Connected</title><p>You can close this tab.</p>")
+        await self.page.context.route(REDIRECT + "*", back)
+
+    async def redirect_handler(self, url: str) -> None:
+        await self.page.goto(url)
+        self.opened.set()
+
+    async def callback_handler(self):
+        from mcp.shared.auth import AuthorizationCodeResult
+
+        back = query_of(await asyncio.wait_for(self.returned, timeout=60))
+        return AuthorizationCodeResult(code=back["code"], state=back.get("state"), iss=back.get("iss"))
+
+
+async def approve_by_keyboard(page) -> None:
+    """Sign in, then narrow the verbs to list_todos, get_todo and claim_next, grant queue
+    builds and allow, with the keyboard alone."""
+    await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    await page.keyboard.press("Tab")  # the skip link first
+    await tab_to(page, page.get_by_label("Username"))
+    await page.keyboard.type("ada")
+    await page.keyboard.press("Tab")
+    await page.keyboard.type(PASSWORD)
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("heading", name="Connect SDK Host to Switchboard?")).to_be_visible()
+    await expect(page.get_by_text("unverified: Switchboard cannot confirm who made it")).to_be_visible()
+    await expect(page.get_by_text("will do work as you, not just read")).to_be_visible()
+    await expect(page.get_by_text("must not contain passwords, tokens, keys or other secrets")).to_be_visible()
+    await assert_accessible(page, "the consent screen, light")
+    await page.emulate_media(color_scheme="dark")
+    await assert_accessible(page, "the consent screen, dark")
+    await page.emulate_media(color_scheme="light")
+    # Ticked at first: what the client asked for (the scope /mcp's 401 names: a worker's loop).
+    for verb, wanted in (("heartbeat", False), ("complete", False), ("fail", False), ("claim_next", True),
+                         ("list_todos", True), ("get_todo", True)):
+        box = page.get_by_role("checkbox", name=verb, exact=True)
+        await tab_to(page, box)
+        if await box.is_checked() != wanted:
+            await page.keyboard.press("Space")
+        assert await box.is_checked() == wanted, verb
+    # release was not asked for, so it is not offered: the person may narrow, never widen.
+    await expect(page.get_by_role("checkbox", name="release", exact=True)).to_have_count(0)
+    await tab_to(page, page.get_by_label("Queues"))
+    await page.keyboard.type("builds")
+    await tab_to(page, page.get_by_role("button", name="Allow SDK Host"))
+    await page.keyboard.press("Enter")
+
+
+async def test_a_person_connects_an_sdk_host_in_the_browser_by_keyboard_and_sees_it_under_connected_agents(
+        browser, live_server):
+    store = live_server.store
+    ada = await make_human(store, "ada")
+    context = await browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+    page = await context.new_page()
+    page.console_errors = []
+    page.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
+    consent = BrowserConsent(page)
+    await consent.install()
+    person = None
+    try:
+        async def as_the_person():
+            await consent.opened.wait()
+            try:
+                await approve_by_keyboard(page)
+            except BaseException as e:  # fail the client's wait at once, not after its timeout
+                if not consent.returned.done():
+                    consent.returned.set_exception(e)
+                raise
+
+        person = asyncio.create_task(as_the_person())
+        storage = MemoryStorage()
+        async with sdk_session(live_server.url, sdk_provider(live_server.url, storage, consent)) as client:
+            await person
+            listed = {t.name for t in (await client.list_tools()).tools}
+            assert listed == {"list_todos", "get_todo", "claim_next"}
+            assert (await call(client, "claim_next", {"queue": "builds"}))["todo"] is None
+        no_csp_errors(page)  # the consent form's post ended at the client's redirect URI
+        await page.goto("/endpoints")
+        connected = page.get_by_role("table", name="Agents connected with OAuth, newest first")
+        row = connected.get_by_role("row", name="SDK Host")
+        await expect(row).to_contain_text("list_todos, get_todo, claim_next")
+        await expect(row).to_contain_text("builds")
+        await expect(row).to_contain_text("unverified")
+        await assert_accessible(page, "Connected agents, light")
+        await page.emulate_media(color_scheme="dark")
+        await assert_accessible(page, "Connected agents, dark")
+        grants = [e for e in await store.endpoints_of_user(ada.user_id) if e["kind"] == "oauth"]
+        assert [(g["client_name"], g["queues"]) for g in grants] == [("SDK Host", ["builds"])]
+    finally:
+        if person is not None and not person.done():
+            person.cancel()
+        await context.close()
