@@ -63,7 +63,6 @@ from board.errors import RateLimited, SwitchboardError, Unavailable
 from board.mcp.doorbell import TODO_URI_PREFIX, TODOS_URI, Doorbell
 from board.oauth.server import base_url, resource_metadata_url, resource_url, same_resource
 from board.store.store import Agent, Store, call_deadline, deadline_after
-from board.store.vocabulary import DEFAULT_GRANT
 
 log = logging.getLogger("switchboard.mcp")
 
@@ -255,8 +254,7 @@ class McpSurface:
         if agent is None:
             challenge = 'Bearer realm="switchboard"' + (', error="invalid_token"' if token else "")
             if self.settings.oauth_enabled:  # where a host finds how to sign in (RFC 9728)
-                challenge += (f', resource_metadata="{resource_metadata_url(base_url(self.settings, scope))}", '
-                              f'scope="{" ".join(DEFAULT_GRANT)}"')
+                challenge += f', resource_metadata="{resource_metadata_url(base_url(self.settings, scope))}"'
             await _send_bytes(send, 401, _UNAUTHORIZED_BODY, [(b"www-authenticate", challenge.encode("latin-1"))])
             return
         scope[AGENT_KEY] = agent

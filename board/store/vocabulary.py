@@ -28,8 +28,8 @@ VERBS = (
     "add_todo", "list_todos", "get_todo", "claim", "claim_next", "heartbeat",
     "complete", "fail", "release", "cancel", "interrupt", "resume", "note",
 )
-# What a new credential is offered by default: the vend wizard ticks these, and /mcp's 401
-# names them as the scope an OAuth client should ask for (a worker's loop, without release).
+# What a new credential is granted unless the person ticks more: the vend wizard and the
+# consent screen tick these at first (a worker's loop; never release, never a producer's verb).
 DEFAULT_GRANT = ("list_todos", "get_todo", "claim_next", "heartbeat", "complete", "fail")
 # A verb another implies: an endpoint that may keep a lease alive may say what it is doing.
 IMPLIED_BY = {"note": "heartbeat"}

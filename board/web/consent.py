@@ -44,8 +44,10 @@ async def _client(request: Request, req: ConsentRequest):
 
 
 def _defaults(req: ConsentRequest) -> list[str]:
-    """The verbs ticked at first: what the client asked for, or the vend wizard's defaults."""
-    return list(req.scopes) if req.scopes else list(DEFAULT_VERBS)
+    """The verbs ticked at first: the vend wizard's defaults (a worker's loop) among those the
+    client asked for. Anything more (release, adding, cancelling) the person ticks on purpose:
+    hosts tend to ask for every verb the metadata lists."""
+    return [v for v in DEFAULT_VERBS if v in _offered(req)]
 
 
 def _offered(req: ConsentRequest) -> tuple[str, ...]:

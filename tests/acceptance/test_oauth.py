@@ -5,7 +5,7 @@ grant created."""
 
 from __future__ import annotations
 
-import time
+import re
 
 import httpx
 import pytest
@@ -15,6 +15,7 @@ from tests.acceptance.oauth_helpers import (
     REDIRECT, approve, authorize, authorize_params, code_for, consent_form, exchange, pkce, public_client, query_of,
     refresh, register)
 from tests.acceptance.test_board_auth import client_for, csrf_of, make_human, sign_in
+from board.store.vocabulary import VERBS
 from tests.conftest import sql_rows
 
 
@@ -53,7 +54,6 @@ async def test_an_unauthenticated_mcp_request_names_the_resource_metadata_which_
     challenge = r.headers["www-authenticate"]
     prm_url = f"{live_server.url}/.well-known/oauth-protected-resource/mcp"
     assert f'resource_metadata="{prm_url}"' in challenge
-    assert 'scope="list_todos get_todo claim_next heartbeat complete fail"' in challenge  # no release
     prm = (await c.get(prm_url)).json()
     assert prm["resource"] == f"{live_server.url}/mcp"
     assert prm["authorization_servers"] == [live_server.url]
@@ -290,3 +290,13 @@ async def test_disconnecting_a_connected_agent_dead_letters_what_it_holds_and_cl
     assert row == {"state": "failed", "next_retry_at": None, "outcome": "revoked", "disposition": "dead_lettered"}
     r = await c.post("/mcp", headers=auth(tokens["access_token"]), json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
     assert r.status_code == 401
+
+
+async def test_a_client_asking_for_every_verb_gets_only_a_workers_loop_ticked_at_first(live_server, c, board):
+    client_id = await public_client(c)
+    consent = (await authorize(c, authorize_params(client_id, pkce(), scope=None))).headers["location"]
+    page, _ = await consent_form(board, consent)
+    ticked = set(re.findall(r'name="verbs" value="([a-z_]+)"[^>]*checked', page))
+    offered = set(re.findall(r'name="verbs" value="([a-z_]+)"', page))
+    assert offered == set(VERBS)
+    assert ticked == {"list_todos", "get_todo", "claim_next", "heartbeat", "complete", "fail"}  # never release

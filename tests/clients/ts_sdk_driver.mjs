@@ -7,12 +7,48 @@
 //   {"op": "listTools"}
 //   {"op": "callTool", "name": "...", "arguments": {...}}
 //   {"op": "close"}
+//   {"op": "connectOAuth", "url": "...", "redirectUrl": "...", "clientMetadataUrl": "..."?}
+//       -> {"authorizationUrl": "..."}: the SDK's OAuth discovery and registration ran and it
+//          wants the person sent there; the test approves and passes the code on with
+//   {"op": "finishAuth", "code": "..."}: the SDK exchanges it and connects again
+//   {"op": "tokens"}: the tokens the SDK holds now
 import { createInterface } from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 let client = null;
 let transport = null;
+let oauth = null;
+
+// The SDK's OAuthClientProvider, in memory: what a host keeps in its own storage.
+class MemoryProvider {
+  constructor(redirectUrl, clientMetadataUrl) {
+    this._redirectUrl = redirectUrl;
+    this.clientMetadataUrl = clientMetadataUrl;
+    this._client = undefined;
+    this._tokens = undefined;
+    this._verifier = undefined;
+    this.authorizationUrl = null;
+  }
+  get redirectUrl() { return this._redirectUrl; }
+  get clientMetadata() {
+    return { client_name: "TS Host", redirect_uris: [this._redirectUrl], grant_types: ["authorization_code", "refresh_token"],
+             response_types: ["code"], token_endpoint_auth_method: "none" };
+  }
+  clientInformation() { return this._client; }
+  saveClientInformation(info) { this._client = info; }
+  tokens() { return this._tokens; }
+  saveTokens(tokens) { this._tokens = tokens; }
+  redirectToAuthorization(url) { this.authorizationUrl = url.toString(); }
+  saveCodeVerifier(verifier) { this._verifier = verifier; }
+  codeVerifier() { return this._verifier; }
+}
+
+async function connectWith(url) {
+  transport = new StreamableHTTPClientTransport(new URL(url), { authProvider: oauth.provider });
+  client = new Client({ name: "switchboard-compat", version: "1.0.0" }, { capabilities: {} });
+  await client.connect(transport);
+}
 
 async function run(command) {
   switch (command.op) {
@@ -29,6 +65,23 @@ async function run(command) {
         instructions: client.getInstructions() ?? null,
       };
     }
+    case "connectOAuth": {
+      oauth = { url: command.url, provider: new MemoryProvider(command.redirectUrl, command.clientMetadataUrl) };
+      try {
+        await connectWith(command.url);
+      } catch (error) {
+        if (oauth.provider.authorizationUrl === null) throw error;
+        return { authorizationUrl: oauth.provider.authorizationUrl };
+      }
+      return { authorizationUrl: null };
+    }
+    case "finishAuth": {
+      await transport.finishAuth(command.code);
+      await connectWith(oauth.url);
+      return { protocolVersion: transport.protocolVersion ?? null };
+    }
+    case "tokens":
+      return oauth.provider.tokens() ?? null;
     case "listTools":
       return await client.listTools();
     case "callTool":

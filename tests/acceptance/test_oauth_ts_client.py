@@ -1,0 +1,79 @@
+"""The official TypeScript MCP SDK's OAuth client (what agent hosts built on it run) against
+Switchboard: from /mcp's 401 it discovers the metadata, registers, and sends the person to the
+consent screen; with the code it gets tokens, works with what was approved, refreshes when its
+access token is refused, and after the person disconnects it is refused for good."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import httpx
+
+from tests.acceptance.oauth_helpers import REDIRECT, approve, query_of
+from tests.acceptance.test_board_auth import client_for, csrf_of, make_human, sign_in
+from tests.acceptance.third_party import CLIENTS, DRIVER, Threw, TsClient, node, ok
+from tests.conftest import sql_rows
+
+
+@contextlib.asynccontextmanager
+async def ts_process():
+    proc = await asyncio.create_subprocess_exec(
+        node(), str(DRIVER), cwd=CLIENTS, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, limit=1 << 22)
+    client = TsClient(proc)
+    try:
+        yield client
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(client.request("close"), timeout=10)
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+
+
+async def test_the_typescript_sdk_client_signs_in_through_the_consent_screen_refreshes_and_is_refused_after_revocation(
+        live_server):
+    await make_human(live_server.store, "ada")
+    async with client_for(live_server) as board, ts_process() as ts:
+        await sign_in(board, "ada")
+        started = await ts.request("connectOAuth", url=live_server.url + "/mcp", redirectUrl=REDIRECT)
+        url = started["authorizationUrl"]
+        assert url and url.startswith(live_server.url + "/oauth/authorize?")
+        assert query_of(url)["resource"].rstrip("/") == live_server.url + "/mcp"
+        assert query_of(url)["code_challenge_method"] == "S256"
+        r = await board.get(url)
+        assert r.status_code == 302
+        done = await approve(board, r.headers["location"], verbs=["add_todo", "claim", "get_todo", "complete"],
+                             queues="ts", agent_id="ts-host")
+        assert done.status_code == 303
+        await ts.request("finishAuth", code=query_of(done.headers["location"])["code"])
+        tools = {t["name"] for t in (await ts.request("listTools"))["tools"]}
+        assert tools == {"add_todo", "claim", "get_todo", "complete"}
+        todo = ok(await ts.call_tool("add_todo", {"queue": "ts", "title": "From a TypeScript host"}))
+        held = ok(await ts.call_tool("claim", {"id": todo["id"], "require_fence": True, "claimant": "ts-host/1"}))
+        first = await ts.request("tokens")
+
+        # The access token is refused (expired); the SDK refreshes and retries by itself.
+        await sql_rows(live_server.settings.database_url,
+                       "UPDATE oauth_tokens SET expires_at = now() - interval '1 second' WHERE kind = 'access' "
+                       "RETURNING 1")
+        live_server.app.state.mcp.endpoints._entries.clear()
+        closed = ok(await ts.call_tool("complete", {"id": todo["id"], "lease_token": held["lease_token"],
+                                                     "summary": "done from TypeScript"}))
+        assert closed["state"] == "done"
+        second = await ts.request("tokens")
+        assert second["refresh_token"] != first["refresh_token"] and second["access_token"] != first["access_token"]
+
+        [grant] = await sql_rows(live_server.settings.database_url,
+                                 "SELECT id::text FROM endpoints WHERE kind = 'oauth' AND client_name = 'TS Host'")
+        page = await board.get(f"/endpoints/{grant['id']}/revoke")
+        assert (await board.post(f"/endpoints/{grant['id']}/revoke",
+                                 data={"csrf_token": csrf_of(page.text)})).status_code == 303
+    async with httpx.AsyncClient(base_url=live_server.url) as c:
+        r = await c.post("/mcp", headers={"Authorization": f"Bearer {second['access_token']}"},
+                         json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert r.status_code == 401
+        r = await c.post("/oauth/token", data={"grant_type": "refresh_token", "client_id": query_of(url)["client_id"],
+                                               "refresh_token": second["refresh_token"]})
+        assert r.status_code == 400 and r.json()["error"] == "invalid_grant"
