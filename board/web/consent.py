@@ -20,7 +20,8 @@ from board.errors import Invalid
 from board.oauth.server import ConsentRequest, client_name, client_verified
 from board.store.accounts import vend_problems
 from board.store.vocabulary import VERBS
-from board.web.context import NO_STORE, bad_request, checked_form, page, require_human, runtime, with_session
+from board.web.context import (NO_STORE, bad_request, checked_form, not_found, page, require_human, runtime,
+                               with_session)
 from board.web.view import DEFAULT_VERBS, sentence
 
 log = logging.getLogger("switchboard.web")
@@ -85,6 +86,8 @@ def _expired(request: Request, session) -> Response:
 @get("/consent", name="consent")
 async def consent_page(request: Request) -> Response:
     human, session = await require_human(request)
+    if _oauth(request) is None:  # OAuth turned off: there is nothing to consent to
+        return not_found(request, session, human)
     signed = request.query_params.get("request")
     req = _oauth(request).consent_request(signed)
     if req is None:
@@ -99,10 +102,12 @@ async def consent_page(request: Request) -> Response:
 @post("/consent")
 async def consent_submit(request: Request) -> Response:
     human, session = await require_human(request)
+    oauth = _oauth(request)
+    if oauth is None:
+        return not_found(request, session, human)
     form = await checked_form(request, session)
     if isinstance(form, Response):
         return form
-    oauth = _oauth(request)
     signed = form.get("request")
     req = oauth.consent_request(signed)
     if req is None:

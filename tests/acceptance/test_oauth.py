@@ -16,7 +16,8 @@ from tests.acceptance.oauth_helpers import (
     refresh, register)
 from tests.acceptance.test_board_auth import client_for, csrf_of, make_human, sign_in
 from board.store.vocabulary import VERBS
-from tests.conftest import sql_rows
+from tests.acceptance.mcp_helpers import vend
+from tests.conftest import run_server, sql_rows
 
 
 async def grants(server) -> list[dict]:
@@ -276,6 +277,8 @@ async def test_disconnecting_a_connected_agent_dead_letters_what_it_holds_and_cl
     async with connect(live_server, tokens["access_token"], "legacy") as client:
         todo = await call(client, "add_todo", {"queue": "q", "title": "held when revoked"})
         await call(client, "claim", {"id": todo["id"]})
+    drawer = (await board.get(f"/todos/{todo['id']}/drawer")).text
+    assert "<dt>Connected through</dt><dd>OAuth client Test Host (unverified)</dd>" in drawer
     [grant] = await grants(live_server)
     listing = (await board.get("/endpoints")).text
     assert "Connected agents" in listing and f'href="/endpoints/{grant["id"]}/revoke"' in listing
@@ -300,3 +303,20 @@ async def test_a_client_asking_for_every_verb_gets_only_a_workers_loop_ticked_at
     offered = set(re.findall(r'name="verbs" value="([a-z_]+)"', page))
     assert offered == set(VERBS)
     assert ticked == {"list_todos", "get_todo", "claim_next", "heartbeat", "complete", "fail"}  # never release
+
+
+async def test_with_oauth_off_there_is_no_metadata_no_sign_in_and_vended_tokens_still_work(server_settings):
+    async with run_server(server_settings.with_(oauth_enabled=False)) as server:
+        ep = await vend(server.store)
+        await make_human(server.store, "ada")
+        async with httpx.AsyncClient(base_url=server.url) as c, client_for(server) as board:
+            r = await c.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            assert r.status_code == 401 and r.headers["www-authenticate"] == 'Bearer realm="switchboard"'
+            for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-authorization-server"):
+                assert (await c.get(path)).status_code == 404, path
+            assert (await c.post("/oauth/register", json={})).status_code == 404
+            await sign_in(board, "ada")
+            assert (await board.get("/consent?request=x")).status_code == 404
+            assert "OAuth is turned off on this server." in (await board.get("/endpoints")).text
+        async with connect(server, ep.token) as client:
+            assert (await client.list_tools()).tools

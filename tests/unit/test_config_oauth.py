@@ -1,0 +1,31 @@
+"""The OAuth settings read from the environment: each bad value refused naming the variable."""
+
+from __future__ import annotations
+
+import pytest
+
+from board.config import from_env
+from board.errors import Invalid
+
+
+def test_the_oauth_settings_are_read_with_their_defaults_and_bounds():
+    s = from_env({})
+    assert (s.oauth_enabled, s.public_url, s.oauth_access_token_seconds) == (True, None, 3600)
+    s = from_env({"SWITCHBOARD_OAUTH": "false", "SWITCHBOARD_PUBLIC_URL": "https://sb.example.com/",
+                  "SWITCHBOARD_OAUTH_ACCESS_TOKEN_SECONDS": "900", "SWITCHBOARD_OAUTH_REFRESH_TOKEN_SECONDS": "86400",
+                  "SWITCHBOARD_OAUTH_REGISTRATIONS_PER_MINUTE": "0"})
+    assert (s.oauth_enabled, s.public_url, s.oauth_access_token_seconds, s.oauth_refresh_token_seconds,
+            s.oauth_registrations_per_minute) == (False, "https://sb.example.com", 900, 86400, 0)
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("SWITCHBOARD_OAUTH_ACCESS_TOKEN_SECONDS", "7200"),     # over an hour
+    ("SWITCHBOARD_OAUTH_ACCESS_TOKEN_SECONDS", "10"),       # under a minute
+    ("SWITCHBOARD_PUBLIC_URL", "http://sb.example.com"),    # plain http off loopback
+    ("SWITCHBOARD_PUBLIC_URL", "https://sb.example.com/?x=1"),
+    ("SWITCHBOARD_OAUTH", "maybe"),
+])
+def test_a_bad_oauth_setting_is_refused_naming_the_variable(name, value):
+    with pytest.raises(Invalid) as refused:
+        from_env({name: value})
+    assert refused.value.argument == name and name in refused.value.message
