@@ -311,12 +311,15 @@ A_LEASE = {"type": "number", "minimum": 1,
 A_LEASE_TOKEN = {"type": "string",
                  "description": "Optional. The lease_token the fenced claim returned. Required when the attempt was "
                                 "claimed with require_fence; a wrong token fails with conflict."}
+# What agents write for the next worker is shown to whoever works on the todo next.
+NO_SECRETS = ("It is shown to whoever works on this todo next: never put passwords, tokens, keys or environment "
+              "contents in it; text that plainly looks like a credential fails with invalid.")
 A_SUMMARY = {"type": "string",
              "description": "Optional note on what this attempt tried or found, kept with the attempt and shown to "
-                            "the next claimer as data. Cut to 2048 bytes."}
+                            "the next claimer as data. Cut to 2048 bytes. " + NO_SECRETS}
 A_ARTIFACT = {"type": "string", "maxLength": 512,
               "description": "Optional reference to output: mcp://cairn/<id> (letters, digits, _ or -, up to 64) or "
-                             "an absolute https URL, at most 512 bytes. Anything else fails with invalid."}
+                             "an absolute https URL, at most 512 bytes. Anything else fails with invalid. " + NO_SECRETS}
 A_RESULT = _ANY_JSON | {"description": "Optional JSON result, stored on the todo (at most 64 KiB serialized)."}
 A_USAGE = {
     "type": "object", "additionalProperties": False,
@@ -473,7 +476,7 @@ SPECS: tuple[ToolSpec, ...] = (
         {"id": A_ID,
          "text": {"type": "string", "minLength": 1,
                   "description": "The note, as data for the next worker (not an instruction). Cut to 2048 bytes; "
-                                 "empty after removing control characters fails with invalid."},
+                                 "empty after removing control characters fails with invalid. " + NO_SECRETS},
          "lease_token": A_LEASE_TOKEN},
         ("id", "text"), NOTE_OUT,
         lambda s, a, x: s.todo_note(a, x.get("id"), text=x.get("text"), lease_token=x.get("lease_token")),

@@ -84,7 +84,36 @@ def clean_note(text: Any, limit: int) -> tuple[str, bool]:
     storable(kept, "text")  # control characters (NUL among them) are gone; a lone surrogate is not
     if not kept:
         raise Invalid("text must not be empty (after control characters are removed)", argument="text")
+    screen_secrets(kept, "text")
     return cut_utf8(kept, limit)
+
+
+# What is plainly a credential, in what agents write for the next worker (notes, summaries,
+# artifacts): shown to whoever works on the todo next, so refused rather than stored. Only
+# shapes with a fixed prefix or frame, so ordinary prose, ids and hashes pass; not general DLP.
+_SECRET_SHAPES = (
+    ("a private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
+    ("a Switchboard token", re.compile(r"\bsb[arc]?_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])")),
+    ("an AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
+    ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
+    ("a Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
+    ("an API key", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{32,}")),
+    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}")),
+    ("a Stripe secret key", re.compile(r"\b[rs]k_live_[0-9A-Za-z]{24,}")),
+    ("an Authorization header", re.compile(r"(?i)\bauthorization\s*:\s*(?:bearer|basic|token)\s+\S{8,}")),
+    ("a bearer token", re.compile(r"\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*")),
+)
+
+
+def screen_secrets(value: str | None, argument: str) -> None:
+    """Refuse text that plainly holds a credential as invalid, naming the argument and why."""
+    if not value:
+        return
+    for what, shape in _SECRET_SHAPES:
+        if shape.search(value):
+            raise Invalid(f"{argument} looks like it holds a credential ({what}); what agents write here is shown "
+                          "to whoever works on this todo next, so it must not contain secrets", argument=argument)
 
 
 # Usage per attempt (migration 0004's domains hold the same bounds).
@@ -137,6 +166,7 @@ def clean_artifact(artifact: Any) -> str | None:
     if len(artifact.encode("utf-8")) > ARTIFACT_MAX_BYTES:
         raise Invalid(f"artifact must be at most {ARTIFACT_MAX_BYTES} bytes", argument="artifact")
     if CAIRN_ARTIFACT.fullmatch(artifact) or is_https_url(artifact):
+        screen_secrets(artifact, "artifact")
         return artifact
     raise Invalid(
         "artifact must be mcp://cairn/<id> (letters, digits, _ or -, at most 64) or an absolute https URL",

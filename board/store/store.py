@@ -44,6 +44,7 @@ from board.store.inputs import (
     clean_note,
     clean_usage,
     cut_utf8,
+    screen_secrets,
     hash_token,
     json_object,
     list_cursor,
@@ -629,11 +630,13 @@ class Store(Accounts, Grants):
                 raise Invalid("summary must be a string", argument="summary")
             if with_result and result is not None:
                 json_value(result, "result")
+            named = "summary"
             if summary is None and with_result and result is not None and self.settings.attempt_summary_from_result:
-                summary = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
+                summary, named = json.dumps(result, separators=(",", ":"), ensure_ascii=False), "result"
             truncated = False
             if summary is not None:
                 storable(summary, "summary")
+                screen_secrets(summary, named)
                 summary, truncated = cut_utf8(summary, SUMMARY_MAX_BYTES)
         except SwitchboardError as e:
             e.op, e.todo_id = op, todo_id
