@@ -5,6 +5,7 @@ grant created."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import httpx
@@ -320,3 +321,57 @@ async def test_with_oauth_off_there_is_no_metadata_no_sign_in_and_vended_tokens_
             assert "OAuth is turned off on this server." in (await board.get("/endpoints")).text
         async with connect(server, ep.token) as client:
             assert (await client.list_tools()).tools
+
+
+async def test_a_confidential_client_authenticates_with_its_secret_which_is_stored_only_as_a_hash(
+        live_server, c, board):
+    r = await register(c, token_endpoint_auth_method="client_secret_post")
+    assert r.status_code == 201, r.text
+    client_id, secret = r.json()["client_id"], r.json()["client_secret"]
+    [row] = await sql_rows(live_server.settings.database_url, "SELECT metadata::text, secret_hash FROM oauth_clients")
+    assert secret not in row["metadata"] and bytes(row["secret_hash"]) == hashlib.sha256(secret.encode()).digest()
+    p = pkce()
+    code = await code_for(c, board, client_id, p)
+    wrong = await exchange(c, client_id, code, p, client_secret="not-" + secret)
+    assert wrong.status_code == 401 and wrong.json()["error"] == "invalid_client"
+    missing = await exchange(c, client_id, code, p)
+    assert missing.status_code == 401 and missing.json()["error"] == "invalid_client"
+    r = await exchange(c, client_id, code, p, client_secret=secret)
+    assert r.status_code == 200 and r.json()["access_token"].startswith("sba_")
+
+
+BAD_REQUESTS = [
+    ("GET", "/oauth/authorize", {"params": {}}),
+    ("GET", "/oauth/authorize", {"params": {"client_id": "\x00", "response_type": "code", "code_challenge": "x"}}),
+    ("GET", "/oauth/authorize", {"params": {"client_id": "https://[::1", "response_type": "code",
+                                            "code_challenge": "x"}}),
+    ("GET", "/oauth/authorize", {"params": {"client_id": "x" * 5000, "response_type": "token",
+                                            "code_challenge": "x"}}),
+    ("POST", "/oauth/token", {"data": {}}),
+    ("POST", "/oauth/token", {"data": {"grant_type": "password", "client_id": "nope"}}),
+    ("POST", "/oauth/token", {"data": {"grant_type": "authorization_code", "client_id": "nope", "code": "x",
+                                       "code_verifier": "y"}}),
+    ("POST", "/oauth/token", {"content": b"\xff\xfe\x00garbage",
+                              "headers": {"content-type": "application/x-www-form-urlencoded"}}),
+    ("POST", "/oauth/register", {"content": b"{not json"}),
+    ("POST", "/oauth/register", {"json": {"redirect_uris": "not-a-list"}}),
+    ("POST", "/oauth/register", {"json": {"redirect_uris": ["https://a.example/cb"], "client_name": "\x00"}}),
+    ("POST", "/oauth/revoke", {"data": {"token": "x"}}),
+    ("POST", "/oauth/revoke", {"data": {"token": "x", "client_id": "nope"}}),
+    ("GET", "/.well-known/oauth-protected-resource/other", {}),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "kw"), BAD_REQUESTS)
+async def test_bad_oauth_requests_get_a_4xx_oauth_error_never_a_500(live_server, c, method, path, kw):
+    r = await c.request(method, path, **kw)
+    assert 400 <= r.status_code < 500, (r.status_code, r.text[:300])
+    if r.headers.get("content-type", "").startswith("application/json") and r.status_code != 404:
+        assert "error" in r.json()
+    assert await grants(live_server) == []
+
+
+async def test_a_forged_or_stale_consent_link_is_a_clear_400_page(live_server, c, board):
+    for link in ("/consent", "/consent?request=forged", "/consent?request=" + "A" * 9000):
+        r = await board.get(link)
+        assert r.status_code == 400 and "not valid or has expired" in r.text, link
