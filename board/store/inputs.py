@@ -92,17 +92,21 @@ def clean_note(text: Any, limit: int) -> tuple[str, bool]:
 # artifacts): shown to whoever works on the todo next, so refused rather than stored. Only
 # shapes with a fixed prefix or frame, so ordinary prose, ids and hashes pass; not general DLP.
 _SECRET_SHAPES = (
-    ("a private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
-    ("a Switchboard token", re.compile(r"\bsb[arc]?_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])")),
-    ("an AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
-    ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
-    ("a Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
-    ("an API key", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{32,}")),
-    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}")),
-    ("a Stripe secret key", re.compile(r"\b[rs]k_live_[0-9A-Za-z]{24,}")),
-    ("an Authorization header", re.compile(r"(?i)\bauthorization\s*:\s*(?:bearer|basic|token)\s+\S{8,}")),
-    ("a bearer token", re.compile(r"\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*")),
+    # (what it is, literals one of which it must contain, its shape). The literals are a
+    # substring test first: most text holds none, and the shapes are then never searched.
+    ("a private key", ("PRIVATE KEY",), re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
+    ("a Switchboard token", ("sb",), re.compile(r"\bsb[arc]?_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])")),
+    ("an AWS access key", ("AKIA", "ASIA"), re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("a GitHub token", ("gh", "github_pat_"),
+     re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
+    ("a GitLab token", ("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
+    ("a Slack token", ("xox",), re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
+    ("an API key", ("sk-",), re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{32,}")),
+    ("a Google API key", ("AIza",), re.compile(r"\bAIza[0-9A-Za-z_-]{35}")),
+    ("a Stripe secret key", ("_live_",), re.compile(r"\b[rs]k_live_[0-9A-Za-z]{24,}")),
+    ("an Authorization header", ("uthorization", "UTHORIZATION"),
+     re.compile(r"(?i)\bauthorization\s*:\s*(?:bearer|basic|token)\s+\S{8,}")),
+    ("a bearer token", ("Bearer",), re.compile(r"\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*")),
 )
 
 
@@ -110,8 +114,8 @@ def screen_secrets(value: str | None, argument: str) -> None:
     """Refuse text that plainly holds a credential as invalid, naming the argument and why."""
     if not value:
         return
-    for what, shape in _SECRET_SHAPES:
-        if shape.search(value):
+    for what, literals, shape in _SECRET_SHAPES:
+        if any(literal in value for literal in literals) and shape.search(value):
             raise Invalid(f"{argument} looks like it holds a credential ({what}); what agents write here is shown "
                           "to whoever works on this todo next, so it must not contain secrets", argument=argument)
 
