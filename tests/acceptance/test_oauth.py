@@ -5,6 +5,7 @@ grant created."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 
@@ -375,3 +376,22 @@ async def test_a_forged_or_stale_consent_link_is_a_clear_400_page(live_server, c
     for link in ("/consent", "/consent?request=forged", "/consent?request=" + "A" * 9000):
         r = await board.get(link)
         assert r.status_code == 400 and "not valid or has expired" in r.text, link
+
+
+async def test_two_refreshes_racing_with_one_token_rotate_it_once_and_the_loser_revokes_the_grant(
+        live_server, c, board):
+    client_id = await public_client(c)
+    p = pkce()
+    tokens = (await exchange(c, client_id, await code_for(c, board, client_id, p), p)).json()
+    async with httpx.AsyncClient(base_url=live_server.url) as c2:  # its own connection
+        answers = await asyncio.gather(refresh(c, client_id, tokens["refresh_token"]),
+                                       refresh(c2, client_id, tokens["refresh_token"]))
+    assert sorted(r.status_code for r in answers) == [200, 400]
+    rotated = await sql_rows(live_server.settings.database_url,
+                             "SELECT count(*) AS n FROM oauth_tokens WHERE kind = 'refresh' AND rotated_at IS NOT NULL")
+    assert rotated == [{"n": 1}]
+    [grant] = await grants(live_server)
+    assert grant["revoked_at"] is not None
+    winner = next(r for r in answers if r.status_code == 200).json()
+    r = await c.post("/mcp", headers=auth(winner["access_token"]), json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert r.status_code == 401
