@@ -145,10 +145,21 @@ def pre_change_todo_out(row: dict) -> dict:
     return {k: row[k] for k in keys}
 
 
+# The endpoint lookup of the schema before SPEC-0034 (no OAuth tokens to look through).
+BASELINE_AUTH = Query("baseline_endpoint_auth", "an endpoint by token hash, before SPEC-0034", """
+SELECT id::text AS id, user_id, agent_id, scope, queues, false AS stale_use,
+       NULL::float8 AS expires_at, NULL::text AS resource
+  FROM endpoints WHERE token_hash = %(token_hash)s AND revoked_at IS NULL""", __file__)
+
+
 class BaselineStore(st.Store):
     """The store as it was before SPEC-0034: the same plumbing, validation and committed-
     transition events, minus what the spec added (the attempt writes, the claimant label,
     prior_attempts, summary and artifact)."""
+
+    async def endpoint_authenticate(self, token):
+        row = await self._fetch(BASELINE_AUTH, {"token_hash": st.hash_token(token)}, op="auth", one=True)
+        return st.Agent(row["id"], row["agent_id"], row["user_id"], frozenset(row["scope"]), tuple(row["queues"]))
 
     async def todo_claim_next(self, caller, *, queue=None, lease_seconds=None, now=None, **_):
         caller.require("claim_next")
@@ -223,7 +234,7 @@ async def prepare_template(admin: str, name: str, history: int, pending: int, *,
     url = _url(admin, name)
     await migrate(url, target=PRE_CHANGE_SCHEMA if pre_change else None)
     pool = await open_pool(url, min_size=1, max_size=2)
-    store = st.Store(pool, Settings())
+    store = (BaselineStore if pre_change else st.Store)(pool, Settings())
     user = await store.user_insert("bench", "x")
     _, token = await store.endpoint_vend(user["id"], name="bench", agent_id="bench", queues=["work"],
                                          scope=list(vocabulary.VERBS))

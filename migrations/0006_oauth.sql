@@ -63,8 +63,8 @@ CREATE INDEX oauth_tokens_expires_idx ON oauth_tokens (expires_at);
 -- name and whether it was verified). An attempt cannot outlive its endpoint (todos cascade).
 CREATE FUNCTION attempt_via(claimer attempt_claimer_kind, endpoint uuid) RETURNS json
   LANGUAGE sql STABLE PARALLEL SAFE AS $$
-  SELECT CASE WHEN claimer = 'owner' THEN json_build_object('kind', 'board')
+  SELECT CASE WHEN $1 = 'owner' THEN json_build_object('kind', 'board')
     ELSE (SELECT json_build_object('kind', e.kind, 'name', coalesce(e.client_name, e.name),
                                    'verified', e.client_verified)
-            FROM endpoints e WHERE e.id = endpoint) END
+            FROM endpoints e WHERE e.id = $2) END
 $$;

@@ -148,12 +148,12 @@ CREATE FUNCTION public.attempt_summary(todo_id text, total integer, pruned integ
 $_$;
 CREATE FUNCTION public.attempt_via(claimer public.attempt_claimer_kind, endpoint uuid) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
-    AS $$
-  SELECT CASE WHEN claimer = 'owner' THEN json_build_object('kind', 'board')
+    AS $_$
+  SELECT CASE WHEN $1 = 'owner' THEN json_build_object('kind', 'board')
     ELSE (SELECT json_build_object('kind', e.kind, 'name', coalesce(e.client_name, e.name),
                                    'verified', e.client_verified)
-            FROM endpoints e WHERE e.id = endpoint) END
-$$;
+            FROM endpoints e WHERE e.id = $2) END
+$_$;
 CREATE FUNCTION public.hook_event(state public.todo_state, next_retry_at timestamp with time zone) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $_$
