@@ -85,11 +85,11 @@ def prepare(name: str, text: str) -> tuple[str, list[str]]:
     return f"PREPARE {name} AS {body.replace('%%', '%').replace(chr(10), ' ')}\n", order
 
 
-async def params_for(url: str, token: str) -> tuple[dict, dict]:
+async def params_for(url: str, token: str, *, pre_change: bool = False) -> tuple[dict, dict]:
     """The parameters the store builds for an agent's claim_next and complete."""
     pool = await open_pool(url, min_size=1, max_size=2)
     try:
-        store = st.Store(pool, Settings())
+        store = (cc.BaselineStore if pre_change else st.Store)(pool, Settings())
         agent = (await store.endpoint_authenticate(token)).on_session("bench")
         claim = store._params(agent, claim_queues=list(agent.queues), claimant=None, lease_seconds=60.0,
                               history_max=50, claimer_session="bench", token_hash=None)
@@ -161,7 +161,7 @@ async def main() -> None:
             template = f"instructions_{schema.replace('-', '_')}"
             url, token = await cc.prepare_template(admin, template, args.history, args.cycles + warm + 100,
                                                    pre_change=schema == "pre-change")
-            claim, close = await params_for(url, token)
+            claim, close = await params_for(url, token, pre_change=schema == "pre-change")
             with psycopg.connect(url) as conn:
                 ids = [r[0] for r in conn.execute(
                     "SELECT id FROM todos WHERE state = 'pending' ORDER BY created_at, id LIMIT %s",
