@@ -41,6 +41,7 @@ BOUNDARIES = "tests/integration/test_boundaries.py"
 PAUSES = "tests/integration/test_queue_pauses.py"
 NOTES = "tests/integration/test_attempt_notes.py"
 PRUNE = "tests/integration/test_prune_counts.py"
+OAUTH = "tests/acceptance/test_oauth.py"
 
 
 # How a claim counts the attempts it prunes, by outcome, into todos.pruned_outcomes.
@@ -209,6 +210,19 @@ MUTANTS: tuple[Mutant, ...] = (
            "FROM queue_pauses p WHERE p.queue = t.queue)",
            (PAUSES,), "one human's pause holds another human's agents back",
            ("todo_claim_next_fast", "todo_claim_next"), times=3),
+    # -- OAuth grants (board/store/sql/oauth.sql, accounts.sql's endpoint_auth) --------------
+    Mutant("oauth-refresh-rotates-twice", "oauth", SQL + "oauth.sql", " AND t.rotated_at IS NULL", "",
+           (OAUTH,), "two refreshes with one token both rotate it", "oauth_refresh_rotate"),
+    Mutant("oauth-expired-access-token", "oauth", SQL + "accounts.sql",
+           " AND t.expires_at > now() AND e.revoked_at IS NULL;", " AND e.revoked_at IS NULL;",
+           (OAUTH,), "an expired access token still authenticates", "endpoint_auth"),
+    Mutant("oauth-revoked-grant-token", "oauth", SQL + "accounts.sql",
+           "t.kind = 'access' AND t.expires_at > now() AND e.revoked_at IS NULL;",
+           "t.kind = 'access' AND t.expires_at > now();",
+           (OAUTH,), "a revoked grant's access token still authenticates", "endpoint_auth"),
+    Mutant("oauth-refresh-token-as-bearer", "oauth", SQL + "accounts.sql",
+           "WHERE t.token_hash = %(token_hash)s AND t.kind = 'access' AND", "WHERE t.token_hash = %(token_hash)s AND",
+           (OAUTH,), "a refresh token is accepted at /mcp as an access token", "endpoint_auth"),
     Mutant("overview-counts-scope", "pause", SQL + "board.sql",
            "     WHERE e.user_id = %(user_id)s\n     GROUP BY x.queue) c", "     GROUP BY x.queue) c",
            (PAUSES,), "the overview counts another human's todos", "overview_counts"),

@@ -395,3 +395,11 @@ async def test_two_refreshes_racing_with_one_token_rotate_it_once_and_the_loser_
     winner = next(r for r in answers if r.status_code == 200).json()
     r = await c.post("/mcp", headers=auth(winner["access_token"]), json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
     assert r.status_code == 401
+
+
+async def test_a_refresh_token_is_not_an_access_token_at_mcp(live_server, c, board):
+    client_id = await public_client(c)
+    p = pkce()
+    tokens = (await exchange(c, client_id, await code_for(c, board, client_id, p), p)).json()
+    r = await c.post("/mcp", headers=auth(tokens["refresh_token"]), json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert r.status_code == 401 and 'error="invalid_token"' in r.headers["www-authenticate"]
