@@ -75,6 +75,7 @@ def banner(base_url: str, data_dir: Path, creds: Credentials, limits: Limits, du
     out("  MCP client configuration (paste into your client's MCP settings):")
     for line in snippet.splitlines():
         out("    " + line)
+    out("  A host that signs in with OAuth needs only the MCP URL: it sends you to the Board to approve.")
     out()
     out(f"  data      {data_dir}  (a second run reuses it; delete it to start over)")
     out(f"  settles   at most {limits.live_todos} live todos and {limits.max_todos} in all "
