@@ -50,7 +50,7 @@ async def test_a_stream_that_reconnects_during_an_outage_is_live_within_2_s_of_p
     try:
         await sign_in(page, "ada")
         await live_on(page)
-        pause = page.get_by_role("button", name="Pause live updates")
+        pause = page.locator("#live-pause")
         pg.stop()
         # The stream ends and comes back while Postgres is away (as after a server restart or
         # a dropped connection): pausing and resuming makes the browser reconnect now.

@@ -387,8 +387,16 @@
     if (head) d.style.setProperty("--drawer-head", head.getBoundingClientRect().height + "px");
   }
 
+  // The page's title names the open todo and the view under it; closing restores the view's.
+  function viewTitle() {
+    var board = byId("board");
+    return (board && board.dataset.title) || document.title;
+  }
+
   function showDrawer(d) {
     if (d.hasAttribute("open")) d.removeAttribute("open"); // the no-JS page renders it open
+    var heading = d.querySelector("#drawer-title");
+    if (heading) document.title = heading.textContent + " · " + viewTitle();
     d.showModal();
     fitDrawerPadding(d);
     d.addEventListener("focusin", function () { fitDrawerPadding(d); });
@@ -413,6 +421,7 @@
       history.replaceState(null, "", "/" + location.search);
     }
     d.remove();
+    document.title = viewTitle();
     var back = state.opener && document.contains(state.opener) ? state.opener
       : byId("todo-link-" + id) || byId("board-heading");
     state.opener = null;
@@ -556,7 +565,8 @@
     button.hidden = false;
     button.addEventListener("click", function () {
       state.paused = !state.paused;
-      button.setAttribute("aria-pressed", state.paused ? "true" : "false");
+      // The button says what pressing it will do next.
+      button.textContent = state.paused ? "Resume live updates" : "Pause live updates";
       if (state.paused) {
         if (state.source) state.source.close();
         state.source = null;

@@ -264,6 +264,13 @@ class Filters:
                 "claimant": self.claimant, "payload_key": self.payload_key, "payload_value": self.payload_value}
 
     @property
+    def view_title(self) -> str:
+        """What the page's title calls this view of the list."""
+        if self.dead_letter:
+            return "Dead letters · Board"
+        return "Search results · Board" if self.searching else "Board"
+
+    @property
     def searching(self) -> bool:
         """Whether anything narrows the list (a sort or a page alone does not)."""
         return any(self.store_filters().values())

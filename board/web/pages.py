@@ -114,8 +114,9 @@ async def board_context(request: Request, human: Human, filters: Filters) -> dic
 @get("/", name="board")
 async def board_page(request: Request) -> Response:
     human, session = await require_human(request)
-    ctx = await board_context(request, human, Filters.of(request.query_params))  # bad values: the 400 page
-    return page(request, "board.html", session=session, human=human, title="Board", **ctx)
+    filters = Filters.of(request.query_params)  # bad values: the 400 page
+    ctx = await board_context(request, human, filters)
+    return page(request, "board.html", session=session, human=human, title=filters.view_title, **ctx)
 
 
 @get("/todos/{todo_id:str}", name="todo")
@@ -126,8 +127,10 @@ async def todo_page(request: Request, todo_id: FromPath[str]) -> Response:
         todo = await store.todo_get(human, todo_id, attempts_limit=ATTEMPTS_SHOWN)
     except (NotFound, Invalid):
         return not_found(request, session, human)
-    ctx = await board_context(request, human, Filters.of(request.query_params))
-    return page(request, "todo.html", session=session, human=human, title=todo["title"], todo=todo, **ctx)
+    filters = Filters.of(request.query_params)
+    ctx = await board_context(request, human, filters)
+    return page(request, "todo.html", session=session, human=human, title=f"{todo['title']} · {filters.view_title}",
+                todo=todo, **ctx)
 
 
 @get("/todos/{todo_id:str}/drawer", name="drawer")

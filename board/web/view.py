@@ -120,6 +120,46 @@ def attempt_line(attempt: dict) -> str:
     return f"{line}: {summary}" if summary else line
 
 
+# How an attempt ended, as a person says it (no enum names).
+OUTCOME_WORDS = {"completed": "completed", "failed": "failed", "released": "was handed back",
+                 "lease_expired": "died (its lease ran out with no report)",
+                 "reaped": "died (its lease ran out with no report)", "canceled": "ended when the todo was canceled",
+                 "revoked": "ended when its credential was revoked"}
+# What became of the todo when the attempt ended.
+DISPOSITION_WORDS = {"done": "the todo is done", "retry_scheduled": "the todo waits for a retry",
+                     "dead_lettered": "the todo became a dead letter", "requeued": "the todo went back to the queue",
+                     "canceled": "the todo was canceled"}
+
+
+def duration_words(seconds: float) -> str:
+    """A span as a person says it: "12 seconds", "4 minutes", "2 hours", "3 days"."""
+    seconds = max(0, int(seconds))
+    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute")):
+        if seconds >= size:
+            n = round(seconds / size)
+            return f"{n} {unit}{'' if n == 1 else 's'}"
+    return f"{seconds} second{'' if seconds == 1 else 's'}"
+
+
+def attempt_sentence(attempt: dict, now: datetime | None = None) -> str:
+    """The one sentence an attempt opens with, as a person would say it:
+    "Attempt 3, failed after 4 minutes, by fixer/run-7: tests still red"."""
+    seq, outcome = attempt["seq"], attempt.get("outcome")
+    claimed, ended = attempt.get("claimed_at"), attempt.get("ended_at")
+    who = attempt.get("claimant") or ("the owner, on the Board" if attempt.get("claimer_kind") == "owner" else "")
+    if outcome is None:
+        open_for = duration_words(((now or datetime.now(timezone.utc)) - claimed).total_seconds()) if claimed else ""
+        text = f"Attempt {seq}, open" + (f" for {open_for}" if open_for else "")
+    else:
+        took = duration_words((ended - claimed).total_seconds()) if claimed and ended else ""
+        words = OUTCOME_WORDS.get(outcome, state_label(outcome))
+        text = f"Attempt {seq}, {words}" + (f" after {took}" if took else "")
+    if who:
+        text += f", by {who}"
+    summary = summary_start(attempt.get("summary"))
+    return f"{text}: {summary}" if summary else text
+
+
 def pretty_json(value: Any) -> str:
     """Data as indented JSON text; the template escapes it."""
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
@@ -214,7 +254,8 @@ def _env() -> Environment:
     env.filters.update(when=fmt_when, iso=fmt_iso, pretty_json=pretty_json, state_label=state_label,
                        span=fmt_span, summary_start=summary_start, usage_text=usage_text)
     env.globals.update(holder=holder, deadline=deadline, actions_for=actions_for,
-                       attempt_view=attempt_view, attempt_line=attempt_line, relative=fmt_relative, STATES=STATES, DIED_OUTCOMES=DIED_OUTCOMES,
+                       attempt_view=attempt_view, attempt_line=attempt_line, attempt_sentence=attempt_sentence,
+                       DISPOSITION_WORDS=DISPOSITION_WORDS, relative=fmt_relative, STATES=STATES, DIED_OUTCOMES=DIED_OUTCOMES,
                        LIST_SORTS=LIST_SORTS, VERB_GROUPS=VERB_GROUPS, VERB_HELP=VERB_HELP)
     return env
 

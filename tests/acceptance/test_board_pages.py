@@ -247,3 +247,32 @@ async def test_a_static_path_that_names_no_file_is_a_404_however_long_or_deep(li
     assert {k: v for k, v in answers.items() if v != 404} == {}
     assert served == [200, 200]
     assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+
+
+async def test_the_page_title_names_the_view_and_the_open_todo(live_server):
+    store = live_server.store
+    ada = await make_human(store, "ada")
+    agent = await make_agent(store, user=ada, agent_id="w", queues=("q",))
+    todo = await store.todo_add(agent, queue="q", title="Ship it")
+    async with client_for(live_server) as c:
+        await sign_in(c, "ada")
+        titles = {path: re.search(r"<title>(.*?)</title>", (await c.get(path)).text).group(1)
+                  for path in ("/", "/?dead_letter=1", "/?title=ship", f"/todos/{todo['id']}",
+                               f"/todos/{todo['id']}?dead_letter=1")}
+    assert titles == {"/": "Board · Switchboard", "/?dead_letter=1": "Dead letters · Board · Switchboard",
+                      "/?title=ship": "Search results · Board · Switchboard",
+                      f"/todos/{todo['id']}": "Ship it · Board · Switchboard",
+                      f"/todos/{todo['id']}?dead_letter=1": "Ship it · Dead letters · Board · Switchboard"}
+
+
+async def test_an_empty_cell_of_the_list_reads_as_none(live_server):
+    ada = await make_human(live_server.store, "ada")
+    agent = await make_agent(live_server.store, user=ada, agent_id="w", queues=("q",))
+    todo = await live_server.store.todo_add(agent, queue="q", title="Waiting")
+    async with client_for(live_server) as c:
+        await sign_in(c, "ada")
+        page = (await c.get("/")).text
+    row = re.search(r'<tr id="todo-%s".*?</tr>' % todo["id"], page, re.S).group(0)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+    assert all(cell.strip() for cell in cells), cells  # no bare cell
+    assert row.count('<span class="visually-hidden">none</span>') == 2  # nobody holds it, no deadline

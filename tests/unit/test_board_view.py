@@ -38,3 +38,22 @@ def test_an_attempt_is_announced_in_one_short_line():
     assert attempt_line({"seq": 6, "outcome": "completed", "summary": None}) == "Attempt 6 completed"
     line = attempt_line({"seq": 7, "outcome": "released", "summary": "x " * 2000})
     assert "\n" not in line and len(line) < 110
+
+
+def test_an_attempt_opens_with_one_sentence_a_person_would_say():
+    from datetime import datetime, timedelta, timezone
+
+    from board.web.view import attempt_sentence
+
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    failed = {"seq": 3, "outcome": "failed", "claimed_at": t0, "ended_at": t0 + timedelta(minutes=4),
+              "claimant": "fixer/run-7", "summary": "tests still red"}
+    assert attempt_sentence(failed) == "Attempt 3, failed after 4 minutes, by fixer/run-7: tests still red"
+    died = {"seq": 2, "outcome": "reaped", "claimed_at": t0, "ended_at": t0 + timedelta(seconds=90),
+            "claimant": None, "claimer_kind": "endpoint", "summary": None}
+    assert attempt_sentence(died) == "Attempt 2, died (its lease ran out with no report) after 2 minutes"
+    board = {"seq": 1, "outcome": "completed", "claimed_at": t0, "ended_at": t0 + timedelta(seconds=1),
+             "claimant": None, "claimer_kind": "owner", "summary": "done by hand"}
+    assert attempt_sentence(board) == "Attempt 1, completed after 1 second, by the owner, on the Board: done by hand"
+    open_ = {"seq": 4, "outcome": None, "claimed_at": t0, "claimant": "run-8"}
+    assert attempt_sentence(open_, now=t0 + timedelta(hours=2)) == "Attempt 4, open for 2 hours, by run-8"
