@@ -402,7 +402,9 @@
     d.addEventListener("focusin", function () { fitDrawerPadding(d); });
     state.drawerId = d.dataset.todo;
     // A field the server refused (the note) takes focus, with its message beside it.
-    var title = d.querySelector("[aria-invalid=true]") || d.querySelector("#drawer-title");
+    // The result of an action just taken is read first.
+    var title = d.querySelector("[aria-invalid=true]") || d.querySelector(".flash[tabindex]")
+      || d.querySelector("#drawer-title");
     (title || d).focus();
     d.addEventListener("close", onDrawerClosed);
   }
@@ -454,6 +456,17 @@
       })
       .catch(function () { location.assign(href || url); });
   }
+
+  // A form of the drawer carries the list's view (its filters and sort) along, so acting on a
+  // todo and closing the drawer returns to the same view.
+  document.addEventListener("submit", function (e) {
+    var form = e.target;
+    if (!location.search || !form.closest || !form.closest("dialog.drawer")) return;
+    var el = e.submitter && e.submitter.hasAttribute("formaction") ? e.submitter : form;
+    var attr = el === form ? "action" : "formaction";
+    var target = el.getAttribute(attr);
+    if (target && target.indexOf("?") < 0 && /^\/todos\//.test(target)) el.setAttribute(attr, target + location.search);
+  }, true);
 
   document.addEventListener("click", function (e) {
     var link = e.target.closest && e.target.closest("a.todo-link");

@@ -205,12 +205,21 @@ async def todo_action(request: Request, todo_id: FromPath[str], action: FromPath
             await store.todo_retry(human, todo_id)
         else:
             await store.todo_cancel(human, todo_id)
-        session.set_flash("success", ACTIONS[action][0])
+        session.set_flash("result", ACTIONS[action][0])  # focused when the drawer shows again
     except NotFound:
         return not_found(request, session, human)
     except (Conflict, Invalid) as e:
         session.set_flash("error", f"Could not {action}: {e.message}.")
-    return redirect(request, f"/todos/{todo_id}", session)
+    return redirect(request, f"/todos/{todo_id}{view_query(request)}", session)
+
+
+def view_query(request: Request) -> str:
+    """The list's view (filters, sort) a drawer was acted on from, to return to: only what
+    reads as valid filters is kept."""
+    try:
+        return Filters.of(request.query_params).query()
+    except Invalid:
+        return ""
 
 
 # -- the vend wizard ---------------------------------------------------------------------
