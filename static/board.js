@@ -12,8 +12,11 @@
     source: null,     // the EventSource
     retry: null,
     paused: false,    // the reader paused live updates
-    held: {},         // new rows held back while the reader is in the table: id -> row
-    announce: null    // the pending "N new todos" announcement
+    held: {},         // new rows held back: id -> row
+    moved: {},        // rows changed in place that would sort elsewhere: id -> true
+    announce: null,   // the pending notice update
+    said: "",         // the notice's text now, and when it last changed
+    saidAt: 0
   };
 
   function byId(id) { return document.getElementById(id); }
@@ -68,8 +71,11 @@
   }
 
   // -- the todo list -----------------------------------------------------------------
-  // New rows never move the rows under a reader: while focus is in the table (or a drawer is
-  // open over it), they are held and announced ("3 new todos"), and shown on request.
+  // The list is a stable window: the page the person loaded. New todos never insert
+  // themselves into it, focused or not: they are held, counted in one polite notice
+  // ("3 new todos, 2 changed") and shown on request. A row that changes is updated where it
+  // is; one the updated sort would move up is counted as changed and moved only on request.
+  // So the rows of an idle tab stay as many as its page holds, each where it was.
 
   function rowsBody() { return byId("todo-rows"); }
 
@@ -168,27 +174,44 @@
   }
 
   function holding() {
-    // The table's scrolling region counts as the table: a reader scrolling it is reading.
-    var table = rowsBody() && (rowsBody().closest(".table-scroll") || rowsBody().closest("table"));
-    var active = document.activeElement;
-    var d = drawer();
-    return Object.keys(state.held).length > 0 || (d && d.open) || !!(table && active && table.contains(active));
+    // Only an empty list takes a new todo straight in: there is nothing for it to move.
+    var body = rowsBody();
+    return Object.keys(state.held).length > 0 || !!(body && body.children.length > 0);
   }
 
   function heldCount() { return Object.keys(state.held).length; }
 
+  function noticeWords() {
+    var n = heldCount(), m = Object.keys(state.moved).length, parts = [];
+    if (n) parts.push(n + " new todo" + (n === 1 ? "" : "s"));
+    if (m) parts.push(m + " changed");
+    return parts.join(", ");
+  }
+
+  // The notice's text changes only when the counts do, and at most once every few seconds,
+  // so a busy queue is one short announcement now and then, not a stream of them.
+  var NOTICE_GAP_MS = 3000;
+
   function showHeldNotice() {
-    var n = heldCount(), words = n + " new todo" + (n === 1 ? "" : "s");
+    var words = noticeWords();
     var button = byId("show-new-todos"), notice = byId("new-todos");
     if (button) {
-      button.hidden = n === 0;
-      button.textContent = "Show " + words;
+      button.hidden = !words;
+      button.textContent = heldCount() ? "Show the new todos" : "Put the changed rows in order";
+      button.setAttribute("aria-describedby", "new-todos");
     }
     clearTimeout(state.announce);
     if (!notice) return;
-    if (n === 0) { notice.textContent = ""; return; }
-    // A burst of new todos is announced once, when it settles.
-    state.announce = setTimeout(function () { notice.textContent = words; }, 700);
+    if (!words) { notice.textContent = ""; state.said = ""; return; }
+    if (words === state.said) return;
+    var wait = Math.max(700, state.saidAt + NOTICE_GAP_MS - Date.now());
+    state.announce = setTimeout(function () {
+      var now = noticeWords();
+      if (!now || now === state.said) return;
+      notice.textContent = now;
+      state.said = now;
+      state.saidAt = Date.now();
+    }, wait);
   }
 
   function hold(row) {
@@ -198,17 +221,22 @@
   }
 
   function unhold(id) {
-    if (!state.held[id]) return;
+    if (!state.held[id] && !state.moved[id]) return;
     delete state.held[id];
+    delete state.moved[id];
     showHeldNotice();
   }
 
   function showHeld() {
     var rows = Object.keys(state.held).map(function (id) { return state.held[id]; });
+    var moved = Object.keys(state.moved).map(byId).filter(Boolean);
     state.held = {};
+    state.moved = {};
     rows.sort(function (a, b) { return newer(a, b) ? -1 : 1; });
     var first = null;
+    moved.forEach(function (row) { place(row); });
     rows.forEach(function (row) { if (place(row) && !first) first = row; });
+    trimToPage();
     showHeldNotice();
     updateEmpty();
     var link = first && first.querySelector("a.todo-link");
@@ -216,11 +244,24 @@
     else if (byId("results-heading")) byId("results-heading").focus();
   }
 
-  // A fresh row for one already shown: in place while the reader is in the table, else where
-  // it now sorts (an updated row moves up in the updated sort).
+  // Past the page's size the oldest rows leave this page (they are on the next one).
+  function trimToPage() {
+    var body = rowsBody(), size = parseInt(body.dataset.pageSize || "0", 10);
+    if (!size) return;
+    while (body.children.length > size) {
+      body.lastElementChild.remove();
+      body.dataset.hasMore = "true";
+    }
+  }
+
+  // A fresh row for one already shown: updated where it is. If the updated sort would now
+  // put it elsewhere, it is counted as changed and moved only on request.
   function refresh(existing, fresh) {
     var node = replacePreserving(existing, fresh);
-    if (!holding()) place(node);
+    if (rowsBody().dataset.sort === "updated" && placeFor(node) !== node.nextElementSibling) {
+      state.moved[node.id] = true;
+      showHeldNotice();
+    }
     return node;
   }
 

@@ -108,7 +108,7 @@ async def board_context(request: Request, human: Human, filters: Filters) -> dic
     queues = sorted({q for e in endpoints for q in e["queues"]} | ({filters.queue} if filters.queue else set()))
     summary = overview.overview_context(await overview.overview_data(store, human), "/" + filters.query())
     return {"todos": listing["todos"], "next_cursor": listing["next_cursor"], "filters": filters,
-            "queues": queues, "has_endpoints": bool(endpoints), "active": "board", **summary}
+            "queues": queues, "has_endpoints": bool(endpoints), "active": "board", "page_size": PAGE_SIZE, **summary}
 
 
 @get("/", name="board")
