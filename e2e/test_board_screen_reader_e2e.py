@@ -97,3 +97,41 @@ async def test_a_screen_reader_hears_the_drawer_open_each_attempt_event_once_and
         assert await page.title() == "Board · Switchboard"
     finally:
         await context.close()
+
+
+async def test_a_screen_reader_hears_sign_in_a_row_and_each_new_todo_count_once(browser, live_server):
+    store = live_server.store
+    ada = await make_human(store, "ada")
+    agent = await make_agent(store, user=ada, agent_id="fixer", queues=("builds",))
+    await store.todo_add(agent, queue="builds", title="Already here")
+    context = await browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900},
+                                        bypass_csp=True)
+    await context.add_init_script(screen_reader_script())
+    page = await context.new_page()
+    try:
+        await page.goto("/login")
+        await page.evaluate("async () => { await window.__vsr.virtual.start({container: document.body}); }")
+        await page.get_by_label("Username").focus()
+        await page.get_by_label("Password").focus()
+        heard = await spoken(page)
+        assert any(p.startswith("textbox, Username") for p in heard), heard
+        assert any(p.startswith("Password") for p in heard), heard  # a password field has no ARIA role
+        await page.get_by_label("Username").fill("ada")
+        await page.get_by_label("Password").fill("correct horse battery")
+        await page.get_by_role("button", name="Sign in").click()
+        await live_on(page)
+        await page.evaluate("async () => { await window.__vsr.virtual.start({container: document.body}); }")
+        await page.get_by_role("link", name="Already here").focus()
+        assert "link, Already here" in await spoken(page)
+
+        # A busy queue: the count is spoken once per change, never repeated.
+        for i in range(6):
+            await store.todo_add(agent, queue="builds", title=f"New {i}")
+            await page.wait_for_timeout(700)
+        await expect(page.locator("#new-todos")).to_have_text("6 new todos", timeout=15_000)
+        counts = [p for p in await spoken(page) if re.fullmatch(r"polite: \d+ new todos?", p)]
+        assert counts and counts[-1] == "polite: 6 new todos", counts
+        assert len(counts) == len(set(counts)), counts  # each count once
+        assert len(counts) <= 3, counts  # a burst of six is a few short announcements, not six
+    finally:
+        await context.close()
