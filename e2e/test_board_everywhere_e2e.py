@@ -334,6 +334,10 @@ async def test_the_add_form_and_the_cancel_confirmation_reflow_and_pass_axe_in_e
     await expect(page.get_by_role("heading", name="Add a todo")).to_be_visible()
     await page.get_by_role("button", name="Add todo").click()  # empty: every error shown
     await expect(page.get_by_role("alert")).to_contain_text("The todo was not added")
+    border = await page.get_by_label("Title", exact=True).evaluate(
+        "e => [getComputedStyle(e).borderTopWidth, getComputedStyle(e).borderTopColor, e.getAttribute('aria-invalid')]")
+    error_ink = await page.locator("#add-title-error").evaluate("e => getComputedStyle(e).color")
+    assert border == ["2px", error_ink, "true"], (border, error_ink)  # marked in the error colour, not only by text
     await check_everywhere(page, "the add form with its errors")
     await page.goto(f"/todos/{board.seeded['pending']}/confirm-cancel")
     await expect(page.get_by_role("heading", name="Cancel todo Update the release notes?")).to_be_visible()
