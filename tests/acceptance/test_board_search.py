@@ -149,7 +149,7 @@ async def test_the_list_says_why_with_the_newest_attempt_the_claimant_and_relati
                                       "Created", "Updated"]
         assert '<th scope="col" aria-sort="descending">Created</th>' in page
         rows = rows_of(page)
-        dead = re.search(r'<td class="last-attempt">(.*?)</td>', rows["Deploy to production"], re.S).group(1)
+        dead = re.search(r'<td class="last-attempt"[^>]*>(.*?)</td>', rows["Deploy to production"], re.S).group(1)
         start = re.search(r'<span class="summary-start">(.*?)</span>', dead).group(1)
         assert "failed" in dead and start.startswith("&lt;b&gt;tests red&lt;/b&gt;: the suite failed again")
         assert html.unescape(start).endswith("\u2026") and len(html.unescape(start)) <= 81
