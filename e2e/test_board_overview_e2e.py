@@ -16,9 +16,9 @@ from tests.conftest import make_agent
 
 
 # An hour of closed attempts: (minutes ago, queue, how it closed).
-CLOSED = [(m, "builds", "complete") for m in (57, 52, 47, 41, 36, 30, 25, 19, 14, 9, 5, 2)] + [
+CLOSED = [(m, "builds", "complete") for m in (53, 52, 47, 41, 36, 30, 25, 19, 14, 9, 5, 2)] + [
     (33, "builds", "dead"), (12, "builds", "fail"), (20, "deploys", "release"), (16, "deploys", "reap")] + [
-    (m, "deploys", "complete") for m in (55, 40, 28, 8)]
+    (m, "deploys", "complete") for m in (54, 40, 28, 8)]
 
 
 async def busy_queues(store, human):
@@ -112,4 +112,45 @@ async def test_a_count_opens_the_filtered_list_and_counts_move_live(page: Page, 
     await expect(table.get_by_role("row", name="Proofread the guide")).to_have_count(0)
     await expect(table.get_by_role("row", name="Bob's build")).to_have_count(0)
     await expect(table.locator("tbody tr")).to_have_count(4)
+    no_csp_errors(page)
+
+
+async def test_the_chart_window_is_chosen_by_keyboard_and_its_figures_are_said_in_text(page: Page, live_server):
+    store = live_server.store
+    ada = await make_human(store, "ada")
+    agent = await busy_queues(store, ada)
+    # Closed two days ago: in the week's chart, not the day's or the hour's.
+    old = await store.todo_add(agent, queue="builds", title="Last week's build",
+                               now=datetime.now(timezone.utc) - timedelta(days=2, minutes=1))
+    await store.todo_claim(agent, old["id"], now=datetime.now(timezone.utc) - timedelta(days=2, seconds=30))
+    await store.todo_complete(agent, old["id"], now=datetime.now(timezone.utc) - timedelta(days=2))
+
+    await sign_in(page, "ada")
+    await live_on(page)
+    overview = page.get_by_role("region", name="Queues")
+    builds = overview.get_by_role("row", name="builds")
+    await expect(overview.get_by_role("columnheader", name="Last hour")).to_be_visible()
+    await expect(builds.get_by_role("cell").last).to_contain_text("12 completed, 0 released, 2 failed, 0 died")
+    choice = overview.get_by_role("group", name="Attempts closed in the")
+    await expect(choice.get_by_role("button", name="last hour")).to_have_attribute("aria-pressed", "true")
+
+    week = choice.get_by_role("button", name="last week")
+    await tab_to(page, week)
+    await page.keyboard.press("Enter")
+    week = page.get_by_role("region", name="Queues").get_by_role("button", name="last week")
+    await expect(week).to_be_focused()
+    await expect(week).to_have_attribute("aria-pressed", "true")
+    overview = page.get_by_role("region", name="Queues")
+    await expect(overview.get_by_role("columnheader", name="Last week")).to_be_visible()
+    builds = overview.get_by_role("row", name="builds")
+    await expect(builds.get_by_role("cell").last).to_contain_text("13 completed, 0 released, 2 failed, 0 died")
+    await expect(page.locator("#overview-help")).to_contain_text("each 6 hours of the last week")
+
+    await live_on(page)  # the live stream reads the same window: its refresh keeps the week's figures
+    await store.todo_complete(agent, (await store.todo_claim_next(agent, queue="builds"))["todo"]["id"])
+    await expect(builds.get_by_role("cell").last).to_contain_text("14 completed", timeout=15_000)
+    await expect(week).to_be_focused()
+    for scheme in ("light", "dark"):
+        await page.emulate_media(color_scheme=scheme)
+        await assert_accessible(page, f"the overview's week chart ({scheme})")
     no_csp_errors(page)

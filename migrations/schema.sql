@@ -154,6 +154,17 @@ CREATE FUNCTION public.attempt_via(claimer public.attempt_claimer_kind, endpoint
                                    'verified', e.client_verified)
             FROM endpoints e WHERE e.id = $2) END
 $_$;
+CREATE FUNCTION public.attempts_count_closed() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  INSERT INTO attempt_outcome_counts AS c (endpoint_id, bucket, queue, outcome, shard, n)
+  SELECT t.endpoint_id, outcome_bucket(NEW.ended_at), t.queue, NEW.outcome, pg_backend_pid(), 1
+    FROM todos t WHERE t.id = NEW.todo_id
+  ON CONFLICT (endpoint_id, bucket, queue, outcome, shard) DO UPDATE SET n = c.n + 1;
+  RETURN NULL;
+END
+$$;
 CREATE FUNCTION public.hook_event(state public.todo_state, next_retry_at timestamp with time zone) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $_$
@@ -168,6 +179,11 @@ CREATE FUNCTION public.hook_payload(event text, occurred_at timestamp with time 
       'attempt', $7::integer, 'max_attempts', $8::integer, 'attempts_total', $9::integer,
       'endpoint_id', $10::uuid))
 $_$;
+CREATE FUNCTION public.outcome_bucket(t timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT date_bin(interval '5 minutes', t, timestamptz '2000-01-01 00:00:00+00')
+$$;
 CREATE FUNCTION public.todo_continuation(pred_id text, endpoint uuid) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $_$
@@ -280,6 +296,15 @@ CREATE TABLE public.attempt_notes (
     text public.attempt_note_text NOT NULL,
     truncated boolean DEFAULT false NOT NULL,
     CONSTRAINT attempt_notes_n_check CHECK ((n >= 1))
+);
+CREATE TABLE public.attempt_outcome_counts (
+    endpoint_id uuid NOT NULL,
+    bucket timestamp with time zone NOT NULL,
+    queue text NOT NULL COLLATE pg_catalog."C",
+    outcome public.attempt_outcome NOT NULL,
+    shard integer NOT NULL,
+    n bigint NOT NULL,
+    CONSTRAINT attempt_outcome_counts_n_check CHECK ((n > 0))
 );
 CREATE TABLE public.endpoints (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -399,6 +424,8 @@ ALTER TABLE public.users ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 );
 ALTER TABLE ONLY public.attempt_notes
     ADD CONSTRAINT attempt_notes_pkey PRIMARY KEY (todo_id, seq, n);
+ALTER TABLE ONLY public.attempt_outcome_counts
+    ADD CONSTRAINT attempt_outcome_counts_pkey PRIMARY KEY (endpoint_id, bucket, queue, outcome, shard);
 ALTER TABLE ONLY public.attempts
     ADD CONSTRAINT attempts_one_open_per_todo EXCLUDE USING btree (todo_id WITH =) WHERE ((ended_at IS NULL)) DEFERRABLE INITIALLY DEFERRED;
 ALTER TABLE ONLY public.attempts
@@ -425,7 +452,6 @@ ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_username_key UNIQUE (username);
-CREATE INDEX attempts_ended_brin ON public.attempts USING brin (ended_at) WITH (autosummarize='on');
 CREATE INDEX endpoints_user_idx ON public.endpoints USING btree (user_id);
 CREATE INDEX hook_events_delivered_brin ON public.hook_events USING brin (delivered_at);
 CREATE INDEX hook_events_due_idx ON public.hook_events USING btree (next_attempt_at) WHERE (delivered_at IS NULL);
@@ -438,6 +464,8 @@ CREATE INDEX todos_endpoint_created_idx ON public.todos USING btree (endpoint_id
 CREATE INDEX todos_pending_idx ON public.todos USING btree (endpoint_id, created_at, id) WHERE (state = 'pending'::public.todo_state);
 CREATE INDEX todos_retry_idx ON public.todos USING btree (next_retry_at) WHERE ((state = 'failed'::public.todo_state) AND (next_retry_at IS NOT NULL));
 CREATE INDEX todos_updated_brin ON public.todos USING brin (updated_at);
+CREATE TRIGGER attempts_count_closed AFTER UPDATE OF outcome ON public.attempts FOR EACH ROW WHEN (((old.outcome IS NULL) AND (new.outcome IS NOT NULL))) EXECUTE FUNCTION public.attempts_count_closed();
+CREATE TRIGGER attempts_count_inserted_closed AFTER INSERT ON public.attempts FOR EACH ROW WHEN ((new.outcome IS NOT NULL)) EXECUTE FUNCTION public.attempts_count_closed();
 CREATE TRIGGER todos_consistent BEFORE INSERT OR UPDATE OF state, owner, lease_expires_at, next_retry_at, attempt, attempts_total, attempts_pruned ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_consistent();
 CREATE TRIGGER todos_continues_fixed BEFORE UPDATE OF continues_id ON public.todos FOR EACH ROW WHEN ((old.continues_id IS DISTINCT FROM new.continues_id)) EXECUTE FUNCTION public.todos_continues_fixed();
 CREATE TRIGGER todos_fields_valid BEFORE INSERT OR UPDATE OF queue, title, max_attempts ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_fields_valid();

@@ -355,10 +355,10 @@
     if (help && freshHelp) replacePreserving(help, freshHelp);
   }
 
-  // After a Pause or Resume the page comes back with the control's id as its fragment:
-  // focus it, where the keyboard user left it.
+  // After a Pause or Resume, or a chart window's choice, the page comes back with the
+  // control's id as its fragment: focus it, where the keyboard user left it.
   function focusFragment() {
-    var m = location.hash.match(/^#(queue-toggle-.+|scheme-(?:light|dark|system))$/);
+    var m = location.hash.match(/^#(queue-toggle-.+|scheme-(?:light|dark|system)|chart-(?:hour|day|week))$/);
     var el = m && byId(decodeURIComponent(m[1]));
     if (el) el.focus();
   }

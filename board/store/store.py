@@ -902,7 +902,8 @@ class Store(Accounts, Grants):
 
     async def sweep_retention(self, *, now: datetime | None = None, batch: int = SWEEP_BATCH) -> int:
         """Retention: terminal todos past the age bound are deleted with their attempts; then
-        delivered hook events past it, and OAuth tokens and codes a day past their expiry."""
+        delivered hook events past it, the charts' closed-attempt counts older than their
+        longest window, and OAuth tokens and codes a day past their expiry."""
         rows = await self._fetch(query("todos_delete_expired"), {"now": now, "batch": batch,
                                                  "retention_seconds": self.settings.retention_days * 86400},
                                  op="retention")
@@ -910,6 +911,7 @@ class Store(Accounts, Grants):
         if len(rows) < batch:  # the todo backlog is done: prune delivered hook events too
             await self._fetch(query("hook_events_prune"), {"retention_seconds": self.settings.retention_days * 86400},
                               op="retention")
+            await self._fetch(query("attempt_counts_prune"), {"now": now}, op="retention")
             await self.oauth_prune()
         return len(rows)
 
@@ -989,12 +991,13 @@ class Store(Accounts, Grants):
         """Read: each of the human's queues with its todos counted by state and its pause."""
         return await self._fetch(query("overview_counts"), {"user_id": caller.user_id}, op="overview")
 
-    async def queue_outcomes(self, caller: Human, *, window_seconds: int, bucket_seconds: int,
+    async def queue_outcomes(self, caller: Human, *, buckets: int, bucket_seconds: int,
                              now: datetime | None = None) -> list[dict]:
-        """Read: attempts of the human's todos closed in the last window_seconds, counted by
-        queue, outcome and bucket (0: the newest bucket_seconds)."""
+        """Read: attempts of the human's todos closed in the last `buckets` buckets of
+        bucket_seconds (a multiple of five minutes, aligned to UTC), counted by queue, outcome
+        and bucket (0: the one holding now), from the counts each close wrote."""
         return await self._fetch(query("overview_outcomes"), {"user_id": caller.user_id, "now": now,
-                                                          "window_seconds": window_seconds,
+                                                          "buckets": buckets,
                                                           "bucket_seconds": bucket_seconds}, op="overview")
 
     async def todo_attempt_summary(self, todo_id: str) -> dict | None:

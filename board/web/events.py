@@ -37,7 +37,7 @@ from board.errors import Invalid, NotFound, Unavailable
 from board.store.store import Human, call_deadline, deadline_after
 from board.store.vocabulary import QUEUE_KINDS
 from board.web.context import ATTEMPTS_SHOWN, PAGE_SIZE, Filters, require_human, runtime, web_state
-from board.web.overview import RefreshSchedule, overview_reads, render_overview
+from board.web.overview import RefreshSchedule, chart_window_of, overview_reads, render_overview
 from board.web.view import render
 
 PING_SECONDS = 15.0
@@ -147,26 +147,27 @@ async def events(request: Request) -> ServerSentEvent:
                                          retry=RETRY_MS)
 
     overviews = overview_reads(request.app)
+    window = chart_window_of(request)
     back = "/" + filters.query()
 
     async def live() -> AsyncIterator[ServerSentEventMessage]:
         watching = watched
         async with fanout.subscription() as sub:
             # Subscribed first, then the snapshot: nothing committed in between is missed.
-            first = await snapshot(store, human, filters, watching, csrf, overviews.get(store, human, fresh=True))
+            first = await snapshot(store, human, filters, watching, csrf, overviews.get(store, human, window, fresh=True))
             yield message("snapshot", first)
             if first.get("gone"):
                 watching = None  # absent, or not this human's: nothing more to watch
             loop = asyncio.get_running_loop()
             refresh_at = loop.time() + WATCH_REFRESH_SECONDS
             # The overview: refreshed when this human's todos change, coalesced (RefreshSchedule),
-            # and now and then while nothing changes, so the chart's hour moves on.
+            # and now and then while nothing changes, so the chart's window moves on.
             overview = RefreshSchedule.starting(loop.time())
             while True:
                 now = loop.time()
                 if overview.due(now):  # checked first, so a stream of events cannot hold it off
                     overview.sent(now)
-                    data = await asyncio.shield(overviews.get(store, human))
+                    data = await asyncio.shield(overviews.get(store, human, window))
                     yield message("overview", {"overview": render_overview(data, csrf=csrf, back=back)})
                     continue
                 wait = min(refresh_at if watching else now + PING_SECONDS, overview.at) - now
@@ -188,7 +189,7 @@ async def events(request: Request) -> ServerSentEvent:
                     return  # the server is stopping: end the stream; the browser reconnects
                 if event.get("kind") == "resync":
                     yield message("snapshot", await snapshot(store, human, filters, watching, csrf,
-                                                             overviews.get(store, human, fresh=True)))
+                                                             overviews.get(store, human, window, fresh=True)))
                     overview.sent(loop.time())
                     continue
                 if event.get("kind") in QUEUE_KINDS:

@@ -1,7 +1,7 @@
 """The Board's overview of a human's queues: todos counted by state in each queue, each count
-a link to the filtered list; the outcomes of the last hour as a small server-rendered SVG
-chart with its text; and the Pause/Resume control of each queue (its form posts are
-board/web/queues.py's). Shared by the pages and the live stream; no routes here.
+a link to the filtered list; the outcomes of the last hour, day or week (the human's choice)
+as a small server-rendered SVG chart with its figures as text; and the Pause/Resume control
+of each queue (its form posts, and the chart window's, are board/web/queues.py's). Shared by the pages and the live stream; no routes here.
 
 Both reads go through the store with the signed-in human as the caller (scoped in the
 statements). Live streams (board/web/events.py) refresh the overview when the human's todos change, at
@@ -21,13 +21,37 @@ from board.store.store import Human
 from board.web.context import Filters
 from board.web.view import render
 
-WINDOW_SECONDS = 3600
-BUCKET_SECONDS = 300
-BUCKETS = WINDOW_SECONDS // BUCKET_SECONDS
+
+
+@dataclass(frozen=True)
+class ChartWindow:
+    """One of the charts' windows: its bars (the newest, at the right, holds now) and how
+    the page names it. Bucket lengths are whole multiples of the five minutes the counts are
+    kept in (migration 0007), aligned to UTC."""
+
+    key: str
+    label: str  # the column heading and the choice's button
+    bucket_seconds: int
+    buckets: int
+    each: str  # what one bar covers, for the chart's description
+
+    @property
+    def lower(self) -> str:
+        return self.label[0].lower() + self.label[1:]
+
+
+WINDOWS = {w.key: w for w in (ChartWindow("hour", "Last hour", 300, 12, "5 minutes"),
+                              ChartWindow("day", "Last day", 3600, 24, "hour"),
+                              ChartWindow("week", "Last week", 6 * 3600, 28, "6 hours"))}
+DEFAULT_WINDOW = "hour"
+# The window a human chose, kept like the colour scheme: a cookie the pages and the live
+# stream read (the choice is posted to /chart, board/web/queues.py).
+CHART_COOKIE = "sb_chart"
+CHART_COOKIE_MAX_AGE = 400 * 24 * 3600
 # The chart's outcomes, bottom of a bar first; a died attempt's lease lapsed (lease_expired
 # on a takeover, reaped by the reaper).
 CHART_OUTCOMES = ("completed", "released", "failed", "died")
-CHART_WIDTH, CHART_HEIGHT, BAR_WIDTH = BUCKETS * 10, 32, 8
+CHART_WIDTH, CHART_HEIGHT = 168, 32  # 168 = 12 x 14 = 24 x 7 = 28 x 6: whole-pixel bars in every window
 # Live refreshes: at most one per stream this often while its todos change, and one at
 # least this often while nothing does, so the chart's window moves on.
 OVERVIEW_MIN_SECONDS = 2.0
@@ -59,9 +83,15 @@ def toggle_id(queue: str) -> str:
     return f"queue-toggle-{queue}"
 
 
+def chart_window_of(request) -> ChartWindow:
+    """The window the human chose (its cookie), else the last hour."""
+    return WINDOWS.get(request.cookies.get(CHART_COOKIE) or "", WINDOWS[DEFAULT_WINDOW])
+
+
 def chart_bars(buckets: list[dict[str, int]], scale: int) -> list[dict]:
     """Stacked bars, oldest bucket at the left: one rect per outcome with a count. A count
     too small for the scale still shows as a 1-unit sliver."""
+    step = CHART_WIDTH // len(buckets)
     bars = []
     for i, bucket in enumerate(buckets):
         y = float(CHART_HEIGHT)
@@ -71,7 +101,7 @@ def chart_bars(buckets: list[dict[str, int]], scale: int) -> list[dict]:
                 continue
             h = min(y, max(1.0, n * (CHART_HEIGHT - 2) / scale))
             y -= h
-            bars.append({"outcome": outcome, "x": i * 10 + 1, "y": round(y, 2), "w": BAR_WIDTH, "h": round(h, 2)})
+            bars.append({"outcome": outcome, "x": i * step + 1, "y": round(y, 2), "w": step - 2, "h": round(h, 2)})
     return bars
 
 
@@ -81,20 +111,24 @@ def summary_text(totals: dict[str, int]) -> str:
     return ", ".join(f"{totals[o]} {o}" for o in CHART_OUTCOMES)
 
 
-async def overview_data(store, human: Human, now: datetime | None = None) -> dict:
-    """The overview as the template shows it: each queue's counts, pause and chart."""
+async def overview_data(store, human: Human, now: datetime | None = None,
+                        window: ChartWindow = WINDOWS[DEFAULT_WINDOW]) -> dict:
+    """The overview as the template shows it: each queue's counts, pause and chart of the
+    attempts closed in the window (from the counts written at close, so pruning and
+    retention leave them alone)."""
     now = now or datetime.now(timezone.utc)
+    n = window.buckets
     rows = await store.queue_overview(human)
-    closed = await store.queue_outcomes(human, window_seconds=WINDOW_SECONDS, bucket_seconds=BUCKET_SECONDS, now=now)
+    closed = await store.queue_outcomes(human, buckets=n, bucket_seconds=window.bucket_seconds, now=now)
     per_queue: dict[str, list[dict[str, int]]] = {}
     for r in closed:
         bucket = int(r["bucket"])
-        if not 0 <= bucket < BUCKETS:
+        if not 0 <= bucket < n:
             continue
         outcome = "died" if r["died"] else r["outcome"]
-        buckets = per_queue.setdefault(r["queue"], [dict.fromkeys(CHART_OUTCOMES, 0) for _ in range(BUCKETS)])
-        buckets[BUCKETS - 1 - bucket][outcome] += int(r["n"])  # bucket 0 is the newest: at the right
-    empty = [dict.fromkeys(CHART_OUTCOMES, 0) for _ in range(BUCKETS)]
+        buckets = per_queue.setdefault(r["queue"], [dict.fromkeys(CHART_OUTCOMES, 0) for _ in range(n)])
+        buckets[n - 1 - bucket][outcome] += int(r["n"])  # bucket 0 is the newest: at the right
+    empty = [dict.fromkeys(CHART_OUTCOMES, 0) for _ in range(n)]
     scale = max([sum(b.values()) for bs in per_queue.values() for b in bs] + [1])
     queues = []
     for r in rows:
@@ -106,14 +140,14 @@ async def overview_data(store, human: Human, now: datetime | None = None) -> dic
         counts["interrupted"] = counts["input_required"] + counts["auth_required"]
         queues.append({"name": r["queue"], "paused_at": r["paused_at"], "counts": counts, "totals": totals,
                        "summary": summary_text(totals), "bars": chart_bars(buckets, scale)})
-    return {"queues": queues, "now": now}
+    return {"queues": queues, "now": now, "window": window}
 
 
 def overview_context(data: dict, back: str) -> dict:
     """What _overview.html reads, as one `overview` value: the data, the count columns and
     their links, the chart's size, and back (where a Pause/Resume post returns, a local path)."""
     return {"overview": dict(data, columns=COUNT_COLUMNS, link=list_link, toggle_id=toggle_id, back=back,
-                             chart={"w": CHART_WIDTH, "h": CHART_HEIGHT})}
+                             chart={"w": CHART_WIDTH, "h": CHART_HEIGHT}, windows=WINDOWS.values())}
 
 
 def render_overview(data: dict, *, csrf: str, back: str) -> str:
@@ -150,27 +184,30 @@ class RefreshSchedule:
 
 
 class OverviewReads:
-    """One overview read per human shared by the streams that refresh it within max_age; a
-    pause or resume drops the human's entry, so the next read is fresh."""
+    """One overview read per human and chart window shared by the streams that refresh it
+    within max_age; a pause or resume drops the human's entries, so the next read is fresh."""
 
     def __init__(self, max_age: float = OVERVIEW_MIN_SECONDS / 2):
         self.max_age = max_age
-        self._entries: dict[int, tuple[float, asyncio.Future]] = {}
+        self._entries: dict[tuple[int, str], tuple[float, asyncio.Future]] = {}
 
-    def get(self, store, human: Human, *, fresh: bool = False) -> asyncio.Future:
+    def get(self, store, human: Human, window: ChartWindow = WINDOWS[DEFAULT_WINDOW], *,
+            fresh: bool = False) -> asyncio.Future:
         now = time.monotonic()
-        entry = self._entries.get(human.user_id)
+        key = (human.user_id, window.key)
+        entry = self._entries.get(key)
         if entry is not None and not fresh and now - entry[0] < self.max_age:
             return entry[1]
-        fut = asyncio.ensure_future(overview_data(store, human))
-        self._entries[human.user_id] = (now, fut)
+        fut = asyncio.ensure_future(overview_data(store, human, window=window))
+        self._entries[key] = (now, fut)
         if len(self._entries) > 1024:  # bound memory: forget stale humans
-            for user_id in [u for u, (at, _) in self._entries.items() if now - at >= self.max_age]:
-                del self._entries[user_id]
+            for k in [k for k, (at, _) in self._entries.items() if now - at >= self.max_age]:
+                del self._entries[k]
         return fut
 
     def forget(self, user_id: int) -> None:
-        self._entries.pop(user_id, None)
+        for window in WINDOWS:
+            self._entries.pop((user_id, window), None)
 
 
 def overview_reads(app) -> OverviewReads:

@@ -106,7 +106,8 @@ async def board_context(request: Request, human: Human, filters: Filters) -> dic
                                     cursor=filters.cursor)
     endpoints = await store.endpoints_of_user(human.user_id)
     queues = sorted({q for e in endpoints for q in e["queues"]} | ({filters.queue} if filters.queue else set()))
-    summary = overview.overview_context(await overview.overview_data(store, human), "/" + filters.query())
+    summary = overview.overview_context(
+        await overview.overview_data(store, human, window=overview.chart_window_of(request)), "/" + filters.query())
     return {"todos": listing["todos"], "next_cursor": listing["next_cursor"], "filters": filters,
             "queues": queues, "has_endpoints": bool(endpoints), "active": "board", "page_size": PAGE_SIZE, **summary}
 

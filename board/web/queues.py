@@ -1,14 +1,15 @@
-"""Pausing and resuming a queue from the Board's overview (its form posts)."""
+"""The Board overview's form posts: pausing and resuming a queue, and the charts' window."""
 
 from __future__ import annotations
 
 from litestar import Request, Response, post
+from litestar.datastructures import Cookie
 from litestar.params import FromPath
 
 from board.errors import Invalid, NotFound
 from board.web.auth import safe_next
-from board.web.context import checked_form, not_found, redirect, require_human, runtime
-from board.web.overview import overview_reads, toggle_id
+from board.web.context import bad_request, checked_form, not_found, redirect, require_human, runtime
+from board.web.overview import CHART_COOKIE, CHART_COOKIE_MAX_AGE, WINDOWS, overview_reads, toggle_id
 
 TOGGLED = {
     "pause": "Paused queue {q}: agents claim nothing from it until you resume it.",
@@ -42,5 +43,23 @@ async def queue_toggle(request: Request, queue: FromPath[str], action: FromPath[
     return redirect(request, f"{back}#{toggle_id(queue)}", session)
 
 
+@post("/chart")
+async def chart_window(request: Request) -> Response:
+    """The charts' window (the last hour, day or week): a cookie the Board and its live
+    stream read, then back to the page it was posted from, focus on the chosen button."""
+    human, session = await require_human(request)
+    form = await checked_form(request, session)
+    if isinstance(form, Response):
+        return form
+    window = form.get("window")
+    if window not in WINDOWS:
+        return bad_request(request, session, "The chart's window must be hour, day or week.")
+    back = safe_next(form.get("next")).split("#", 1)[0]
+    response = redirect(request, f"{back}#chart-{window}", session)
+    response.set_cookie(Cookie(key=CHART_COOKIE, value=window, max_age=CHART_COOKIE_MAX_AGE, path="/",
+                               httponly=True, samesite="lax", secure=request.url.scheme == "https"))
+    return response
+
+
 def handlers() -> list:
-    return [queue_toggle]
+    return [queue_toggle, chart_window]

@@ -30,10 +30,10 @@ SCHEMA_HEADER = """-- The schema the migrations build, as pg_dump --schema-only 
 async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
     applied = await migrate(empty_db_url)
     assert applied == ["0001_base", "0002_attempt_history", "0003_queue_pauses", "0004_working_context",
-                       "0005_rules_in_sql", "0006_oauth"]
+                       "0005_rules_in_sql", "0006_oauth", "0007_outcome_counts"]
     rows = await sql_rows(empty_db_url, "SELECT version, name FROM schema_migrations ORDER BY version")
     assert [(r["version"], r["name"]) for r in rows] == [(1, "base"), (2, "attempt_history"), (3, "queue_pauses"), (4, "working_context"),
-                                                           (5, "rules_in_sql"), (6, "oauth")]
+                                                           (5, "rules_in_sql"), (6, "oauth"), (7, "outcome_counts")]
     assert await migrate(empty_db_url) == []  # idempotent
 
 
@@ -204,3 +204,27 @@ if __name__ == "__main__":  # write migrations/schema.sql anew from the migratio
         print(f"wrote {SCHEMA_FILE}")
     finally:
         server.stop()
+
+
+async def test_the_upgrade_to_outcome_counts_counts_the_closed_attempts_already_there(empty_db_url):
+    from tests.conftest import make_agent, make_user
+    await migrate(empty_db_url, target=6)
+    pool = await open_pool(empty_db_url, min_size=1, max_size=2)
+    try:
+        store = st.Store(pool, Settings())
+        agent = await make_agent(store, user=await make_user(store, "ada"), queues=("q",))
+        for verb in ("complete", "complete", "fail", "release"):
+            todo = await store.todo_add(agent, queue="q", title=verb)
+            await store.todo_claim(agent, todo["id"])
+            await getattr(store, f"todo_{verb}")(agent, todo["id"])
+        open_todo = await store.todo_add(agent, queue="q", title="still held")
+        await store.todo_claim(agent, open_todo["id"])
+        assert await migrate(empty_db_url) == ["0007_outcome_counts"]
+        counts = "SELECT outcome::text, sum(n)::int AS n FROM attempt_outcome_counts GROUP BY 1 ORDER BY 1"
+        assert [(r["outcome"], r["n"]) for r in await sql_rows(empty_db_url, counts)] == [
+            ("completed", 2), ("failed", 1), ("released", 1)]  # the open attempt is not counted
+        await store.todo_complete(agent, open_todo["id"])  # closed after the upgrade: counted as it closes
+        assert [(r["outcome"], r["n"]) for r in await sql_rows(empty_db_url, counts)] == [
+            ("completed", 3), ("failed", 1), ("released", 1)]
+    finally:
+        await pool.close()

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from board.errors import Conflict, NotFound
-from board.web.overview import BUCKET_SECONDS, WINDOW_SECONDS, overview_data
+from board.web.overview import WINDOWS, overview_data
 from tests.conftest import make_agent, make_user
 
 
@@ -153,7 +153,9 @@ async def test_the_chart_counts_the_attempts_closed_in_the_last_hour_by_five_min
     ada, bob = await make_user(store, "ada"), await make_user(store, "bob")
     agent = await make_agent(store, user=ada, queues=("q",))
     bob_agent = await make_agent(store, user=bob, agent_id="bob", queues=("q",))
-    now = datetime.now(timezone.utc).replace(microsecond=0)
+    # Two and a half minutes into a five-minute bucket (the buckets are aligned to UTC)
+    t = datetime.now(timezone.utc).replace(second=0, microsecond=0)
+    now = t.replace(minute=t.minute - t.minute % 5) + timedelta(seconds=150)
 
     async def closed(a, how, minutes_ago, **kw):
         at = now - timedelta(minutes=minutes_ago)
@@ -172,11 +174,12 @@ async def test_the_chart_counts_the_attempts_closed_in_the_last_hour_by_five_min
     await closed(agent, "complete", 1)
     await closed(agent, "complete", 2)
     await closed(agent, "fail", 31)
-    await closed(agent, "release", 59)
+    await closed(agent, "release", 54)  # the oldest bar: 55 to 60 minutes before its end
     await closed(agent, "reap", 12)
     await closed(bob_agent, "complete", 1)  # Bob's: never in Ada's chart
 
-    rows = await store.queue_outcomes(ada, window_seconds=WINDOW_SECONDS, bucket_seconds=BUCKET_SECONDS, now=now)
+    hour = WINDOWS["hour"]
+    rows = await store.queue_outcomes(ada, buckets=hour.buckets, bucket_seconds=hour.bucket_seconds, now=now)
     assert sorted((r["outcome"], r["bucket"], r["n"]) for r in rows) == [
         ("completed", 0, 2), ("failed", 6, 1), ("reaped", 2, 1), ("released", 11, 1)]
 
@@ -186,4 +189,7 @@ async def test_the_chart_counts_the_attempts_closed_in_the_last_hour_by_five_min
     assert q["summary"] == "2 completed, 1 released, 1 failed, 1 died"
     assert {bar["outcome"] for bar in q["bars"]} == {"completed", "released", "failed", "died"}
     newest = [bar for bar in q["bars"] if bar["outcome"] == "completed"]
-    assert len(newest) == 1 and newest[0]["x"] == 111  # the newest bucket is the rightmost bar
+    assert len(newest) == 1 and newest[0]["x"] == 155  # the newest bucket is the rightmost bar (11 x 14 + 1)
+
+    day = await overview_data(store, ada, now=now, window=WINDOWS["day"])
+    assert day["queues"][0]["totals"] == {"completed": 3, "released": 1, "failed": 1, "died": 1}  # 70 minutes ago too

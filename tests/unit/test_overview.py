@@ -3,7 +3,7 @@ one refresh per gap), and how its chart and its text equivalent are drawn."""
 
 from __future__ import annotations
 
-from board.web.overview import BUCKETS, CHART_HEIGHT, CHART_OUTCOMES, RefreshSchedule, chart_bars, summary_text
+from board.web.overview import CHART_HEIGHT, CHART_OUTCOMES, WINDOWS, RefreshSchedule, chart_bars, summary_text
 
 
 def test_a_burst_of_changes_coalesces_into_one_refresh_per_gap():
@@ -32,11 +32,11 @@ def test_a_quiet_stream_refreshes_when_idle_and_a_change_after_a_quiet_spell_at_
 
 def test_the_chart_stacks_each_bucket_oldest_at_the_left_and_its_text_says_the_totals():
     empty = dict.fromkeys(CHART_OUTCOMES, 0)
-    buckets = [dict(empty) for _ in range(BUCKETS)]
+    buckets = [dict(empty) for _ in range(WINDOWS["hour"].buckets)]
     buckets[-1] = dict(empty, completed=9, died=1)
     buckets[0] = dict(empty, failed=10)
     bars = chart_bars(buckets, scale=10)
-    assert [(b["outcome"], b["x"]) for b in bars] == [("failed", 1), ("completed", 111), ("died", 111)]
+    assert [(b["outcome"], b["x"]) for b in bars] == [("failed", 1), ("completed", 155), ("died", 155)]
     completed, died = bars[1], bars[2]
     assert completed["y"] + completed["h"] == CHART_HEIGHT and died["y"] + died["h"] == completed["y"]
     assert bars[0]["h"] == CHART_HEIGHT - 2  # the fullest bucket fills the height (less a margin)
@@ -44,3 +44,14 @@ def test_the_chart_stacks_each_bucket_oldest_at_the_left_and_its_text_says_the_t
     assert summary_text({"completed": 9, "released": 0, "failed": 10, "died": 1}) == \
         "9 completed, 0 released, 10 failed, 1 died"
     assert summary_text(dict.fromkeys(CHART_OUTCOMES, 0)) == "no attempts closed"
+
+
+def test_every_window_draws_its_bars_across_the_whole_chart_in_whole_pixels():
+    from board.web.overview import CHART_WIDTH
+    empty = dict.fromkeys(CHART_OUTCOMES, 0)
+    for window in WINDOWS.values():
+        assert window.bucket_seconds % 300 == 0  # whole five-minute buckets of the counts
+        buckets = [dict(empty, completed=1) for _ in range(window.buckets)]
+        bars = chart_bars(buckets, scale=1)
+        assert len(bars) == window.buckets and bars[0]["x"] == 1
+        assert bars[-1]["x"] + bars[-1]["w"] + 1 == CHART_WIDTH, window.key

@@ -79,15 +79,17 @@ SELECT coalesce(c.queue, g.queue) AS queue, coalesce(c.pending, 0) AS pending,
  ORDER BY 1;
 
 -- name: overview_outcomes
--- description: The Board's chart: attempts of the human's todos closed in the window, by queue, outcome and bucket
-SELECT t.queue, a.outcome::text AS outcome, attempt_died(a.outcome) AS died,
-       floor(extract(epoch FROM coalesce(%(now)s::timestamptz, now()) - a.ended_at) / %(bucket_seconds)s)::int AS bucket,
-       count(*) AS n
-  FROM attempts a JOIN todos t ON t.id = a.todo_id
- WHERE a.ended_at > coalesce(%(now)s::timestamptz, now()) - %(window_seconds)s * interval '1 second'
-   AND a.ended_at <= coalesce(%(now)s::timestamptz, now())
-   AND a.outcome IN ('completed', 'failed', 'released', 'lease_expired', 'reaped')
-   AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
+-- description: The Board's charts: attempts of the human's todos closed in the window's buckets (0: the one holding now), by queue, outcome and bucket, from the counts written at close
+SELECT c.queue, c.outcome::text AS outcome, attempt_died(c.outcome) AS died,
+       ceil(extract(epoch FROM w.newest - c.bucket) / %(bucket_seconds)s)::int AS bucket,
+       sum(c.n)::bigint AS n
+  FROM attempt_outcome_counts c,
+       (SELECT date_bin(%(bucket_seconds)s * interval '1 second', coalesce(%(now)s::timestamptz, now()),
+                        timestamptz '2000-01-01 00:00:00+00') AS newest) w
+ WHERE c.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
+   AND c.bucket >= w.newest - (%(buckets)s - 1) * %(bucket_seconds)s * interval '1 second'
+   AND c.bucket <= coalesce(%(now)s::timestamptz, now())
+   AND c.outcome IN ('completed', 'failed', 'released', 'lease_expired', 'reaped')
  GROUP BY 1, 2, 3, 4;
 
 -- name: schema_version
