@@ -154,14 +154,14 @@ CREATE FUNCTION public.attempt_via(claimer public.attempt_claimer_kind, endpoint
                                    'verified', e.client_verified)
             FROM endpoints e WHERE e.id = $2) END
 $_$;
-CREATE FUNCTION public.attempts_count_closed() RETURNS trigger
+CREATE FUNCTION public.attempts_count_deleted() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-  INSERT INTO attempt_outcome_counts AS c (endpoint_id, bucket, queue, outcome, shard, n)
-  SELECT t.endpoint_id, outcome_bucket(NEW.ended_at), t.queue, NEW.outcome, pg_backend_pid(), 1
-    FROM todos t WHERE t.id = NEW.todo_id
-  ON CONFLICT (endpoint_id, bucket, queue, outcome, shard) DO UPDATE SET n = c.n + 1;
+  INSERT INTO attempt_outcome_counts AS c (endpoint_id, bucket, queue, outcome, n)
+  SELECT t.endpoint_id, outcome_bucket(OLD.ended_at), t.queue, OLD.outcome, 1
+    FROM todos t WHERE t.id = OLD.todo_id
+  ON CONFLICT (endpoint_id, bucket, queue, outcome) DO UPDATE SET n = c.n + 1;
   RETURN NULL;
 END
 $$;
@@ -267,6 +267,20 @@ BEGIN
           DETAIL = 'continues_id never changes after insert';
 END
 $$;
+CREATE FUNCTION public.todos_count_deleted_attempts() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  INSERT INTO attempt_outcome_counts AS c (endpoint_id, bucket, queue, outcome, n)
+  SELECT OLD.endpoint_id, outcome_bucket(a.ended_at), OLD.queue, a.outcome, count(*)
+    FROM attempts a
+   WHERE a.todo_id = OLD.id AND a.outcome IS NOT NULL
+   GROUP BY 2, 4
+   ORDER BY 2, 4
+  ON CONFLICT (endpoint_id, bucket, queue, outcome) DO UPDATE SET n = c.n + excluded.n;
+  RETURN OLD;
+END
+$$;
 CREATE FUNCTION public.todos_fields_valid() RETURNS trigger
     LANGUAGE plpgsql
     AS $_$
@@ -302,7 +316,6 @@ CREATE TABLE public.attempt_outcome_counts (
     bucket timestamp with time zone NOT NULL,
     queue text NOT NULL COLLATE pg_catalog."C",
     outcome public.attempt_outcome NOT NULL,
-    shard integer NOT NULL,
     n bigint NOT NULL,
     CONSTRAINT attempt_outcome_counts_n_check CHECK ((n > 0))
 );
@@ -425,7 +438,7 @@ ALTER TABLE public.users ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 ALTER TABLE ONLY public.attempt_notes
     ADD CONSTRAINT attempt_notes_pkey PRIMARY KEY (todo_id, seq, n);
 ALTER TABLE ONLY public.attempt_outcome_counts
-    ADD CONSTRAINT attempt_outcome_counts_pkey PRIMARY KEY (endpoint_id, bucket, queue, outcome, shard);
+    ADD CONSTRAINT attempt_outcome_counts_pkey PRIMARY KEY (endpoint_id, bucket, queue, outcome);
 ALTER TABLE ONLY public.attempts
     ADD CONSTRAINT attempts_one_open_per_todo EXCLUDE USING btree (todo_id WITH =) WHERE ((ended_at IS NULL)) DEFERRABLE INITIALLY DEFERRED;
 ALTER TABLE ONLY public.attempts
@@ -452,6 +465,7 @@ ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_username_key UNIQUE (username);
+CREATE INDEX attempts_ended_brin ON public.attempts USING brin (ended_at) WITH (autosummarize='on');
 CREATE INDEX endpoints_user_idx ON public.endpoints USING btree (user_id);
 CREATE INDEX hook_events_delivered_brin ON public.hook_events USING brin (delivered_at);
 CREATE INDEX hook_events_due_idx ON public.hook_events USING btree (next_attempt_at) WHERE (delivered_at IS NULL);
@@ -464,10 +478,10 @@ CREATE INDEX todos_endpoint_created_idx ON public.todos USING btree (endpoint_id
 CREATE INDEX todos_pending_idx ON public.todos USING btree (endpoint_id, created_at, id) WHERE (state = 'pending'::public.todo_state);
 CREATE INDEX todos_retry_idx ON public.todos USING btree (next_retry_at) WHERE ((state = 'failed'::public.todo_state) AND (next_retry_at IS NOT NULL));
 CREATE INDEX todos_updated_brin ON public.todos USING brin (updated_at);
-CREATE TRIGGER attempts_count_closed AFTER UPDATE OF outcome ON public.attempts FOR EACH ROW WHEN (((old.outcome IS NULL) AND (new.outcome IS NOT NULL))) EXECUTE FUNCTION public.attempts_count_closed();
-CREATE TRIGGER attempts_count_inserted_closed AFTER INSERT ON public.attempts FOR EACH ROW WHEN ((new.outcome IS NOT NULL)) EXECUTE FUNCTION public.attempts_count_closed();
+CREATE TRIGGER attempts_count_deleted AFTER DELETE ON public.attempts FOR EACH ROW WHEN ((old.outcome IS NOT NULL)) EXECUTE FUNCTION public.attempts_count_deleted();
 CREATE TRIGGER todos_consistent BEFORE INSERT OR UPDATE OF state, owner, lease_expires_at, next_retry_at, attempt, attempts_total, attempts_pruned ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_consistent();
 CREATE TRIGGER todos_continues_fixed BEFORE UPDATE OF continues_id ON public.todos FOR EACH ROW WHEN ((old.continues_id IS DISTINCT FROM new.continues_id)) EXECUTE FUNCTION public.todos_continues_fixed();
+CREATE TRIGGER todos_count_deleted_attempts BEFORE DELETE ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_count_deleted_attempts();
 CREATE TRIGGER todos_fields_valid BEFORE INSERT OR UPDATE OF queue, title, max_attempts ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_fields_valid();
 ALTER TABLE ONLY public.attempt_notes
     ADD CONSTRAINT attempt_notes_todo_id_seq_fkey FOREIGN KEY (todo_id, seq) REFERENCES public.attempts(todo_id, seq) ON DELETE CASCADE;

@@ -228,17 +228,23 @@ MUTANTS: tuple[Mutant, ...] = (
            "     WHERE e.user_id = %(user_id)s\n     GROUP BY x.queue) c", "     GROUP BY x.queue) c",
            (PAUSES,), "the overview counts another human's todos", "overview_counts"),
     Mutant("overview-chart-scope", "pause", SQL + "board.sql",
-           " WHERE c.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))",
-           " WHERE c.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e))",
+           "           AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))",
+           "           AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e))",
            (PAUSES,), "the overview's chart counts another human's attempts", "overview_outcomes"),
-    # -- the charts' counts, written at close (migration 0007) -----------------------------
-    Mutant("chart-count-once", "chart", "migrations/0007_outcome_counts.sql",
+    # -- the charts' counts of deleted attempts (migration 0007) ----------------------------
+    Mutant("chart-count-pruned", "chart", "migrations/0007_outcome_counts.sql",
            "DO UPDATE SET n = c.n + 1", "DO UPDATE SET n = c.n",
-           (CHARTS,), "a close in a bucket already counted is not counted"),
-    Mutant("chart-count-from-attempts", "chart", SQL + "board.sql",
-           "  FROM attempt_outcome_counts c,\n", "  FROM (SELECT t.endpoint_id, outcome_bucket(a.ended_at) AS bucket, t.queue, a.outcome, 1 AS n\n"
-           "          FROM attempts a JOIN todos t ON t.id = a.todo_id WHERE a.outcome IS NOT NULL) c,\n",
-           (CHARTS,), "the chart counts the attempt rows that survive pruning and retention", "overview_outcomes"),
+           (CHARTS,), "a pruned attempt in a bucket already counted is not counted"),
+    Mutant("chart-count-deleted-todo", "chart", "migrations/0007_outcome_counts.sql",
+           "DO UPDATE SET n = c.n + excluded.n", "DO UPDATE SET n = excluded.n",
+           (CHARTS,), "a deleted todo's attempts replace the bucket's count instead of adding to it"),
+    Mutant("chart-deleted-scope", "chart", SQL + "board.sql",
+           "           AND c.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))",
+           "           AND c.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e))",
+           (CHARTS,), "the chart counts another human's deleted attempts", "overview_outcomes"),
+    Mutant("chart-without-deleted", "chart", SQL + "board.sql",
+           "        SELECT c.queue, c.outcome, c.bucket, c.n\n", "        SELECT c.queue, c.outcome, c.bucket, 0\n",
+           (CHARTS,), "the chart counts only the attempt rows that survive pruning and retention", "overview_outcomes"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the

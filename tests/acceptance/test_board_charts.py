@@ -60,6 +60,9 @@ async def test_the_charts_after_pruning_and_retention_still_equal_metrics_and_th
             assert asyncio.get_running_loop().time() < deadline, "the reaper did not close the lapsed lease"
             await asyncio.sleep(0.1)
         assert (await store.todo_get(agent, flaky["id"]))["attempts_pruned"] == 3
+        async with client_for(server) as c:  # pruned: three of the flaky todo's attempts are counts now
+            await sign_in(c, "ada")
+            assert chart_figures((await c.get("/")).text, "builds") == CLOSES
         await asyncio.sleep(2.5)
         deleted = await store.sweep_retention()
         assert deleted == 8  # Ada's seven ended todos and Bob's one, with their attempts

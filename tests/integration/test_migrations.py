@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timedelta, timezone
 import os
 import shutil
 import subprocess
@@ -206,25 +207,25 @@ if __name__ == "__main__":  # write migrations/schema.sql anew from the migratio
         server.stop()
 
 
-async def test_the_upgrade_to_outcome_counts_counts_the_closed_attempts_already_there(empty_db_url):
+async def test_after_the_upgrade_the_attempts_closed_before_it_are_counted_when_deleted(empty_db_url):
     from tests.conftest import make_agent, make_user
     await migrate(empty_db_url, target=6)
     pool = await open_pool(empty_db_url, min_size=1, max_size=2)
     try:
-        store = st.Store(pool, Settings())
+        store = st.Store(pool, Settings(retention_days=1))
         agent = await make_agent(store, user=await make_user(store, "ada"), queues=("q",))
         for verb in ("complete", "complete", "fail", "release"):
-            todo = await store.todo_add(agent, queue="q", title=verb)
+            todo = await store.todo_add(agent, queue="q", title=verb, max_attempts=1)
             await store.todo_claim(agent, todo["id"])
             await getattr(store, f"todo_{verb}")(agent, todo["id"])
-        open_todo = await store.todo_add(agent, queue="q", title="still held")
-        await store.todo_claim(agent, open_todo["id"])
         assert await migrate(empty_db_url) == ["0007_outcome_counts"]
         counts = "SELECT outcome::text, sum(n)::int AS n FROM attempt_outcome_counts GROUP BY 1 ORDER BY 1"
+        assert await sql_rows(empty_db_url, counts) == []  # the attempts are there: nothing to count yet
+        await store.sweep_retention(now=datetime.now(timezone.utc) + timedelta(days=2))
+        # the released todo is pending again: retention keeps it, and its attempt with it
+        assert [r["outcome"] for r in await sql_rows(empty_db_url, "SELECT outcome::text FROM attempts")] == [
+            "released"]
         assert [(r["outcome"], r["n"]) for r in await sql_rows(empty_db_url, counts)] == [
-            ("completed", 2), ("failed", 1), ("released", 1)]  # the open attempt is not counted
-        await store.todo_complete(agent, open_todo["id"])  # closed after the upgrade: counted as it closes
-        assert [(r["outcome"], r["n"]) for r in await sql_rows(empty_db_url, counts)] == [
-            ("completed", 3), ("failed", 1), ("released", 1)]
+            ("completed", 2), ("failed", 1)]
     finally:
         await pool.close()

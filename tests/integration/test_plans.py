@@ -179,12 +179,12 @@ async def test_the_list_reads_its_rows_in_bounded_shapes(store, db_url):
         assert any("Index Scan using todos_pkey on todos t" in line for line in plan), plan
 
 
-async def test_the_overview_reads_only_the_humans_index_entries_and_the_windows_counts(store, db_url):
+async def test_the_overview_reads_only_the_humans_index_entries_and_the_windows_attempts(store, db_url):
     """The Board's overview on a shared table: forty humans' todos, each with a closed attempt
     spread over two days. The counts read each of the human's endpoints' index entries only
     (an index-only scan keyed by the endpoint, never the other humans' rows), and the chart
-    the counts of the attempts closed in its window (keyed by the human's endpoints and the
-    window's first bucket), never the attempts themselves."""
+    the attempts closed in its window (keyed by ended_at) and the counts of those deleted
+    (keyed by the human's endpoints and the window's first bucket)."""
     endpoints = []
     for i in range(40):
         user = await make_user(store, f"h{i}")
@@ -216,8 +216,9 @@ async def test_the_overview_reads_only_the_humans_index_entries_and_the_windows_
                      r"\(endpoint_id = e(_\d+)?\.id\)", text), text
     assert unkeyed_scans(counts) == [], text
     text = "\n".join(outcomes)
+    assert re.search(r"Bitmap Index Scan on attempts_ended_brin\n\s+Index Cond: \(\(ended_at >=", text), text
     assert re.search(r"Index Scan using attempt_outcome_counts_pkey on attempt_outcome_counts c\n\s+Index Cond: "
-                     r"\(\(endpoint_id = ANY \(\(InitPlan 1\).col1\)\) AND \(bucket >=", text), text
+                     r"\(\(endpoint_id = ANY \(\(InitPlan \d\).col1\)\) AND \(bucket >=", text), text
     assert unkeyed_scans(outcomes) == [], text
 
 

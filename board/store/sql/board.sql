@@ -79,17 +79,25 @@ SELECT coalesce(c.queue, g.queue) AS queue, coalesce(c.pending, 0) AS pending,
  ORDER BY 1;
 
 -- name: overview_outcomes
--- description: The Board's charts: attempts of the human's todos closed in the window's buckets (0: the one holding now), by queue, outcome and bucket, from the counts written at close
-SELECT c.queue, c.outcome::text AS outcome, attempt_died(c.outcome) AS died,
-       ceil(extract(epoch FROM w.newest - c.bucket) / %(bucket_seconds)s)::int AS bucket,
-       sum(c.n)::bigint AS n
-  FROM attempt_outcome_counts c,
-       (SELECT date_bin(%(bucket_seconds)s * interval '1 second', coalesce(%(now)s::timestamptz, now()),
-                        timestamptz '2000-01-01 00:00:00+00') AS newest) w
- WHERE c.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
-   AND c.bucket >= w.newest - (%(buckets)s - 1) * %(bucket_seconds)s * interval '1 second'
-   AND c.bucket <= coalesce(%(now)s::timestamptz, now())
-   AND c.outcome IN ('completed', 'failed', 'released', 'lease_expired', 'reaped')
+-- description: The Board's charts: attempts of the human's todos closed in the window's buckets (0: the one holding now), by queue, outcome and bucket: the attempts there, and the counts of those deleted
+SELECT x.queue, x.outcome::text AS outcome, attempt_died(x.outcome) AS died,
+       ceil(extract(epoch FROM w.newest - x.bucket) / %(bucket_seconds)s)::int AS bucket,
+       sum(x.n)::bigint AS n
+  FROM (SELECT d.newest, d.newest - (%(buckets)s - 1) * %(bucket_seconds)s * interval '1 second' AS oldest,
+               coalesce(%(now)s::timestamptz, now()) AS now
+          FROM (SELECT date_bin(%(bucket_seconds)s * interval '1 second', coalesce(%(now)s::timestamptz, now()),
+                                timestamptz '2000-01-01 00:00:00+00') AS newest) d) w
+ CROSS JOIN LATERAL (
+        SELECT t.queue, a.outcome, outcome_bucket(a.ended_at) AS bucket, 1 AS n
+          FROM attempts a JOIN todos t ON t.id = a.todo_id
+         WHERE a.ended_at >= w.oldest AND a.ended_at <= w.now
+           AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
+        UNION ALL
+        SELECT c.queue, c.outcome, c.bucket, c.n
+          FROM attempt_outcome_counts c
+         WHERE c.bucket >= w.oldest AND c.bucket <= w.now
+           AND c.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))) x
+ WHERE x.outcome IN ('completed', 'failed', 'released', 'lease_expired', 'reaped')
  GROUP BY 1, 2, 3, 4;
 
 -- name: schema_version

@@ -129,7 +129,7 @@ UPDATE hook_events SET next_attempt_at = now() + %(delay)s * interval '1 second'
 DELETE FROM hook_events WHERE delivered_at < now() - %(retention_seconds)s * interval '1 second' RETURNING id;
 
 -- name: attempt_counts_prune
--- description: Deletes the closed-attempt counts older than the longest chart window (a week) with a day to spare
+-- description: Deletes the counts of deleted attempts older than the longest chart window (a week) with a day to spare
 DELETE FROM attempt_outcome_counts
  WHERE bucket < coalesce(%(now)s::timestamptz, now()) - interval '8 days'
 RETURNING bucket;
