@@ -51,7 +51,7 @@ CHART_COOKIE_MAX_AGE = 400 * 24 * 3600
 # The chart's outcomes, bottom of a bar first; a died attempt's lease lapsed (lease_expired
 # on a takeover, reaped by the reaper).
 CHART_OUTCOMES = ("completed", "released", "failed", "died")
-CHART_WIDTH, CHART_HEIGHT = 168, 32  # 168 = 12 x 14 = 24 x 7 = 28 x 6: whole-pixel bars in every window
+CHART_WIDTH, CHART_HEIGHT = 120, 32
 # Live refreshes: at most one per stream this often while its todos change, and one at
 # least this often while nothing does, so the chart's window moves on.
 OVERVIEW_MIN_SECONDS = 2.0
@@ -91,7 +91,7 @@ def chart_window_of(request) -> ChartWindow:
 def chart_bars(buckets: list[dict[str, int]], scale: int) -> list[dict]:
     """Stacked bars, oldest bucket at the left: one rect per outcome with a count. A count
     too small for the scale still shows as a 1-unit sliver."""
-    step = CHART_WIDTH // len(buckets)
+    step = CHART_WIDTH / len(buckets)
     bars = []
     for i, bucket in enumerate(buckets):
         y = float(CHART_HEIGHT)
@@ -101,7 +101,8 @@ def chart_bars(buckets: list[dict[str, int]], scale: int) -> list[dict]:
                 continue
             h = min(y, max(1.0, n * (CHART_HEIGHT - 2) / scale))
             y -= h
-            bars.append({"outcome": outcome, "x": i * step + 1, "y": round(y, 2), "w": step - 2, "h": round(h, 2)})
+            bars.append({"outcome": outcome, "x": round(i * step + 1, 2), "y": round(y, 2),
+                         "w": round(step - 2, 2), "h": round(h, 2)})
     return bars
 
 

@@ -36,7 +36,7 @@ def test_the_chart_stacks_each_bucket_oldest_at_the_left_and_its_text_says_the_t
     buckets[-1] = dict(empty, completed=9, died=1)
     buckets[0] = dict(empty, failed=10)
     bars = chart_bars(buckets, scale=10)
-    assert [(b["outcome"], b["x"]) for b in bars] == [("failed", 1), ("completed", 155), ("died", 155)]
+    assert [(b["outcome"], b["x"]) for b in bars] == [("failed", 1), ("completed", 111), ("died", 111)]
     completed, died = bars[1], bars[2]
     assert completed["y"] + completed["h"] == CHART_HEIGHT and died["y"] + died["h"] == completed["y"]
     assert bars[0]["h"] == CHART_HEIGHT - 2  # the fullest bucket fills the height (less a margin)
@@ -46,7 +46,7 @@ def test_the_chart_stacks_each_bucket_oldest_at_the_left_and_its_text_says_the_t
     assert summary_text(dict.fromkeys(CHART_OUTCOMES, 0)) == "no attempts closed"
 
 
-def test_every_window_draws_its_bars_across_the_whole_chart_in_whole_pixels():
+def test_every_window_draws_its_bars_across_the_whole_chart():
     from board.web.overview import CHART_WIDTH
     empty = dict.fromkeys(CHART_OUTCOMES, 0)
     for window in WINDOWS.values():
@@ -54,4 +54,4 @@ def test_every_window_draws_its_bars_across_the_whole_chart_in_whole_pixels():
         buckets = [dict(empty, completed=1) for _ in range(window.buckets)]
         bars = chart_bars(buckets, scale=1)
         assert len(bars) == window.buckets and bars[0]["x"] == 1
-        assert bars[-1]["x"] + bars[-1]["w"] + 1 == CHART_WIDTH, window.key
+        assert round(bars[-1]["x"] + bars[-1]["w"] + 1, 2) == CHART_WIDTH, window.key
