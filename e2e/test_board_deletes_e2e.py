@@ -93,7 +93,8 @@ async def test_keyboard_alone_bulk_deletes_finished_todos_and_another_board_lose
         await expect(counts.get_by_role("row", name="done")).to_contain_text("deleted")
         await expect(counts.get_by_role("row", name="pending")).to_contain_text("skipped")
         await expect(page.get_by_text("Only a done, canceled or dead-letter todo can be deleted")).to_be_visible()
-        await expect(page.get_by_role("list", name="The todos that will be deleted").get_by_role("listitem")).to_have_count(2)
+        listed = page.get_by_role("list", name="The todos that will be deleted").get_by_role("listitem")
+        await expect(listed).to_have_count(2)
         await accessible_in_both_schemes(page, "the bulk delete confirmation", "board-bulk-delete-confirm")
 
         await tab_to(page, page.get_by_role("button", name="Delete 2 todos"))

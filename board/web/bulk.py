@@ -43,7 +43,7 @@ BULK_ACTIONS = {
     "cancel": BulkAction("Cancel", "canceled", "Each becomes canceled; a held todo's open attempt closes as canceled. "
                                                "This cannot be undone.", danger=True),
     "delete": BulkAction("Delete", "deleted", "Each is deleted for good with its attempts and their notes; what "
-                                              "they counted in the metrics stays. "
+                                              "they counted in the charts and the metrics stays. "
                                               "This cannot be undone.", danger=True,
                          skips="Only a done, canceled or dead-letter todo can be deleted: the others are skipped, "
                                "and so is a todo that is gone or not yours."),

@@ -1,7 +1,8 @@
 """Deleting ended todos on the Board over HTTP: from the drawer (a confirmation page, then back
 to the list view it came from with the result), in bulk (the bulk confirmation saying what
-is deleted and what is skipped and why), the live list told, /metrics' counters unchanged,
-and another human's todos, or a todo that has not ended, never deleted, even by a forged form."""
+is deleted and what is skipped and why), the live list told, /metrics' counters and the
+chart's counts unchanged, and another human's todos, or a todo that has not ended, never
+deleted, even by a forged form."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import re
 from tests.acceptance.test_board_auth import client_for, make_human, sign_in
 from tests.acceptance.test_board_bulk import apply, confirm, counts_table, dead_letter, flash, form_fields, heading
 from tests.acceptance.test_board_live import open_stream
+from tests.acceptance.test_board_overview import cell
 from tests.acceptance.test_metrics import scrape, value
 from tests.conftest import make_agent, sql_rows
 
@@ -79,14 +81,14 @@ async def test_a_todo_that_has_not_ended_has_no_delete_and_a_forged_one_deletes_
     before = await rows_of(db_url, [pending["id"], held["id"], bobs["id"]])
     async with client_for(live_server) as c:
         token = await sign_in(c, "ada")
-        for todo in (pending, held):
+        for todo, state in ((pending, "pending"), (held, "claimed")):
             drawer = (await c.get(f"/todos/{todo['id']}")).text
             assert "confirm-delete" not in drawer and "Delete todo" not in drawer
             for step in ("confirm-delete", "delete"):
                 r = await c.post(f"/todos/{todo['id']}/{step}?queue=q", data={"csrf_token": token})
                 assert r.status_code == 303 and r.headers["location"] == f"/todos/{todo['id']}?queue=q"
                 shown = flash((await c.get(r.headers["location"])).text)
-                assert shown.startswith(f"Could not delete: the todo is {todo['state'] if todo is pending else 'claimed'}.")
+                assert shown.startswith(f"Could not delete: the todo is {state}.")
         for step in ("confirm-delete", "delete"):  # another human's todo, or none at all: not found
             for todo_id in (bobs["id"], "no-such-todo"):
                 r = await c.post(f"/todos/{todo_id}/{step}", data={"csrf_token": token})
@@ -160,7 +162,13 @@ async def test_a_forged_bulk_delete_naming_another_humans_todos_deletes_nothing_
     assert (await store.todo_get(ada, mine_pending))["state"] == "pending"
 
 
-async def test_deleting_leaves_the_closed_attempt_counters_and_drops_the_todos_from_the_gauge(live_server):
+def chart_text(page: str, queue: str) -> str:
+    """What the overview's chart cell says of the queue's closed attempts."""
+    return cell(page, queue, "chart")
+
+
+async def test_deleting_leaves_the_closed_attempt_counters_and_the_chart_and_drops_the_todos_from_the_gauge(
+        live_server):
     store = live_server.store
     ada = await make_human(store, "ada")
     agent = await make_agent(store, user=ada, agent_id="w1", queues=("builds",))
@@ -174,9 +182,12 @@ async def test_deleting_leaves_the_closed_attempt_counters_and_drops_the_todos_f
     counters = {k: v for k, v in before.items() if k[0].endswith("_total")}
     async with client_for(live_server) as c:
         token = await sign_in(c, "ada")
+        chart = chart_text((await c.get("/")).text, "builds")
+        assert "3 completed" in chart and "1 failed" in chart
         landed = await apply(c, [("csrf_token", token), ("action", "delete"), ("filter", "")]
                              + [("ids", t["id"]) for t in (*done[:2], dead)])
         assert flash(landed) == "Deleted 3 todos."
+        assert chart_text(landed, "builds") == chart  # the counts written at close stay
     after = await scrape(live_server.url)
     assert {k: v for k, v in after.items() if k in counters} == counters  # no counter went down
     assert value(after, "switchboard_todos", queue="builds", state="done") == 1
