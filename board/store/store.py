@@ -69,6 +69,7 @@ from board.store.vocabulary import (
     ATTEMPTS_LIMIT_MAX,
     BULK_BATCH,
     BULK_CONCURRENCY,
+    BULK_MAX,
     CHAIN_MAX,
     CLOSED_BY,
     HOLDER_STATES,
@@ -855,11 +856,14 @@ class Store(Accounts, Grants):
         in batches of `batch` with at most `concurrency` statements in flight. A todo whose
         state moved on (Conflict) or that is not the caller's (NotFound) is skipped, never an
         error. If the database goes away, the batch under way finishes and the rest is not
-        tried. Returns the counts: changed, skipped, not_tried."""
+        tried. A bulk delete is todos_delete, one statement a batch. Returns the counts:
+        changed, skipped, not_tried."""
         if not isinstance(caller, Human):
             raise Forbidden("bulk actions are the Board's", op=f"bulk_{kind}")
-        run = {"retry": self.todo_retry, "cancel": self.todo_cancel, "release": self.todo_release}[kind]
         ids = list(dict.fromkeys(todo_ids))
+        if kind == "delete":
+            return await self._bulk_delete(caller, ids, batch)
+        run = {"retry": self.todo_retry, "cancel": self.todo_cancel, "release": self.todo_release}[kind]
         gate = asyncio.Semaphore(concurrency)
 
         async def one(todo_id: str) -> str:
@@ -880,6 +884,50 @@ class Store(Accounts, Grants):
                 counts["not_tried"] += max(0, len(ids) - start - batch)
                 break
         return counts
+
+    async def _bulk_delete(self, caller: Human, ids: list, batch: int) -> dict:
+        """A bulk delete: one todos_delete statement a batch. If the database goes away, the
+        rest is not tried."""
+        counts = {"changed": 0, "skipped": 0, "not_tried": 0}
+        for start in range(0, len(ids), batch):
+            try:
+                done = await self.todos_delete(caller, ids[start:start + batch])
+            except Unavailable:
+                counts["not_tried"] = len(ids) - start
+                break
+            counts["changed"] += len(done["deleted"])
+            counts["skipped"] += len(done["skipped"])
+        return counts
+
+    async def todos_delete(self, caller: Human, todo_ids: Iterable[Any]) -> dict:
+        """The owning human deletes ended todos of theirs (done, canceled, dead letters) by
+        id, in one statement that locks them first: their attempts and notes go with them
+        (cascade), and so do the successor links to and from them. Any other id (another
+        human's, a todo that has not ended, an unknown one, or no id at all) is left alone
+        and reported skipped, never an error that stops the rest. Nothing is counted here:
+        the counters and outcome counts moved when each attempt closed, and stay.
+        Returns {"deleted": [the todos deleted], "skipped": [the ids left alone]}."""
+        if not isinstance(caller, Human):
+            raise Forbidden("deleting todos is the Board's", op="delete")
+        asked = list(todo_ids)
+        if len(asked) > BULK_MAX:
+            raise Invalid(f"a delete takes at most {BULK_MAX} todos at once", argument="ids", op="delete")
+        ids = []
+        for value in asked:
+            try:
+                ids.append(checked_todo_id(value, op="delete"))
+            except (Invalid, NotFound):  # not an id any todo can have: skipped
+                continue
+        ids = list(dict.fromkeys(ids))
+        rows = await self._fetch(query("todos_delete_human"), {"user_id": caller.user_id, "ids": ids},
+                                 op="delete") if ids else []
+        self._emit(Transition("deleted", r["id"], str(r["endpoint_id"]), r["queue"], "deleted") for r in rows)
+        gone = {r["id"] for r in rows}
+        deleted = [{k: r[k] for k in ("id", "queue", "title", "state", "dead_letter", "attempts_total")}
+                   for r in rows]
+        skipped = [v for v in dict.fromkeys(v for v in asked if isinstance(v, str)) if v not in gone]
+        skipped += [v for v in asked if not isinstance(v, str)]
+        return {"deleted": deleted, "skipped": skipped}
 
     # -- sweeps ------------------------------------------------------------------------
 

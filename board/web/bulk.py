@@ -1,4 +1,5 @@
-"""Bulk actions on the Board: Retry (dead letters), Cancel or Release many todos at once.
+"""Bulk actions on the Board: Retry (dead letters), Cancel, Release or Delete (ended todos)
+many todos at once.
 
 The Board's list is a form of checkboxes (one per row, plus "all matching this view"),
 which posts to a confirmation page saying how many todos of which states will change and
@@ -31,6 +32,7 @@ class BulkAction:
     done: str  # what happened to each: "retried"
     effect: str  # what the transition does, said on the confirmation page
     danger: bool = False
+    skips: str = ""  # which todos the action skips, and why, when their states alone do not say
 
 
 BULK_ACTIONS = {
@@ -40,6 +42,11 @@ BULK_ACTIONS = {
                                                  "its open attempt closes as released."),
     "cancel": BulkAction("Cancel", "canceled", "Each becomes canceled; a held todo's open attempt closes as canceled. "
                                                "This cannot be undone.", danger=True),
+    "delete": BulkAction("Delete", "deleted", "Each is deleted for good with its attempts and their notes; what "
+                                              "they counted in the charts and the metrics stays. "
+                                              "This cannot be undone.", danger=True,
+                         skips="Only a done, canceled or dead-letter todo can be deleted: the others are skipped, "
+                               "and so is a todo that is gone or not yours."),
 }
 NOT_FOUND_LABEL = "not found (gone, or not yours)"
 READ_CONCURRENCY = 4
@@ -155,7 +162,7 @@ async def bulk_form(request: Request):
     view = view_of(form)
     action = form.get("action")
     if action not in BULK_ACTIONS:
-        session.set_flash("error", "Choose Retry, Release or Cancel for the selected todos.")
+        session.set_flash("error", "Choose Retry, Release, Cancel or Delete for the selected todos.")
         return redirect(request, "/" + view.query(), session)
     return human, session, form, view, action
 

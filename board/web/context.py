@@ -283,6 +283,15 @@ class Filters:
         return f"?{q}" if q else ""
 
 
+def view_query(request: Request) -> str:
+    """The list's view (filters, sort) a drawer was acted on from, to return to: only what
+    reads as valid filters is kept."""
+    try:
+        return Filters.of(request.query_params).query()
+    except Invalid:
+        return ""
+
+
 def mcp_url(request: Request) -> str:
     return f"{request.url.scheme}://{request.url.netloc}/mcp"
 

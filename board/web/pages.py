@@ -25,7 +25,7 @@ from board.web.context import (ATTEMPTS_SHOWN, NO_STORE, PAGE_SIZE, SCHEMES, Fil
                                checked_form, client_of, client_snippet, mcp_url, not_found, page, query_text,
                                read_session, redirect, require_human, runtime, scheme_cookie, web_state)
 from board.store.accounts import vend_problems
-from board.web.context import known_human
+from board.web.context import known_human, view_query
 from board.web.view import DEFAULT_VERBS, sentence
 
 log = logging.getLogger("switchboard.web")
@@ -212,15 +212,6 @@ async def todo_action(request: Request, todo_id: FromPath[str], action: FromPath
     except (Conflict, Invalid) as e:
         session.set_flash("error", f"Could not {action}: {e.message}.")
     return redirect(request, f"/todos/{todo_id}{view_query(request)}", session)
-
-
-def view_query(request: Request) -> str:
-    """The list's view (filters, sort) a drawer was acted on from, to return to: only what
-    reads as valid filters is kept."""
-    try:
-        return Filters.of(request.query_params).query()
-    except Invalid:
-        return ""
 
 
 # -- the vend wizard ---------------------------------------------------------------------

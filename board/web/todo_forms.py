@@ -1,6 +1,7 @@
 """The Board's forms about one todo beyond the drawer's one-click actions: adding a todo
-(/todos/new), and the confirmation a cancel asks for (/todos/{id}/confirm-cancel, which
-posts to the drawer's own cancel action).
+(/todos/new), the confirmation a cancel asks for (/todos/{id}/confirm-cancel, which
+posts to the drawer's own cancel action), and deleting an ended todo (/todos/{id}/confirm-delete,
+then /todos/{id}/delete, which returns to the list view the drawer was opened from).
 
 A todo added here goes through the store's add with the human as the caller, through one of
 their live endpoints granted the queue (checked in the same statement), so it rings that
@@ -17,7 +18,8 @@ from litestar.params import FromPath
 from board.errors import Conflict, Forbidden, Invalid, NotFound
 from board.store.inputs import int_text, json_object_text
 from board.store.store import Human
-from board.web.context import checked_form, not_found, page, query_text, redirect, require_human, runtime
+from board.web.context import (checked_form, not_found, page, query_text, redirect, require_human, runtime,
+                               view_query)
 from board.web.view import actions_for, sentence
 
 FIELDS = ("target", "title", "payload", "routing", "max_attempts", "continues")
@@ -129,5 +131,58 @@ async def todo_cancel_confirm(request: Request, todo_id: FromPath[str]) -> Respo
                 todo=todo)
 
 
+async def deletable(request: Request, human: Human, session, todo_id: str) -> dict | Response:
+    """The human's todo to delete, or the response that refuses it: the not-found page, or
+    back to its drawer saying why when it has not ended."""
+    try:
+        todo = await runtime(request).store.todo_get(human, todo_id, attempts_limit=1)
+    except (NotFound, Invalid):
+        return not_found(request, session, human)
+    if "delete" not in actions_for(todo, human.user_id):
+        session.set_flash("error", f"Could not delete: the todo is {todo['state'].replace('_', ' ')}. "
+                                   "Only a done, canceled or dead-letter todo can be deleted.")
+        return redirect(request, f"/todos/{todo['id']}{view_query(request)}", session)
+    return todo
+
+
+@post("/todos/{todo_id:str}/confirm-delete", name="todo_delete_confirm")
+async def todo_delete_confirm(request: Request, todo_id: FromPath[str]) -> Response:
+    """Delete asks first. The drawer's form posts here with the list's view in its query
+    (board.js adds it), and the page's own form carries it on to the delete. Changes nothing."""
+    human, session = await require_human(request)
+    form = await checked_form(request, session)
+    if isinstance(form, Response):
+        return form
+    todo = await deletable(request, human, session, todo_id)
+    if isinstance(todo, Response):
+        return todo
+    back = view_query(request)
+    return page(request, "todo_delete.html", session=session, human=human, active="board", title="Delete todo",
+                todo=todo, back=back, scheme_next=f"/todos/{quote(todo['id'])}{back}")
+
+
+@post("/todos/{todo_id:str}/delete", name="todo_delete")
+async def todo_delete(request: Request, todo_id: FromPath[str]) -> Response:
+    """Deletes the ended todo with its attempts, then back to the list view, the result said
+    (and focused) at its top. A todo whose state moved on since the confirmation stays."""
+    human, session = await require_human(request)
+    form = await checked_form(request, session)
+    if isinstance(form, Response):
+        return form
+    out = await runtime(request).store.todos_delete(human, [todo_id])
+    if not out["deleted"]:
+        todo = await deletable(request, human, session, todo_id)  # why not: gone, or not ended
+        if isinstance(todo, Response):
+            return todo
+        # It ended between the delete's look and this read: rare; nothing was deleted.
+        session.set_flash("error", "Could not delete: the todo's state was changing. Try again.")
+        return redirect(request, f"/todos/{todo['id']}{view_query(request)}", session)
+    gone = out["deleted"][0]
+    n = gone["attempts_total"]
+    attempts = f" and its {n} attempt{'' if n == 1 else 's'}" if n else ""
+    session.set_flash("result", f"Deleted “{gone['title']}”{attempts}.")
+    return redirect(request, "/" + view_query(request), session)
+
+
 def handlers() -> list:
-    return [todo_new_page, todo_new_submit, todo_cancel_confirm]
+    return [todo_new_page, todo_new_submit, todo_cancel_confirm, todo_delete_confirm, todo_delete]

@@ -234,6 +234,8 @@ def actions_for(todo: dict, user_id: int) -> list[str]:
         out.append("retry")
     if state in ("pending", *HOLDER_STATES) or (state == "failed" and todo.get("next_retry_at")):
         out.append("cancel")
+    if state in ("done", "canceled") or todo.get("dead_letter"):  # ended: the store's todo_ended
+        out.append("delete")
     return out
 
 
