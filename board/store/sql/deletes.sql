@@ -2,9 +2,10 @@
 -- (sweeps.sql's todos_delete_expired): the attempts and their notes go by ON DELETE CASCADE,
 -- the successor links both ways go in the same statement (a successor keeps its continues_id,
 -- naming a todo that no longer exists, and its chain starts at itself), and each deleted todo
--- is notified as 'deleted'. No count is written or subtracted: attempt_outcome_counts and the
--- /metrics counters were moved when each attempt closed. An id that is not the human's, not
--- ended (done, canceled, dead letter), or unknown matches nothing and is left alone.
+-- is notified as 'deleted'. The closed attempts deleted are counted for the charts by
+-- migration 0007's trigger (todos_count_deleted_attempts), in this transaction; the /metrics
+-- counters moved when each attempt closed. An id that is not the human's, not ended (done,
+-- canceled, dead letter), or unknown matches nothing and is left alone.
 
 -- name: todos_delete_human
 -- description: The owning human deletes ended todos of theirs by id (attempts and notes cascade) and their successor links; any other id is left alone
