@@ -140,6 +140,13 @@
     return Array.prototype.slice.call(parse("<table><tbody>" + html + "</tbody></table>").querySelector("tbody").children);
   }
 
+  // Sorted newest first by a time (created or updated), the page can place a new or changed
+  // row itself; in any other order it counts them, and showing them reloads the view.
+  function byTime() {
+    var sort = rowsBody().dataset.sort;
+    return sort === "created" || sort === "updated";
+  }
+
   function sortKey(row) { // the time the list is sorted by (newest first), then the id
     if (rowsBody().dataset.sort === "updated") {
       var t = row.querySelector("time[data-updated]");
@@ -215,7 +222,7 @@
   }
 
   function hold(row) {
-    if (placeFor(row) === false) return; // not on this page anyway
+    if (byTime() && placeFor(row) === false) return; // not on this page anyway
     state.held[row.id] = row;
     showHeldNotice();
   }
@@ -228,6 +235,7 @@
   }
 
   function showHeld() {
+    if (!byTime()) { location.reload(); return; }
     var rows = Object.keys(state.held).map(function (id) { return state.held[id]; });
     var moved = Object.keys(state.moved).map(byId).filter(Boolean);
     state.held = {};
@@ -286,7 +294,7 @@
       Array.prototype.slice.call(body.children).concat(Object.keys(state.held).map(function (id) {
         return state.held[id];
       })).forEach(function (row) {
-        if (seen[row.id] || (hasMore && last && newer(last, row))) return;
+        if (seen[row.id] || (hasMore && last && (!byTime() || newer(last, row)))) return;
         if (state.held[row.id]) unhold(row.id); else row.remove();
       });
     }
@@ -303,7 +311,7 @@
     } else {
       var fresh = parseRows(data.row)[0];
       if (existing) refresh(existing, fresh);
-      else if (state.held[fresh.id] || holding()) hold(fresh);
+      else if (state.held[fresh.id] || holding() || !byTime()) hold(fresh);
       else place(fresh);
     }
     updateEmpty();
@@ -563,7 +571,8 @@
   }
 
   // The list's URL parameters (board/web/context.py, Filters), which the stream takes too.
-  var FILTERS = ["title", "claimant", "payload_key", "payload_value", "state", "queue", "dead_letter", "sort", "cursor"];
+  var FILTERS = ["title", "claimant", "payload_key", "payload_value", "state", "queue", "dead_letter", "sort", "cursor",
+                 "page_size"];
 
   // quiet: a deliberate switch of stream (the drawer opened or closed) is not news for the
   // status region; only a real loss or recovery of the connection is announced.
@@ -632,7 +641,7 @@
     });
   }
 
-  // The search form is a plain GET; this leaves its empty fields (and the default sort) out
+  // The search form is a plain GET; this leaves its empty fields (and the default sort and page size) out
   // of the URL, so a search is a short link to bookmark or share.
   function setUpSearch() {
     var form = document.querySelector("form.filters");
@@ -641,7 +650,9 @@
       e.preventDefault();
       var params = new URLSearchParams();
       new FormData(form).forEach(function (value, key) {
-        if (value !== "" && !(key === "sort" && value === "created")) params.append(key, value);
+        if (value !== "" && !(key === "sort" && value === "created") && !(key === "page_size" && value === "50")) {
+          params.append(key, value);
+        }
       });
       var qs = params.toString();
       location.assign(form.getAttribute("action") + (qs ? "?" + qs : ""));

@@ -15,7 +15,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from board.errors import Invalid, NotFound
-from board.store.vocabulary import ARTIFACT_MAX_BYTES, CLAIMANT_MAX_BYTES, LIST_SORTS, RESULT_MAX_BYTES, STATES
+from board.store.vocabulary import (ARTIFACT_MAX_BYTES, BOARD_SORTS, CLAIMANT_MAX_BYTES, LIST_SORTS, RESULT_MAX_BYTES,
+                                    STATES)
 
 CAIRN_ARTIFACT = re.compile(r"mcp://cairn/[A-Za-z0-9_-]{1,64}")
 AGENT_ID_PATTERN = re.compile(r"[A-Za-z0-9_.:/-]{1,128}")
@@ -264,26 +265,30 @@ def list_filters(*, state: Any = None, queue: Any = None, dead_letter: Any = Fal
             "claimant": search_text(claimant, "claimant"), "payload_key": key, "payload_value": value}
 
 
-def list_cursor(sort: str, at: datetime, todo_id: str) -> str:
-    """The opaque keyset cursor of a list page: the sort it was made for and the last row's key."""
-    return base64.urlsafe_b64encode(json.dumps([sort, at.isoformat(), todo_id]).encode()).decode()
+def list_cursor(sort: str, key: datetime | str, todo_id: str) -> str:
+    """The opaque keyset cursor of a list page: the sort it was made for and the last row's
+    key (its time for the created and updated sorts, its sort key for the Board's others)."""
+    key = key.isoformat() if isinstance(key, datetime) else key
+    return base64.urlsafe_b64encode(json.dumps([sort, key, todo_id]).encode()).decode()
 
 
-def read_list_cursor(cursor: Any, sort: str) -> tuple[datetime, str]:
+def read_list_cursor(cursor: Any, sort: str) -> tuple[datetime | str, str]:
     """The key a cursor carries, for the sort it must have been made for; Invalid otherwise."""
     try:
         parts = json.loads(base64.urlsafe_b64decode(cursor.encode()))
         if len(parts) == 2:  # a cursor from before the sort was carried: created time
             parts = ["created", *parts]
-        made_for, at, after_id = parts
-        at = datetime.fromisoformat(at)
-        if made_for not in LIST_SORTS or not isinstance(after_id, str) or text_problem(after_id):
+        made_for, key, after_id = parts
+        if made_for not in BOARD_SORTS or not isinstance(key, str) or text_problem(key):
+            raise ValueError(made_for)
+        key = datetime.fromisoformat(key) if made_for in LIST_SORTS else key
+        if not isinstance(after_id, str) or text_problem(after_id):
             raise ValueError(after_id)
     except Exception:
         raise Invalid("cursor is not one this server returned", argument="cursor") from None
     if made_for != sort:
         raise Invalid(f"cursor was made for the {made_for} sort, not {sort}", argument="cursor")
-    return at, after_id
+    return key, after_id
 
 
 # -- form text (the Board's forms post strings) -------------------------------------------

@@ -67,6 +67,7 @@ from board.store.queries import Query, execute, query
 from board.store.vocabulary import (
     ATTEMPTS_LIMIT_DEFAULT,
     ATTEMPTS_LIMIT_MAX,
+    BOARD_SORTS,
     BULK_BATCH,
     BULK_CONCURRENCY,
     BULK_MAX,
@@ -441,29 +442,36 @@ class Store(Accounts, Grants):
                         sort: Any = "created", limit: Any = None, cursor: Any = None) -> dict:
         """Read: the caller's todos matching every filter given, newest first by the sort's
         time (created or updated), keyset-paginated; a human's rows carry their newest
-        attempt (last_attempt). Scoped in the same statement (REQ-10)."""
+        attempt (last_attempt), and a human may sort by any column of the Board's list, either
+        way (BOARD_SORTS). Scoped in the same statement (REQ-10)."""
         if isinstance(caller, Agent):
             caller.require("list_todos")
         params = self._params(caller, **list_filters(state=state, queue=queue, dead_letter=dead_letter, title=title,
                                                      claimant=claimant, payload_key=payload_key,
                                                      payload_value=payload_value))
-        if sort not in LIST_SORTS:
-            raise Invalid(f"sort must be one of {', '.join(LIST_SORTS)}", argument="sort", op="list_todos")
+        which = "agent" if isinstance(caller, Agent) else "human"
+        sorts = LIST_SORTS if which == "agent" else tuple(BOARD_SORTS)
+        if sort not in sorts:
+            raise Invalid(f"sort must be one of {', '.join(sorts)}", argument="sort", op="list_todos")
         limit = LIST_LIMIT_DEFAULT if limit is None else positive_int(limit, "limit", 1, LIST_LIMIT_MAX)
-        after_at = after_id = None
+        after_key = after_id = None
         if cursor is not None:
             try:
-                after_at, after_id = read_list_cursor(cursor, sort)
+                after_key, after_id = read_list_cursor(cursor, sort)
             except Invalid as e:
                 e.op = "list_todos"
                 raise
-        which = "agent" if isinstance(caller, Agent) else "human"
-        params.update(limit=limit, after_at=after_at, after_id=after_id)
-        rows = await self._fetch(_LIST[(which, sort)], params, op="list_todos")
+        if sort in LIST_SORTS:
+            params.update(limit=limit, after_at=after_key, after_id=after_id)
+            rows = await self._fetch(_LIST[(which, sort)], params, op="list_todos")
+        else:
+            column, descending = BOARD_SORTS[sort]
+            params.update(limit=limit, order=column, descending=descending, after_key=after_key, after_id=after_id)
+            rows = await self._fetch(query("todo_list_sorted_human"), params, op="list_todos")
         next_cursor = None
         if len(rows) == limit:
             last = rows[-1]
-            next_cursor = list_cursor(sort, last[f"{sort}_at"], last["id"])
+            next_cursor = list_cursor(sort, last[f"{sort}_at"] if sort in LIST_SORTS else last["sort_key"], last["id"])
         return {"todos": [_list_row(r) for r in rows], "next_cursor": next_cursor}
 
     async def todo_list_row(self, caller: Human, todo_id: Any, **filters: Any) -> dict | None:

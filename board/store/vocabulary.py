@@ -76,6 +76,16 @@ LIST_LIMIT_DEFAULT = 50
 LIST_LIMIT_MAX = 200
 # A list is newest first by one of these times.
 LIST_SORTS = ("created", "updated")
+# The Board's list also sorts by any of its columns, each way: sort name -> (column, descending).
+# A column's first click takes its natural order (times newest first, the rest A to Z or
+# smallest first); the name for the other way adds its direction. created and updated,
+# newest first, are the list_todos sorts (an index each); the others read the human's
+# matching todos to order them.
+BOARD_SORT_COLUMNS = {"title": False, "queue": False, "state": False, "attempt": False, "last": False,
+                      "holder": False, "deadline": False, "created": True, "updated": True}
+BOARD_SORTS = {name: (column, desc) for column, first_desc in BOARD_SORT_COLUMNS.items()
+               for name, desc in ((column, first_desc), (f"{column}_{'asc' if first_desc else 'desc'}", not first_desc))}
+BOARD_PAGE_SIZES = (25, 50, 100)
 SWEEP_BATCH = 500
 # Board bulk actions: todos per batch, transitions in flight at once, todos per action.
 BULK_BATCH = 100

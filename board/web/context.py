@@ -22,12 +22,12 @@ from board.errors import Invalid
 from board.store.inputs import list_filters, read_list_cursor, text_problem
 from board.store.store import Human
 from board.web.auth import CSRF_FIELD, SESSION_COOKIE, Session, SessionCodec, SignInThrottle
-from board.store.vocabulary import LIST_SORTS, QUEUE_PATTERN, QUEUE_RULE
+from board.store.vocabulary import BOARD_PAGE_SIZES, BOARD_SORTS, QUEUE_PATTERN, QUEUE_RULE
 from board.web.view import render
 
 log = logging.getLogger("switchboard.web")
 
-PAGE_SIZE = 50
+PAGE_SIZE = 50  # the list's default page size (BOARD_PAGE_SIZES are the choices)
 ATTEMPTS_SHOWN = 50
 NO_STORE = {"cache-control": "no-store"}
 # The colour scheme the human chose (static/board.css): read here, so each page is drawn in
@@ -237,6 +237,7 @@ class Filters:
     dead_letter: bool = False
     sort: str = "created"
     cursor: str | None = None
+    page_size: int = PAGE_SIZE
 
     TEXT = ("title", "claimant", "payload_key", "payload_value", "state", "queue", "sort", "cursor")
 
@@ -250,9 +251,13 @@ class Filters:
         if queue is not None and not QUEUE_PATTERN.fullmatch(queue):
             raise Invalid(f"The queue parameter must be a queue name: {QUEUE_RULE}.", argument="queue")
         values["sort"] = values["sort"] or "created"
-        if values["sort"] not in LIST_SORTS:
-            raise Invalid(f"The sort parameter must be one of {', '.join(LIST_SORTS)}.", argument="sort")
-        filters = cls(**values, dead_letter=dead_letter in ("1", "true", "on"))
+        if values["sort"] not in BOARD_SORTS:
+            raise Invalid(f"The sort parameter must be one of {', '.join(BOARD_SORTS)}.", argument="sort")
+        size = query_text(params, "page_size") or str(PAGE_SIZE)
+        if size not in {str(n) for n in BOARD_PAGE_SIZES}:
+            raise Invalid(f"The page_size parameter must be {', '.join(map(str, BOARD_PAGE_SIZES[:-1]))} or "
+                          f"{BOARD_PAGE_SIZES[-1]}.", argument="page_size")
+        filters = cls(**values, dead_letter=dead_letter in ("1", "true", "on"), page_size=int(size))
         cleaned = list_filters(**filters.store_filters())  # Invalid naming the parameter
         if filters.cursor is not None:
             read_list_cursor(filters.cursor, filters.sort)
@@ -275,11 +280,29 @@ class Filters:
         """Whether anything narrows the list (a sort or a page alone does not)."""
         return any(self.store_filters().values())
 
+    @property
+    def sort_column(self) -> str:
+        return BOARD_SORTS[self.sort][0]
+
+    @property
+    def sort_descending(self) -> bool:
+        return BOARD_SORTS[self.sort][1]
+
+    def sort_by(self, column: str) -> str:
+        """The sort a click on a column's header asks for: the other way when the list is
+        sorted by it, else the column's own first order (BOARD_SORT_COLUMNS)."""
+        if self.sort_column != column:
+            return column
+        return next(name for name, (c, desc) in BOARD_SORTS.items() if c == column and desc != self.sort_descending)
+
     def query(self, **override) -> str:
-        values = {name: getattr(self, name) for name in self.TEXT} | {"dead_letter": "1" if self.dead_letter else None}
+        values = {name: getattr(self, name) for name in self.TEXT} | {"dead_letter": "1" if self.dead_letter else None,
+                                                                       "page_size": str(self.page_size)} | override
         if values["sort"] == "created":
-            values["sort"] = None  # the default stays out of the URL
-        q = urlencode({k: v for k, v in (values | override).items() if v})
+            values["sort"] = None  # the defaults stay out of the URL
+        if str(values["page_size"]) == str(PAGE_SIZE):
+            values["page_size"] = None
+        q = urlencode({k: v for k, v in values.items() if v})
         return f"?{q}" if q else ""
 
 

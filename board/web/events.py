@@ -36,7 +36,7 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 from board.errors import Invalid, NotFound, Unavailable
 from board.store.store import Human, call_deadline, deadline_after
 from board.store.vocabulary import QUEUE_KINDS
-from board.web.context import ATTEMPTS_SHOWN, PAGE_SIZE, Filters, require_human, runtime, web_state
+from board.web.context import ATTEMPTS_SHOWN, Filters, require_human, runtime, web_state
 from board.web.overview import RefreshSchedule, chart_window_of, overview_reads, render_overview
 from board.web.view import render
 
@@ -99,7 +99,7 @@ async def render_todo(store, human: Human, todo_id: str, filters: Filters, watch
 
 
 async def snapshot(store, human: Human, filters: Filters, watched: str | None, csrf: str, overview) -> dict:
-    listing = await store.todo_list(human, **filters.store_filters(), sort=filters.sort, limit=PAGE_SIZE,
+    listing = await store.todo_list(human, **filters.store_filters(), sort=filters.sort, limit=filters.page_size,
                                     cursor=filters.cursor)
     rows = "".join(render("_todo_row.html", todo=t, human=human, filters=filters) for t in listing["todos"])
     out = {"rows": rows, "has_more": listing["next_cursor"] is not None, "drawer": None, "watched": watched,

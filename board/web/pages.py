@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from urllib.parse import urlencode
+import re
+from urllib.parse import quote, urlencode
 
 from litestar import Request, Response, get, post
 from litestar.enums import MediaType
@@ -21,7 +22,7 @@ from board.web import overview
 from board.errors import Conflict, Invalid, NotFound, SwitchboardError, Unavailable
 from board.store.store import Human
 from board.web.auth import new_session, safe_next
-from board.web.context import (ATTEMPTS_SHOWN, NO_STORE, PAGE_SIZE, SCHEMES, Filters, SignInRequired, bad_request,
+from board.web.context import (ATTEMPTS_SHOWN, NO_STORE, SCHEMES, Filters, SignInRequired, bad_request,
                                checked_form, client_of, client_snippet, mcp_url, not_found, page, query_text,
                                read_session, redirect, require_human, runtime, scheme_cookie, web_state)
 from board.store.accounts import vend_problems
@@ -102,20 +103,42 @@ async def scheme_submit(request: Request) -> Response:
 
 async def board_context(request: Request, human: Human, filters: Filters) -> dict:
     store = runtime(request).store
-    listing = await store.todo_list(human, **filters.store_filters(), sort=filters.sort, limit=PAGE_SIZE,
+    listing = await store.todo_list(human, **filters.store_filters(), sort=filters.sort, limit=filters.page_size,
                                     cursor=filters.cursor)
     endpoints = await store.endpoints_of_user(human.user_id)
     queues = sorted({q for e in endpoints for q in e["queues"]} | ({filters.queue} if filters.queue else set()))
     summary = overview.overview_context(
         await overview.overview_data(store, human, window=overview.chart_window_of(request)), "/" + filters.query())
     return {"todos": listing["todos"], "next_cursor": listing["next_cursor"], "filters": filters,
-            "queues": queues, "has_endpoints": bool(endpoints), "active": "board", "page_size": PAGE_SIZE, **summary}
+            "queues": queues, "has_endpoints": bool(endpoints), "active": "board", "page_size": filters.page_size, **summary}
+
+
+# What a todo id looks like when the server made it (a UUID): typed into the search, one
+# that names no todo of the human's is answered as not found rather than searched for.
+_MINTED_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+async def todo_named_by(store, human: Human, text: str) -> str | None:
+    """The id of the human's todo whose id is exactly text (whitespace trimmed), or None."""
+    try:
+        row = await store.todo_list_row(human, text.strip())
+    except Invalid:  # not a well-formed id at all: a title to search for
+        return None
+    return row["id"] if row else None
 
 
 @get("/", name="board")
 async def board_page(request: Request) -> Response:
     human, session = await require_human(request)
     filters = Filters.of(request.query_params)  # bad values: the 400 page
+    if filters.title and not filters.cursor:
+        # Go to a todo by its id: the title search takes one too.
+        todo_id = await todo_named_by(runtime(request).store, human, filters.title)
+        if todo_id is not None:
+            return redirect(request, f"/todos/{quote(todo_id, safe='')}", session)
+        if _MINTED_ID.fullmatch(filters.title.strip()):
+            return page(request, "not_found.html", session=session, human=human, status=404, title="Not found",
+                        show_flash=False, missing_id=filters.title.strip())
     ctx = await board_context(request, human, filters)
     return page(request, "board.html", session=session, human=human, title=filters.view_title, **ctx)
 

@@ -15,7 +15,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from board.store.liveness import span
 from board.resources import resource_dir
 from board.store.inputs import is_https_url
-from board.store.vocabulary import DEFAULT_GRANT, DIED_OUTCOMES, HOLDER_STATES, LIST_SORTS, STATES, VERBS
+from board.store.vocabulary import BOARD_PAGE_SIZES, BOARD_SORTS, DEFAULT_GRANT, DIED_OUTCOMES, HOLDER_STATES, STATES, VERBS
 
 
 
@@ -245,6 +245,29 @@ def attempt_view(attempt: dict) -> dict:
                 artifact_is_link=bool(artifact) and is_https_url(artifact))
 
 
+# The list's sortable columns, in the table's order: (sort column, heading, the words for its
+# order ascending, descending).
+LIST_COLUMNS = (
+    ("title", "Title", "A to Z", "Z to A"),
+    ("queue", "Queue", "A to Z", "Z to A"),
+    ("state", "State", "pending first", "canceled first"),
+    ("attempt", "Attempt", "fewest first", "most first"),
+    ("last", "Last attempt", "by outcome, A to Z", "by outcome, Z to A"),
+    ("holder", "Holder", "A to Z", "Z to A"),
+    ("deadline", "Lease or retry", "soonest first", "latest first"),
+    ("created", "Created", "oldest first", "newest first"),
+    ("updated", "Updated", "earliest first", "latest first"),
+)
+_ORDER_WORDS = {column: (heading, asc, desc) for column, heading, asc, desc in LIST_COLUMNS}
+
+
+def sort_label(sort: str) -> str:
+    """A sort as the Board says it: "Title, A to Z", "Created, newest first"."""
+    column, descending = BOARD_SORTS[sort]
+    heading, asc, desc = _ORDER_WORDS[column]
+    return f"{heading}, {desc if descending else asc}"
+
+
 def _env() -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(resource_dir("templates"))),
@@ -258,7 +281,8 @@ def _env() -> Environment:
     env.globals.update(holder=holder, deadline=deadline, actions_for=actions_for,
                        attempt_view=attempt_view, attempt_line=attempt_line, attempt_sentence=attempt_sentence,
                        DISPOSITION_WORDS=DISPOSITION_WORDS, relative=fmt_relative, STATES=STATES, DIED_OUTCOMES=DIED_OUTCOMES,
-                       LIST_SORTS=LIST_SORTS, VERB_GROUPS=VERB_GROUPS, VERB_HELP=VERB_HELP)
+                       BOARD_SORTS=BOARD_SORTS, BOARD_PAGE_SIZES=BOARD_PAGE_SIZES,
+                       LIST_COLUMNS=LIST_COLUMNS, sort_label=sort_label, VERB_GROUPS=VERB_GROUPS, VERB_HELP=VERB_HELP)
     return env
 
 

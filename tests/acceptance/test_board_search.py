@@ -40,7 +40,7 @@ def header_cells(page: str) -> list[str]:
     """The list's column headings (a row-selection column, if any, left out; the overview's
     table above it is not the list)."""
     thead = re.search(r'<table class="todos">.*?(<thead>.*?</thead>)', page, re.S).group(1)
-    return [re.sub(r"<[^>]+>", "", c).strip()
+    return [re.sub(r"<[^>]+>", "", re.sub(r'<span class="sort-mark".*?</span>', "", c)).strip()
             for c in re.findall(r"<th scope=\"col\"(?! class=\"select\")[^>]*>.*?</th>", thead, re.S)]
 
 
@@ -85,7 +85,7 @@ async def test_every_filter_is_in_the_url_and_fills_in_the_form(live_server):
         assert re.search(r'<option value="updated" selected>', form) and 'name="dead_letter" value="1" checked' in form
         caption = re.search(r"<caption>(.*?)</caption>", page, re.S).group(1)
         for words in ("Dead letters", "title contains &ldquo;DEPLOY&rdquo;", "claimant contains &ldquo;deployer&rdquo;",
-                      "payload env is &ldquo;prod&rdquo;", "state failed", "queue builds", "Latest updated first"):
+                      "payload env is &ldquo;prod&rdquo;", "state failed", "queue builds", "Sorted by Updated, latest first"):
             assert words in caption, words
         assert 'id="results-heading"' in page and "data-focus-on-load" in page
         assert 'data-live="/events?' in page and "payload_key=env" in page
@@ -125,7 +125,7 @@ async def test_older_pages_keep_the_filters_and_the_sort(live_server):
 
 @pytest.mark.parametrize("query,words", [
     ("state=bogus", ("state", "pending")),
-    ("sort=title", ("sort", "created")),
+    ("sort=titel", ("sort", "created", "title_desc")),
     ("dead_letter=maybe", ("dead_letter",)),
     ("queue=no%20such%20queue!", ("queue",)),
     ("payload_value=prod", ("payload_value", "payload_key")),
@@ -147,7 +147,8 @@ async def test_the_list_says_why_with_the_newest_attempt_the_claimant_and_relati
         page = (await c.get("/")).text
         assert header_cells(page) == ["Title", "Queue", "State", "Attempt", "Last attempt", "Holder", "Lease or retry",
                                       "Created", "Updated"]
-        assert '<th scope="col" aria-sort="descending">Created</th>' in page
+        assert re.search(r'<th scope="col" aria-sort="descending"><a class="sort-link" href="/\?sort=created_asc" '
+                         r'aria-describedby="sort-help" title="Sort oldest first">Created', page)
         rows = rows_of(page)
         dead = re.search(r'<td class="last-attempt"[^>]*>(.*?)</td>', rows["Deploy to production"], re.S).group(1)
         start = re.search(r'<span class="summary-start">(.*?)</span>', dead).group(1)
@@ -167,7 +168,9 @@ async def test_the_list_says_why_with_the_newest_attempt_the_claimant_and_relati
         assert header_cells(dead_view) == ["Title", "Queue", "State", "Attempt", "Last attempt", "Created", "Updated"]
         assert data_cells(rows_of(dead_view)["Deploy to production"]) == 6  # and the title's th
         updated = (await c.get("/?sort=updated")).text
-        assert '<th scope="col" aria-sort="descending">Updated</th>' in updated
+        assert re.search(r'<th scope="col" aria-sort="descending"><a class="sort-link" href="/\?sort=updated_asc" '
+                         r'[^>]*>Updated', updated)
+        assert len(re.findall(r"aria-sort=", updated)) == 1
 
 
 async def test_the_live_stream_matches_rows_by_every_filter_and_renders_them_as_the_page_does(live_server):

@@ -198,6 +198,51 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
      WHERE a.todo_id = t.id AND a.seq = t.attempts_total) l ON true
  ORDER BY t.updated_at DESC, t.id DESC;
 
+-- name: todo_list_sorted_human
+-- description: A page of the human's todos matching the list's filters in one column's order, either way (each column's order as a text key in byte order: titles case-folded, states in their declared order, numbers and times zero-padded; then the id), each with its newest attempt; no index orders them, so it reads all the human's matching todos
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
+       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
+       t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
+       t.sort_key, l.*
+  FROM (SELECT k.* FROM (
+          SELECT t.*, (CASE %(order)s
+                 WHEN 'title' THEN lower(t.title)
+                 WHEN 'queue' THEN t.queue
+                 WHEN 'state' THEN lpad(array_position(enum_range(NULL::todo_state), t.state)::text, 2, '0')
+                 WHEN 'attempt' THEN lpad(t.attempt::text, 10, '0')
+                 WHEN 'last' THEN coalesce((SELECT a.outcome::text FROM attempts a
+                                             WHERE a.todo_id = t.id AND a.seq = t.attempts_total), '')
+                 WHEN 'holder' THEN coalesce(t.owner, '')
+                 WHEN 'deadline' THEN coalesce(to_char(coalesce(t.lease_expires_at, t.next_retry_at) AT TIME ZONE 'UTC',
+                                                       'YYYY-MM-DD"T"HH24:MI:SS.US'), '')
+                 WHEN 'created' THEN to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')
+                 WHEN 'updated' THEN to_char(t.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')
+               END) COLLATE "C" AS sort_key
+            FROM todos t
+           WHERE t.endpoint_id = ANY (ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
+             AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+   AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
+   AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
+   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
+   AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
+        ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
+   AND (%(claimant)s::text IS NULL OR strpos(lower((
+        SELECT a.claimant FROM attempts a WHERE a.todo_id = t.id AND a.seq = t.attempts_total)),
+        lower(%(claimant)s::text)) > 0)) k
+         WHERE %(after_key)s::text IS NULL
+            OR CASE WHEN %(descending)s THEN (k.sort_key, k.id) < (%(after_key)s::text COLLATE "C", %(after_id)s::text)
+                    ELSE (k.sort_key, k.id) > (%(after_key)s::text COLLATE "C", %(after_id)s::text) END
+         ORDER BY CASE WHEN %(descending)s THEN k.sort_key END DESC, CASE WHEN %(descending)s THEN k.id END DESC,
+                  k.sort_key, k.id
+         LIMIT %(limit)s) t
+  LEFT JOIN LATERAL (
+    SELECT a.seq AS last_seq, a.outcome::text AS last_outcome, a.claimant AS last_claimant,
+           left(s.line, 80) AS last_summary, length(s.line) > 80 AS last_summary_cut
+      FROM attempts a CROSS JOIN LATERAL (SELECT btrim(regexp_replace(a.summary, '\s+', ' ', 'g')) AS line) s
+     WHERE a.todo_id = t.id AND a.seq = t.attempts_total) l ON true
+ ORDER BY CASE WHEN %(descending)s THEN t.sort_key END DESC, CASE WHEN %(descending)s THEN t.id END DESC,
+          t.sort_key, t.id;
+
 -- name: todo_list_row_human
 -- description: One of the human's todos as a list row and whether it matches the list's filters (a live stream's changed todo)
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
