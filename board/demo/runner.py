@@ -178,7 +178,7 @@ class Demo:
     async def main(self) -> int:
         import uvicorn
 
-        from board.app import create_app
+        from board.app import ServerScope, create_app
 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -190,7 +190,7 @@ class Demo:
             banner.ignoring_database_url()
         banner.starting(self.data_dir / "pgdata", fresh=not (self.data_dir / "pgdata" / "PG_VERSION").exists())
         app = create_app(self.settings)
-        config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False, log_config=None,
+        config = uvicorn.Config(ServerScope(app), lifespan="on", log_level="warning", access_log=False, log_config=None,
                                 timeout_graceful_shutdown=3)
         server = _Server(config)
 
