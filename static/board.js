@@ -655,7 +655,7 @@
 
   function fitScrollRegion(region) {
     if (region.scrollWidth > region.clientWidth + 1) region.tabIndex = 0;
-    else if (document.activeElement !== region) region.removeAttribute("tabindex");
+    else if (document.activeElement !== region) region.tabIndex = -1;  // still the "Skip to the list" target
   }
 
   function setUpScrollRegions() {
