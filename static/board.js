@@ -113,6 +113,16 @@
     syncSelectPage();
   }
 
+  // A link to a todo in a message (the one just added) opens its drawer, like the list's.
+  document.addEventListener("click", function (e) {
+    var link = e.target.closest && e.target.closest("a.flash-link");
+    var m = link && link.getAttribute("href").match(/^\/todos\/([^/?#]+)$/);
+    if (m && byId("board") && e.button === 0 && !e.metaKey && !e.ctrlKey && !e.shiftKey && !e.altKey) {
+      e.preventDefault();
+      openDrawer(decodeURIComponent(m[1]), link, true, link.href);
+    }
+  });
+
   // -- the vend result: copy the token -----------------------------------------------
 
   function setUpCopy() {
