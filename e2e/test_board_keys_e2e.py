@@ -157,6 +157,7 @@ async def test_ticking_rows_brings_the_bulk_buttons_one_tab_away_says_the_count_
     await tab_to(page, two, key="Shift+Tab")
     await page.keyboard.press("Space")
     await expect(page.locator("#bulk-selected")).to_have_text("1 selected")
+    await expect(page.locator("#todo-rows > tr", has=three).locator("#bulk-bar")).to_be_visible()  # the box left
     await page.keyboard.press("Space")
     await expect(page.locator("#bulk-selected")).to_have_text("2 selected")
     said = await page.evaluate("window.__said")

@@ -135,9 +135,14 @@
 
   function placeBulkBar(changed) {
     var bar = bulk.bar, words = bulkWords();
-    if (changed) bulk.anchorId = changed.name === "ids" && changed.checked ? changed.id : null;
+    if (changed && changed.name !== "ids") bulk.anchorId = null;
+    else if (changed && changed.checked) bulk.anchorId = changed.id;
     var anchor = bulk.anchorId && byId(bulk.anchorId);
-    if (anchor && !anchor.checked) anchor = null;
+    if (bulk.anchorId && !(anchor && anchor.checked)) {  // unticked or gone: the last box still ticked
+      var ticked = rowBoxes().filter(function (b) { return b.checked; });
+      anchor = ticked[ticked.length - 1] || null;
+      bulk.anchorId = anchor && anchor.id;
+    }
     var where = words && anchor ? anchor.parentNode : bulk.home;
     if (bar.parentNode !== where) where.appendChild(bar);
     bar.hidden = !words;
