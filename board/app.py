@@ -51,6 +51,19 @@ UVICORN_LOOP = "uvloop"
 UVICORN_HTTP = "httptools"
 
 
+class ServerScope:
+    """The app as the HTTP server runs it: each request gets a copy of the server's scope.
+    Litestar's router writes a mount's stripped path into the scope it is given (/mcp's app
+    sees `/`, /oauth/token's sees `/token`); uvicorn's access log reads the server's scope
+    when the response starts, so without the copy it logged `POST /` for `POST /mcp`."""
+
+    def __init__(self, app: Litestar) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        await self.app(dict(scope), receive, send)
+
+
 def serve(settings: Settings, host: str, port: int) -> None:
     """Run the app under uvicorn until SIGINT or SIGTERM. On the signal, every open SSE and
     MCP listen stream is told to end first, so the graceful shutdown does not wait them out."""
@@ -67,7 +80,7 @@ def serve(settings: Settings, host: str, port: int) -> None:
 
     # log_config=None: uvicorn adds no handlers of its own, so its records (the access log
     # included) reach the root handler and its escaping formatter (board/logs.py).
-    config = uvicorn.Config(app, host=host, port=port, log_level="info", log_config=None,
+    config = uvicorn.Config(ServerScope(app), host=host, port=port, log_level="info", log_config=None,
                             timeout_graceful_shutdown=5, proxy_headers=True, loop=UVICORN_LOOP, http=UVICORN_HTTP)
     Server(config).run()
 

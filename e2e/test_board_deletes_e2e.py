@@ -8,7 +8,7 @@ from __future__ import annotations
 from playwright.async_api import Page, expect
 
 from e2e.conftest import ARTIFACTS, assert_accessible, live_on, make_human, no_csp_errors, sign_in
-from e2e.test_board_e2e import shift_tab_to, tab_to
+from e2e.test_board_e2e import tab_to
 from tests.conftest import make_agent
 
 
@@ -84,7 +84,7 @@ async def test_keyboard_alone_bulk_deletes_finished_todos_and_another_board_lose
             await tab_to(page, box)
             await page.keyboard.press("Space")
             await expect(box).to_be_checked()
-        await shift_tab_to(page, page.get_by_role("button", name="Delete selected…"))
+        await tab_to(page, page.get_by_role("button", name="Delete selected…"))  # just after the last box
         await page.keyboard.press("Enter")
 
         title = page.get_by_role("heading", name="Delete 2 todos?", level=1)

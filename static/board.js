@@ -113,6 +113,116 @@
     syncSelectPage();
   }
 
+  // -- the bulk bar: the bulk buttons next to the selection ---------------------------
+  // Without this script the buttons stay in the bulk form above the list. Here they become a
+  // bar fixed at the bottom of the window while anything is selected, placed in the page
+  // right after the row box last ticked (so the next Tab reaches them, not eight Shift+Tabs
+  // back); for "select all on this page" and "all in this view" it is their own place above
+  // the list, one Shift+Tab or one Tab away. A polite live region says the count once per
+  // change. Rows redrawn live are new elements: the bar is put back after the same box.
+
+  var bulk = { bar: null, home: null, label: null, said: "", anchorId: null, focused: -1 };
+
+  function bulkWords() {
+    var every = byId("bulk-every");
+    if (every && every.checked) {
+      var label = document.querySelector("label[for=bulk-every]");
+      return "Selected: " + label.textContent.trim().replace(/^All/, "all");
+    }
+    var n = rowBoxes().filter(function (b) { return b.checked; }).length;
+    return n ? n + " selected" : "";
+  }
+
+  function placeBulkBar(changed) {
+    var bar = bulk.bar, words = bulkWords();
+    if (changed && changed.name !== "ids") bulk.anchorId = null;
+    else if (changed && changed.checked) bulk.anchorId = changed.id;
+    var anchor = bulk.anchorId && byId(bulk.anchorId);
+    if (bulk.anchorId && !(anchor && anchor.checked)) {  // unticked or gone: the last box still ticked
+      var ticked = rowBoxes().filter(function (b) { return b.checked; });
+      anchor = ticked[ticked.length - 1] || null;
+      bulk.anchorId = anchor && anchor.id;
+    }
+    var where = words && anchor ? anchor.parentNode : bulk.home;
+    if (bar.parentNode !== where) where.appendChild(bar);
+    bar.hidden = !words;
+    bulk.label.textContent = words;
+    // The bar covers the window's last lines: keep a focused control from going under it.
+    document.documentElement.style.scrollPaddingBottom = words ? (bar.offsetHeight + 8) + "px" : "";
+  }
+
+  function sayBulkCount() {
+    var words = bulkWords() || (bulk.said ? "None selected" : "");
+    if (words === bulk.said) return;
+    bulk.said = words;
+    byId("bulk-selected").textContent = words;
+  }
+
+  function setUpBulkBar() {
+    var form = byId("bulk-form"), buttons = form && form.querySelector(".buttons");
+    if (!buttons || !byId("bulk-selected") || !window.MutationObserver) return;
+    var bar = document.createElement("div");
+    bar.id = "bulk-bar";
+    bar.className = "bulk-bar";
+    bar.setAttribute("role", "group");
+    bar.setAttribute("aria-labelledby", "bulk-bar-count");
+    bar.hidden = true;
+    var label = document.createElement("span");
+    label.id = "bulk-bar-count";
+    label.className = "bulk-bar-count";
+    bar.appendChild(label);
+    buttons.parentNode.insertBefore(bar, buttons);
+    bar.appendChild(buttons);
+    buttons.querySelectorAll("button").forEach(function (b) { b.setAttribute("form", "bulk-form"); });
+    bulk.bar = bar;
+    bulk.home = bar.parentNode;
+    bulk.label = label;
+    // Which of its buttons has focus (a removed element takes focus away without a focusin).
+    document.addEventListener("focusin", function (e) {
+      bulk.focused = Array.prototype.indexOf.call(bar.querySelectorAll("button"), e.target);
+    });
+    document.addEventListener("change", function (e) {
+      var el = e.target;
+      if (el.name !== "ids" && el.id !== "select-page" && el.id !== "bulk-every") return;
+      placeBulkBar(el);
+      sayBulkCount();
+    });
+    // A row redrawn or removed live takes the bar with it: put it back, and focus with it.
+    new MutationObserver(function () {
+      var lost = !bar.isConnected;
+      if (!lost && bulkWords() === bulk.label.textContent) return;
+      var had = bulk.focused;
+      placeBulkBar(null);
+      sayBulkCount();
+      var back = bar.querySelectorAll("button")[had];
+      if (lost && back && !bar.hidden && document.activeElement === document.body) back.focus();
+    }).observe(rowsBody(), { childList: true, subtree: true });
+    // Back from the bulk confirmation: the same boxes come ticked; the last one gets focus
+    // (rather than a search's heading; a message to read still comes first), the bar after it.
+    var params = new URLSearchParams(location.search), every = byId("bulk-every");
+    var boxes = params.getAll("selected").map(function (id) { return byId("select-" + id); })
+      .filter(function (b) { return b && b.checked; });  // in the order they were posted
+    bulk.anchorId = boxes.length ? boxes[boxes.length - 1].id : null;
+    placeBulkBar(null);
+    bulk.said = bulkWords();
+    var first = document.querySelector("[data-focus-on-load]");
+    var last = every && every.checked ? every : boxes[boxes.length - 1];
+    if ((params.has("selected") || params.has("every")) && last && (!first || first.id === "results-heading")) {
+      if (first) first.removeAttribute("data-focus-on-load");
+      last.focus();
+    }
+  }
+
+  // A link to a todo in a message (the one just added) opens its drawer, like the list's.
+  document.addEventListener("click", function (e) {
+    var link = e.target.closest && e.target.closest("a.flash-link");
+    var m = link && link.getAttribute("href").match(/^\/todos\/([^/?#]+)$/);
+    if (m && byId("board") && e.button === 0 && !e.metaKey && !e.ctrlKey && !e.shiftKey && !e.altKey) {
+      e.preventDefault();
+      openDrawer(decodeURIComponent(m[1]), link, true, link.href);
+    }
+  });
+
   // -- the vend result: copy the token -----------------------------------------------
 
   function setUpCopy() {
@@ -666,7 +776,7 @@
 
   function fitScrollRegion(region) {
     if (region.scrollWidth > region.clientWidth + 1) region.tabIndex = 0;
-    else if (document.activeElement !== region) region.removeAttribute("tabindex");
+    else if (document.activeElement !== region) region.tabIndex = -1;  // still the "Skip to the list" target
   }
 
   function setUpScrollRegions() {
@@ -715,6 +825,7 @@
   setUpPause();
   setInterval(refreshTimes, 30000);
   setUpSelectPage();
+  setUpBulkBar();
   setUpCopy();
   setUpScheme();
   setUpScrollRegions();

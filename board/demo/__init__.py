@@ -70,7 +70,10 @@ Where the data lives: `<data dir>/demo`, where the data dir is `SWITCHBOARD_DATA
 `<data dir>/demo/pgdata`. `<data dir>/demo/demo.json` (mode 0600) keeps the demo password, the
 endpoint token, the session secret and the planner's seeding rounds, so a second run signs in
 with the same password, reuses the token and starts from the same data. Delete the directory
-to start over.
+to start over. One demo runs in a data dir at a time: a second one there exits 2 at once with
+one line naming the running demo's pid and URL (`board.demo.lock`: an fcntl lock on
+`<data dir>/demo/demo.lock`, dropped by the kernel however the demo ends, so a killed demo
+blocks nobody).
 
 Settings the demo overrides so that things happen within a minute (environment values for
 these are ignored here): reaper every 1 s, retry scheduler every 0.5 s, retry backoff 2 s
@@ -86,6 +89,7 @@ The parts, by what they do:
 - `board.demo.agents`: the simulated agents.
 - `board.demo.planner`: the planner, which stocks the queues and keeps the bounds.
 - `board.demo.banner`: everything printed (banner, credentials, action lines, notes).
+- `board.demo.lock`: one demo per data dir.
 - `board.demo.runner`: the orchestration (`Demo`, `run_demo`): server, Postgres, signals,
   settling.
 

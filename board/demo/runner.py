@@ -17,6 +17,7 @@ from typing import Any, AsyncIterator
 from board.config import Settings
 from board.demo import banner
 from board.demo.agents import workers
+from board.demo.lock import DemoLock, DemoRunning
 from board.demo.planner import Planner
 from board.demo.seeding import STATE_FILE, DemoState, Limits, demo_data_dir, demo_settings, ensure_credentials
 from board.store.vocabulary import SWEEP_BATCH
@@ -176,13 +177,25 @@ class Demo:
         return sock
 
     async def main(self) -> int:
-        import uvicorn
-
-        from board.app import create_app
-
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self._on_signal, sig)
+        lock = DemoLock(self.data_dir)
+        try:  # before the port: a second demo here is told which one runs, whatever its port
+            lock.acquire(self.base_url)
+        except DemoRunning as e:
+            banner.error(str(e))
+            return 2
+        try:
+            return await self._main(loop)
+        finally:
+            lock.release()  # after the server and its Postgres have stopped
+
+    async def _main(self, loop: asyncio.AbstractEventLoop) -> int:
+        import uvicorn
+
+        from board.app import ServerScope, create_app
+
         sock = self._bind()
         if sock is None:
             return 2
@@ -190,7 +203,7 @@ class Demo:
             banner.ignoring_database_url()
         banner.starting(self.data_dir / "pgdata", fresh=not (self.data_dir / "pgdata" / "PG_VERSION").exists())
         app = create_app(self.settings)
-        config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False, log_config=None,
+        config = uvicorn.Config(ServerScope(app), lifespan="on", log_level="warning", access_log=False, log_config=None,
                                 timeout_graceful_shutdown=3)
         server = _Server(config)
 

@@ -40,18 +40,20 @@ class Session:
     user_id: int | None
     csrf: str
     issued: int  # when it was signed in (unix seconds): the expiry is absolute, not sliding
-    flash: tuple[str, str] | None = None  # (kind, message), shown once
+    # (kind, message), or (kind, message, href, link text) when it leads somewhere; shown once
+    flash: tuple[str, ...] | None = None
     changed: bool = False  # re-issue the cookie at the end of the request
 
     def check_csrf(self, presented: Any) -> bool:
         return isinstance(presented, str) and bool(presented) and hmac.compare_digest(
             presented.encode(), self.csrf.encode())
 
-    def set_flash(self, kind: str, message: str) -> None:
-        self.flash = (kind, message)
+    def set_flash(self, kind: str, message: str, link: tuple[str, str] | None = None) -> None:
+        """link: (href, text) of a link the message ends with, e.g. to what was just added."""
+        self.flash = (kind, message, *link) if link else (kind, message)
         self.changed = True
 
-    def pop_flash(self) -> tuple[str, str] | None:
+    def pop_flash(self) -> tuple[str, ...] | None:
         flash, self.flash = self.flash, None
         if flash is not None:
             self.changed = True
@@ -105,7 +107,7 @@ class SessionCodec:
         if user_id is not None and (isinstance(user_id, bool) or not isinstance(user_id, int)):
             return None
         flash = data.get("f")
-        if not (isinstance(flash, list) and len(flash) == 2 and all(isinstance(x, str) for x in flash)):
+        if not (isinstance(flash, list) and len(flash) in (2, 4) and all(isinstance(x, str) for x in flash)):
             flash = None
         return Session(user_id=user_id, csrf=data["c"], issued=issued, flash=tuple(flash) if flash else None)
 

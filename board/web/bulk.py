@@ -22,7 +22,7 @@ from litestar import Request, Response, post
 from board.errors import Invalid, NotFound
 from board.store.store import Human
 from board.store.vocabulary import BULK_MAX, LIST_LIMIT_MAX
-from board.web.context import Filters, checked_form, page, redirect, require_human, runtime
+from board.web.context import Filters, back_to_list, checked_form, page, redirect, require_human, runtime
 from board.web.view import actions_for, state_label
 
 
@@ -183,7 +183,8 @@ async def bulk_confirm(request: Request) -> Response:
                 title=f"{BULK_ACTIONS[action].verb} todos?", action=action, act=BULK_ACTIONS[action], view=view,
                 every=form.get("scope") == "filter", selected=len(selection.todos) + selection.missing,
                 change=change, groups=groups(selection, action, human.user_id), more=selection.more,
-                bulk_max=BULK_MAX, scheme_next="/" + view.query())
+                bulk_max=BULK_MAX, scheme_next="/" + view.query(),
+                back=back_to_list(view, form.get("cursor"), posted_ids(form), form.get("scope") == "filter"))
 
 
 @post("/todos/bulk/apply", name="bulk_apply")

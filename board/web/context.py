@@ -315,6 +315,35 @@ def view_query(request: Request) -> str:
         return ""
 
 
+# At most this many ids come back ticked (the confirmation's Back): more than a page of
+# rows could not have been ticked by hand.
+TICKED_MAX = 100
+
+
+def ticked_of(request: Request) -> dict:
+    """The boxes to show ticked on the list, as the bulk confirmation's Back asks for them
+    (?selected=<id>, repeated; ?every=1 for every todo in the view): a row not on the page
+    is simply not there to tick, so the values need no other check."""
+    ids = [v for v in request.query_params.getall("selected", []) if isinstance(v, str) and not text_problem(v)]
+    return {"ticked": frozenset(ids[:TICKED_MAX]), "every_ticked": request.query_params.get("every") == "1"}
+
+
+def back_to_list(view: Filters, cursor: str | None, ids: list[str], every: bool) -> str:
+    """The list the bulk form was posted from (its page too, when its cursor still reads),
+    with the same boxes ticked (see ticked_of)."""
+    if cursor:
+        try:
+            read_list_cursor(cursor, view.sort)
+            view = replace(view, cursor=cursor)
+        except Invalid:
+            pass
+    query = view.query()
+    extra = [("every", "1")] if every else [("selected", i) for i in ids[:TICKED_MAX]]
+    if extra:
+        query += ("&" if query else "?") + urlencode(extra)
+    return "/" + query
+
+
 def mcp_url(request: Request) -> str:
     return f"{request.url.scheme}://{request.url.netloc}/mcp"
 

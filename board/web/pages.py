@@ -26,7 +26,7 @@ from board.web.context import (ATTEMPTS_SHOWN, NO_STORE, SCHEMES, Filters, SignI
                                checked_form, client_of, client_snippet, mcp_url, not_found, page, query_text,
                                read_session, redirect, require_human, runtime, scheme_cookie, web_state)
 from board.store.accounts import vend_problems
-from board.web.context import known_human, view_query
+from board.web.context import known_human, ticked_of, view_query
 from board.web.view import DEFAULT_VERBS, sentence
 
 log = logging.getLogger("switchboard.web")
@@ -140,7 +140,8 @@ async def board_page(request: Request) -> Response:
             return page(request, "not_found.html", session=session, human=human, status=404, title="Not found",
                         show_flash=False, missing_id=filters.title.strip())
     ctx = await board_context(request, human, filters)
-    return page(request, "board.html", session=session, human=human, title=filters.view_title, **ctx)
+    return page(request, "board.html", session=session, human=human, title=filters.view_title, **ctx,
+                **ticked_of(request))
 
 
 @get("/todos/{todo_id:str}", name="todo")

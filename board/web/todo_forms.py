@@ -110,7 +110,8 @@ async def todo_new_submit(request: Request) -> Response:
             errors["continues"] = sentence("the todo to continue is not one of yours" if isinstance(e, NotFound)
                                            else e.message)
         else:
-            session.set_flash("result", f"Added “{todo['title']}” to queue {todo['queue']}. It is pending.")
+            session.set_flash("result", f"Added “{todo['title']}” to queue {todo['queue']}. It is pending.",
+                              link=(f"/todos/{quote(todo['id'], safe='')}", f"Open “{todo['title']}”"))
             return redirect(request, "/", session)
     return add_page(request, human, session, options, values, errors, status=400,
                     continuing=await predecessor(request, human, values["continues"]))

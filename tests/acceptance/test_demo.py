@@ -280,3 +280,47 @@ async def test_demo_settles_to_a_bounded_board(tmp_path):
     finally:
         demo.kill()
         stop_stray_postgres(data_dir)
+
+
+async def test_a_second_demo_in_the_same_data_dir_is_refused_naming_the_running_one(tmp_path):
+    """Two real demo processes on one data dir: the second exits 2 with one line naming the
+    first (its pid and URL) and leaves it running; once the first is killed outright
+    (SIGKILL: no cleanup), its leftover lock file does not stop the next demo."""
+    data_dir = tmp_path / "sb"
+    port = free_port()
+    first = DemoProcess(data_dir, port, duration=300)
+    try:
+        creds = await first.banner()
+        second = DemoProcess(data_dir, free_port(), duration=300)
+        try:
+            assert await second.wait(timeout=60) == 2, second.output
+        finally:
+            second.kill()
+        second._reader.join(10)
+        assert len(second.lines) == 1, second.output
+        line = second.lines[0]
+        assert line.startswith("switchboard demo: another demo is running in "), line
+        assert f"pid {first.proc.pid}, http://127.0.0.1:{port}" in line, line
+        # The first demo did not notice: its Board still answers and its token still works.
+        async with httpx.AsyncClient(base_url=creds["board"], timeout=10) as board:
+            assert (await board.get("/login")).status_code == 200
+        async with mcp_client(creds["mcp"], creds["token"]) as client:
+            await call(client, "list_todos")
+    finally:
+        first.kill()
+        stop_stray_postgres(data_dir)
+    assert f'"pid": {first.proc.pid}' in (data_dir / "demo" / "demo.lock").read_text()  # left behind
+    deadline = time.monotonic() + 30
+    while postgres_pids(data_dir):
+        assert time.monotonic() < deadline, "the killed demo's postgres did not stop"
+        await asyncio.sleep(0.2)
+
+    third = DemoProcess(data_dir, free_port(), duration=4)
+    try:
+        creds3 = await third.banner()
+        assert creds3["token"] == creds["token"]  # the same data dir, now its own
+        assert await third.wait(timeout=40) == 0, third.output
+        assert (data_dir / "demo" / "demo.lock").read_text() == ""  # released on a clean stop
+    finally:
+        third.kill()
+        stop_stray_postgres(data_dir)
