@@ -80,7 +80,7 @@ async def test_the_skip_links_are_the_first_two_tabs_and_land_on_the_search_fiel
     await expect(page.get_by_role("heading", name="Search results")).to_be_focused()
     await expect(page.locator("#todo-rows > tr")).to_have_count(1)
 
-    # Skip to the list: focus on the list's region; the next Tabs are its boxes and rows.
+    # Skip to the list: focus on the list's region; the next Tabs are its headings, boxes and rows.
     await page.goto("/")
     await live_on(page)
     await page.keyboard.press("Tab")
@@ -89,8 +89,9 @@ async def test_the_skip_links_are_the_first_two_tabs_and_land_on_the_search_fiel
     await expect(page.get_by_role("region", name="Todos")).to_be_focused()
     await page.keyboard.press("Tab")
     await expect(page.get_by_role("checkbox", name="Select all on this page")).to_be_focused()
-    await page.keyboard.press("Tab")
-    await expect(page.get_by_role("checkbox", name="Select Newest build")).to_be_focused()
+    await page.keyboard.press("Tab")  # the column headings' sort links, then the rows
+    await expect(page.locator("table.todos thead").get_by_role("link", name="Title", exact=True)).to_be_focused()
+    await tab_to(page, page.get_by_role("checkbox", name="Select Newest build"), limit=12)
     no_csp_errors(page)
 
 
@@ -111,8 +112,12 @@ async def test_on_a_phone_the_skip_links_reach_the_search_and_the_cards_in_one_s
     await page.keyboard.press("Enter")
     await expect(page.get_by_role("region", name="Todos")).to_be_focused()
     await page.keyboard.press("Tab")
-    await page.keyboard.press("Tab")
-    await expect(page.get_by_role("checkbox", name="Select A card")).to_be_focused()
+    await page.keyboard.press("Tab")  # the headings' sort links: their row shows while one has focus
+    title = page.locator("table.todos thead").get_by_role("link", name="Title", exact=True)
+    await expect(title).to_be_focused()
+    await expect(title).to_be_visible()
+    assert await page.evaluate(FOCUS_UNCOVERED), "the focused sort link is not in view"
+    await tab_to(page, page.get_by_role("checkbox", name="Select A card"), limit=12)
     assert await page.evaluate(FOCUS_UNCOVERED), "the card's box is not in view"
 
 
