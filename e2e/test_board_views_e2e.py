@@ -81,3 +81,30 @@ async def test_the_page_size_and_going_to_a_todo_by_its_id_from_the_search(page:
     await expect(page.get_by_role("heading", name="Not found")).to_be_visible()
     await expect(page.locator("main")).to_contain_text("No todo of yours has the id 0b7e6a52-3d1c-4b8e-9f5a-6c2d1e0f9a8b")
     no_csp_errors(page)
+
+
+async def test_the_agents_page_from_the_navigation_passes_axe_in_both_schemes(page: Page, live_server):
+    store = live_server.store
+    ada = await make_human(store, "ada")
+    agent = await make_agent(store, user=ada, agent_id="builder", queues=("builds",))
+    held = await store.todo_add(agent, queue="builds", title="Fresh build")
+    await store.todo_claim(agent, held["id"], claimant="box/run-1", lease_seconds=600)
+    await make_agent(store, user=ada, agent_id="idle", queues=("docs",))
+
+    await sign_in(page, "ada")
+    nav = page.get_by_role("navigation", name="Main")
+    await tab_to(page, nav.get_by_role("link", name="Agents"))
+    await page.keyboard.press("Enter")
+    await expect(page).to_have_title("Agents · Switchboard")
+    await expect(page.get_by_role("navigation", name="Main").get_by_role("link", name="Agents")).to_have_attribute(
+        "aria-current", "page")
+    row = page.get_by_role("row", name="builder agent:builder")
+    await expect(row).to_contain_text("1 todo: Fresh build (claimed, attempt 1, box/run-1): live")
+    await expect(row).to_contain_text("1 live")
+    await row.get_by_role("link", name="Fresh build").press("Enter")
+    await expect(page.get_by_role("dialog")).to_contain_text("Fresh build")
+    await page.go_back()
+    for scheme in ("light", "dark"):
+        await page.emulate_media(color_scheme=scheme)
+        await assert_accessible(page, f"the Agents page ({scheme})")
+    no_csp_errors(page)

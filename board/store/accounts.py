@@ -5,8 +5,10 @@ it _fetch and _emit; its statements are in board/store/sql/accounts.sql."""
 from __future__ import annotations
 
 import secrets
+from datetime import datetime, timezone
 
 from board.errors import Invalid, NotFound
+from board.store import liveness
 from board.store.inputs import AGENT_ID_PATTERN, USERNAME_PATTERN, hash_token, storable
 from board.store.queries import query
 from board.store.vocabulary import QUEUE_PATTERN, QUEUE_RULE, VERBS, Agent, Transition
@@ -75,6 +77,26 @@ class Accounts:
 
     async def endpoints_of_user(self, user_id: int) -> list[dict]:
         return await self._fetch(query("endpoints_of_user"), {"user_id": user_id}, op="endpoints")
+
+    async def agents_of_user(self, user_id: int, *, now: datetime | None = None) -> list[dict]:
+        """Read: the human's endpoints, each with the open attempts it holds and their
+        liveness as of now (board/store/liveness.py, as the drawer shows it), and its last
+        activity: the latest of its last call and its held attempts' claims, heartbeats and notes."""
+        now = now or datetime.now(timezone.utc)
+        rows = await self._fetch(query("agents_of_user"), {"user_id": user_id}, op="agents")
+        for row in rows:
+            held = []
+            for a in row["held"]:
+                for key in ("claimed_at", "last_heartbeat_at", "last_note_at", "lease_expires_at"):
+                    a[key] = datetime.fromisoformat(a[key]) if a[key] else None
+                live = liveness.derive(a, now, quiet_fraction=self.settings.liveness_quiet_fraction,
+                                       lapsed_seconds=self.settings.liveness_lapsed_seconds)
+                held.append(a | {"liveness": live.level, "liveness_explanation": live.explanation,
+                                 "last_activity_at": live.last_activity_at})
+            row["held"] = held
+            times = [t for t in [row["last_used_at"], *(a["last_activity_at"] for a in held)] if t is not None]
+            row["last_activity_at"] = max(times) if times else None
+        return rows
 
     async def endpoint_owner(self, endpoint_id: str) -> int | None:
         row = await self._fetch(query("endpoint_owner"), {"id": endpoint_id}, op="endpoint_owner", one=True)
