@@ -475,6 +475,7 @@ CREATE INDEX oauth_tokens_expires_idx ON public.oauth_tokens USING btree (expire
 CREATE INDEX todo_successors_successor_idx ON public.todo_successors USING btree (successor_id);
 CREATE INDEX todos_claimed_idx ON public.todos USING btree (endpoint_id) WHERE (state = 'claimed'::public.todo_state);
 CREATE INDEX todos_endpoint_created_idx ON public.todos USING btree (endpoint_id, created_at DESC, id) INCLUDE (queue, state, next_retry_at);
+CREATE INDEX todos_interrupted_idx ON public.todos USING btree (endpoint_id) WHERE (state = ANY (ARRAY['input_required'::public.todo_state, 'auth_required'::public.todo_state]));
 CREATE INDEX todos_pending_idx ON public.todos USING btree (endpoint_id, created_at, id) WHERE (state = 'pending'::public.todo_state);
 CREATE INDEX todos_retry_idx ON public.todos USING btree (next_retry_at) WHERE ((state = 'failed'::public.todo_state) AND (next_retry_at IS NOT NULL));
 CREATE INDEX todos_updated_brin ON public.todos USING brin (updated_at);

@@ -188,7 +188,7 @@ async def test_same_time_todos_page_by_id_without_loss_or_repeat(store):
     ({"payload_key": 5}, "payload_key"),
     ({"title": "a\x00b"}, "title"),
     ({"state": "bogus"}, "state"),
-    ({"sort": "title"}, "sort"),
+    ({"sort": "titel"}, "sort"),
     ({"cursor": "not-a-cursor"}, "cursor"),
 ])
 async def test_a_filter_that_cannot_be_used_is_invalid_naming_it(store, filters, argument):

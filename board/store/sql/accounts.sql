@@ -103,16 +103,20 @@ SELECT (SELECT count(*) FROM ep) AS revoked,
          FROM upd JOIN closed c ON c.todo_id = upd.id), '[]'::json) AS todos;
 
 -- name: agents_of_user
--- description: The Agents page: each of the human's endpoints with the open attempts it holds (through its held todos' open attempts, claimed by the endpoint), oldest claim first; live endpoints first
+-- description: The Agents page: each of the human's endpoints with the open attempts it holds (its held todos through todos_claimed_idx and todos_interrupted_idx, each one's open attempt by key), oldest claim first; live endpoints first
 SELECT e.id::text AS id, e.name, e.agent_id, e.kind, e.client_name, e.queues, e.created_at, e.last_used_at,
-       e.revoked_at,
-       coalesce((SELECT json_agg(json_build_object(
-                   'todo_id', t.id, 'title', t.title, 'queue', t.queue, 'state', t.state, 'seq', a.seq,
-                   'claimant', a.claimant, 'claimed_at', a.claimed_at, 'last_heartbeat_at', a.last_heartbeat_at,
-                   'last_note_at', a.last_note_at, 'lease_expires_at', a.lease_expires_at) ORDER BY a.claimed_at, t.id)
-                   FROM todos t JOIN attempts a ON a.todo_id = t.id AND a.seq = t.attempts_total
-                  WHERE t.endpoint_id = e.id AND t.state IN ('claimed', 'input_required', 'auth_required')
-                    AND a.outcome IS NULL AND a.claimer_kind = 'endpoint'), '[]'::json) AS held
+       e.revoked_at, coalesce(h.held, '[]'::json) AS held
   FROM endpoints e
+  LEFT JOIN LATERAL (
+    SELECT json_agg(json_build_object(
+             'todo_id', t.id, 'title', t.title, 'queue', t.queue, 'state', t.state, 'seq', a.seq,
+             'claimant', a.claimant, 'claimed_at', a.claimed_at, 'last_heartbeat_at', a.last_heartbeat_at,
+             'last_note_at', a.last_note_at, 'lease_expires_at', a.lease_expires_at) ORDER BY a.claimed_at, t.id) AS held
+      FROM (SELECT c.id FROM todos c WHERE c.endpoint_id = e.id AND c.state = 'claimed'
+            UNION ALL
+            SELECT i.id FROM todos i WHERE i.endpoint_id = e.id AND i.state IN ('input_required', 'auth_required')) k
+      JOIN todos t ON t.id = k.id
+      JOIN attempts a ON a.todo_id = t.id AND a.seq = t.attempts_total
+     WHERE a.outcome IS NULL AND a.claimer_kind = 'endpoint') h ON true
  WHERE e.user_id = %(user_id)s
  ORDER BY e.revoked_at IS NOT NULL, e.created_at DESC;
