@@ -188,3 +188,30 @@ async def test_the_mcp_app_draws_get_todo_in_the_host_theme_and_refreshes_throug
             assert page.dialogs == [], page.dialogs
             blocked = [e for e in page.console_errors if re.search(r"Content Security Policy|Refused to", e)]
             assert blocked == [] and page.console_errors == [], page.console_errors
+
+
+async def test_the_mcp_app_given_a_claims_result_reads_the_todo_through_the_host(browser, live_server, host_site):
+    store = live_server.store
+    human = await make_human(store, "ada")
+    ep = await vend(store, user_id=human.user_id)
+    async with connect(live_server, ep.token, "legacy", extensions=[McpApps()]) as client:
+        await client.call_tool("add_todo", {"queue": "q", "title": "Write the release notes"})
+        [app] = (await client.read_resource(APP_URI)).contents
+        claimed = await client.call_tool("claim_next", {"claimant": "run-1"})  # a claim carries no view
+
+        async def host_call_tool(params: dict) -> dict:
+            answer = await client.call_tool(params["name"], params.get("arguments") or {})
+            return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+        async with host_page(browser, "light") as page:
+            await page.expose_function("hostCallTool", host_call_tool)
+            await page.goto(host_site + "/app.html")
+            await page.wait_for_function("typeof window.startApp === 'function'")
+            await page.evaluate("([html, theme]) => window.startApp(html, theme)", [app.text, "light"])
+            await page.evaluate("result => window.sendResult(result)",
+                                claimed.model_dump(by_alias=True, mode="json", exclude_none=True))
+            frame = page.frame_locator("iframe")
+            await expect(frame.get_by_role("heading", level=1)).to_have_text("Write the release notes")
+            await expect(frame.get_by_role("heading", level=3)).to_have_text([re.compile(r"^Attempt 1, open")])
+            await expect(frame.get_by_role("status")).to_have_text("Showing attempts of Write the release notes.")
+            assert page.dialogs == [] and page.console_errors == [], page.console_errors
