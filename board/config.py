@@ -107,6 +107,9 @@ class Settings:
     # their hosts may be private or loopback addresses (tests only; never in production).
     oauth_client_metadata_ca_file: str | None = None
     oauth_client_metadata_allow_private: bool = False
+    # The A2UI todo detail resource (switchboard://todos/{id}/a2ui, board/mcp/todo_views.py):
+    # listed, readable and subscribable only when on.
+    a2ui_enabled: bool = False
 
     def with_(self, **changes) -> "Settings":
         return replace(self, **changes)
@@ -123,6 +126,8 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         changes["data_dir"] = Path(get("SWITCHBOARD_DATA_DIR"))
     if get("SWITCHBOARD_SECRET_KEY"):
         changes["secret_key"] = get("SWITCHBOARD_SECRET_KEY")
+    if "SWITCHBOARD_A2UI" in env:
+        changes["a2ui_enabled"] = _bool("SWITCHBOARD_A2UI", env["SWITCHBOARD_A2UI"])
     if "SWITCHBOARD_ATTEMPT_SUMMARY_FROM_RESULT" in env:
         changes["attempt_summary_from_result"] = _bool(
             "SWITCHBOARD_ATTEMPT_SUMMARY_FROM_RESULT", env["SWITCHBOARD_ATTEMPT_SUMMARY_FROM_RESULT"]

@@ -20,6 +20,11 @@ pending. When a human resumes a paused queue (queue_resumed), every process ring
 queue's pending todos on the doorways of that human's endpoints, gate or not; the heartbeat
 passes over paused queues (nothing in them can be claimed). Rings go only to doorways of the todo's own endpoint whose queues include the
 todo's queue and whose scope may drain (claim or claim_next): never to another endpoint.
+With SWITCHBOARD_A2UI on, the same doorways carry the A2UI todo detail resource's changes:
+a session subscribed to switchboard://todos/{id}/a2ui (2025-11-25: resources/subscribe; 2026-07-28:
+that URI in subscriptions/listen) hears notifications/resources/updated for it on every event of
+that todo (an attempt opened, closed, noted, its lease extended, the todo moved), with no gate,
+only when the todo is its own endpoint's, in a granted queue, and its scope allows get_todo.
 A per-todo gate (doorbell_gate_seconds) suppresses a second ring of the same todo inside
 its window; a re-queue by the retry scheduler clears the todo's gate entry, so it rings
 again (REQ-16). The doorbell heartbeat (doorbell_heartbeat_seconds, 0 = off) rings pending
@@ -50,6 +55,7 @@ log = logging.getLogger("switchboard.mcp.doorbell")
 
 TODOS_URI = "switchboard://todos"
 TODO_URI_PREFIX = TODOS_URI + "/"
+A2UI_SUFFIX = "/a2ui"  # switchboard://todos/{id}/a2ui, the A2UI todo detail resource
 READY_KINDS = frozenset({"added", "released", "requeued", "retried"})
 OUTBOX_SIZE = 256
 SWEEP_RETRY_SECONDS = 0.5
@@ -58,6 +64,10 @@ SUBSCRIPTION_ID_META_KEY = "io.modelcontextprotocol/subscriptionId"
 
 def todo_uri(todo_id: str) -> str:
     return TODO_URI_PREFIX + todo_id
+
+
+def a2ui_uri(todo_id: str) -> str:
+    return TODO_URI_PREFIX + todo_id + A2UI_SUFFIX
 
 
 def may_drain(agent: Agent) -> bool:
@@ -71,6 +81,8 @@ class Doorway:
     endpoint_id: str
     queues: frozenset[str]
     uris: frozenset[str] | None = None  # None: every todo; else only rings for these URIs (or the collection)
+    read_queues: frozenset[str] = frozenset()  # queues whose todos it may read (get_todo): A2UI changes
+    session_id: str | None = None  # a legacy session's GET stream: its subscriptions say what changes it hears
     outbox: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(maxsize=OUTBOX_SIZE))
 
     def wants(self, queue: str, uri: str) -> bool:
@@ -100,6 +112,7 @@ class LegacySession:
     session: Any  # mcp.server.session.ServerSession
     last_seen: float
     streams: int = 0
+    watching: set[str] = field(default_factory=set)  # A2UI resource URIs it subscribed to
 
 
 class Doorbell:
@@ -136,8 +149,9 @@ class Doorbell:
 
     # -- doorways ----------------------------------------------------------------------
 
-    def open(self, agent: Agent, uris: frozenset[str] | None = None) -> Doorway:
-        doorway = Doorway(agent.endpoint_id, frozenset(agent.queues) if may_drain(agent) else frozenset(), uris)
+    def open(self, agent: Agent, uris: frozenset[str] | None = None, session_id: str | None = None) -> Doorway:
+        doorway = Doorway(agent.endpoint_id, frozenset(agent.queues) if may_drain(agent) else frozenset(), uris,
+                          frozenset(agent.queues) if agent.allows("get_todo") else frozenset(), session_id)
         self._doorways.setdefault(agent.endpoint_id, set()).add(doorway)
         self._endpoint_user[agent.endpoint_id] = agent.user_id
         if doorway.queues:
@@ -177,6 +191,8 @@ class Doorbell:
         todo_id, endpoint_id, queue = event.get("todo"), event.get("endpoint"), event.get("queue")
         if not (isinstance(todo_id, str) and isinstance(endpoint_id, str) and isinstance(queue, str)):
             return
+        if self.settings.a2ui_enabled:
+            self.ring_changed(todo_id, endpoint_id, queue)
         if kind == "requeued":
             self.gate.pop(todo_id, None)  # REQ-16: a retry-scheduler re-queue rings again
         if kind in READY_KINDS or (kind == "reaped" and event.get("state") == "pending"):
@@ -199,6 +215,33 @@ class Doorbell:
             doorway.ring(uri)
         self._prune_gate(now)
         return True
+
+    def ring_changed(self, todo_id: str, endpoint_id: str, queue: str) -> int:
+        """Tell the endpoint's doorways subscribed to this todo's A2UI resource that it changed."""
+        uri = a2ui_uri(todo_id)
+        rung = 0
+        for doorway in self._doorways.get(endpoint_id, ()):
+            if queue not in doorway.read_queues:
+                continue
+            if doorway.session_id is not None:
+                entry = self._sessions.get(doorway.session_id)
+                wanted = entry is not None and uri in entry.watching
+            else:
+                wanted = doorway.uris is not None and uri in doorway.uris
+            if wanted:
+                doorway.ring(uri)
+                rung += 1
+        return rung
+
+    def watch(self, session_id: str, agent: Agent, uri: str, on: bool = True) -> None:
+        """A legacy session's resources/subscribe (on) or unsubscribe of an A2UI resource URI."""
+        entry = self._sessions.get(session_id)
+        if entry is None or entry.endpoint_id != agent.endpoint_id:
+            return
+        if on:
+            entry.watching.add(uri)
+        else:
+            entry.watching.discard(uri)
 
     def _on_resumed(self, user_id: Any, queue: Any) -> None:
         endpoints = [e for e, u in self._endpoint_user.items() if u == user_id]
@@ -335,7 +378,7 @@ class Doorbell:
     @contextlib.asynccontextmanager
     async def session_stream(self, session_id: str, agent: Agent):
         """While a legacy session's GET stream is open, it is a doorway of its endpoint."""
-        doorway = self.open(agent)
+        doorway = self.open(agent, session_id=session_id)
         entry = self._sessions.get(session_id)
         if entry is not None and entry.endpoint_id == agent.endpoint_id:
             entry.streams += 1
@@ -363,7 +406,8 @@ class Doorbell:
             raise MCPError(types.INVALID_REQUEST, "subscriptions/listen requires a request id")
         requested = params.notifications.resource_subscriptions or []
         ours = [u for u in dict.fromkeys(requested)
-                if u == TODOS_URI or (u.startswith(TODO_URI_PREFIX) and len(u) > len(TODO_URI_PREFIX))]
+                if u == TODOS_URI or (u.startswith(TODO_URI_PREFIX) and len(u) > len(TODO_URI_PREFIX)
+                                      and (self.settings.a2ui_enabled or not u.endswith(A2UI_SUFFIX)))]
         # Only the doorbell URIs are honored; list-changed kinds never fire here, so they are not promised.
         honored = types.SubscriptionFilter(resource_subscriptions=ours or None)
         meta = {SUBSCRIPTION_ID_META_KEY: subscription_id}

@@ -56,13 +56,14 @@ from starlette.requests import Request
 
 from board import logs
 
-from board.mcp import tools
+from board.mcp import todo_views, tools
 from board.config import Settings
 from board.live.endpoint_cache import EndpointCache
 from board.errors import RateLimited, SwitchboardError, Unavailable
 from board.mcp.doorbell import TODO_URI_PREFIX, TODOS_URI, Doorbell
 from board.oauth.server import base_url, resource_metadata_url, resource_url, same_resource
 from board.store.store import Agent, Store, call_deadline, deadline_after
+from board.view.todo_detail import todo_detail
 
 log = logging.getLogger("switchboard.mcp")
 
@@ -346,7 +347,7 @@ class McpSurface:
             on_list_resource_templates=self._list_resource_templates,
             on_read_resource=self._read_resource,
             on_subscribe_resource=self._subscribe,
-            on_unsubscribe_resource=self._subscribe,
+            on_unsubscribe_resource=self._unsubscribe,
             on_subscriptions_listen=self._listen,
         )
         server.add_notification_handler("notifications/initialized", types.NotificationParams, self._initialized)
@@ -388,6 +389,7 @@ class McpSurface:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name[:64]}")
         arguments: dict[str, Any] = {}
         result = None
+        meta = None
         code = "internal"
         try:
             if not self.limiter.allow(agent.endpoint_id):
@@ -398,6 +400,9 @@ class McpSurface:
             with call_deadline(_deadline(ctx)):
                 result = await spec.call(self.store, agent.on_session(session_id), arguments)
             body, is_error, code = tools.to_json(result), False, "ok"
+            if spec.name == "get_todo" and todo_views.supports_apps(getattr(ctx.session, "client_capabilities", None)):
+                # For an MCP Apps host: the todo detail view its app draws, from this same read.
+                meta = {todo_views.VIEW_KEY: todo_detail(result)}
         except SwitchboardError as err:
             body, is_error, code = err.wire(), True, err.code
         except Exception:  # a bug: the agent gets a stable code and no detail; the log gets the traceback
@@ -410,7 +415,8 @@ class McpSurface:
         # An error's body goes in the text alone: clients built on the TypeScript SDK validate
         # any structured content against the tool's output schema, which describes a success.
         return types.CallToolResult(content=[types.TextContent(text=text)],
-                                    structured_content=None if is_error else body, is_error=is_error)
+                                    structured_content=None if is_error else body, is_error=is_error,
+                                    meta=None if is_error else meta)
 
     def _log_call(self, tool: str, agent: Agent, todo_id: str | None, code: str, started: float,
                   protocol: str | None, *, metric_tool: str | None = None) -> None:
@@ -436,17 +442,40 @@ class McpSurface:
             uri=TODOS_URI, name="todos", title="Pending todos", mime_type="application/json",
             description="This endpoint's pending todos in its granted queues (needs list_todos). Subscribe to "
                         "hear the doorbell: notifications/resources/updated for switchboard://todos/{id} when "
-                        "a todo becomes ready.")])
+                        "a todo becomes ready."),
+            types.Resource(
+                uri=todo_views.APP_URI, name="todo-app", title="Todo detail (MCP App)",
+                mime_type=todo_views.APP_MIME_TYPE, meta=todo_views.APP_RESOURCE_META,
+                description="The MCP App that get_todo, claim and claim_next name: it shows a todo and its "
+                            "attempts, newest first, in the host's theme.")])
 
     async def _list_resource_templates(self, ctx, params) -> types.ListResourceTemplatesResult:
         self._note(ctx)
-        return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
+        templates = [types.ResourceTemplate(
             uri_template=TODO_URI_PREFIX + "{id}", name="todo", title="A todo", mime_type="application/json",
-            description="One of this endpoint's todos, as get_todo returns it (needs get_todo or list_todos).")])
+            description="One of this endpoint's todos, as get_todo returns it (needs get_todo or list_todos).")]
+        if self.settings.a2ui_enabled:
+            templates.append(types.ResourceTemplate(
+                uri_template=todo_views.A2UI_TEMPLATE, name="todo-a2ui", title="A todo, as A2UI",
+                mime_type=todo_views.A2UI_MIME_TYPE,
+                description="One of this endpoint's todos and its attempts, newest first, as A2UI v0.9 messages "
+                            "(createSurface, updateComponents, updateDataModel) for a host to draw; scoped like "
+                            "get_todo. Subscribe to hear each change; the components stay the same, so a change "
+                            "is carried by the updateDataModel message."))
+        return types.ListResourceTemplatesResult(resource_templates=templates)
 
     async def _read_resource(self, ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         agent, _ = self._note(ctx)
         uri = str(params.uri)
+        if uri == todo_views.APP_URI:
+            return types.ReadResourceResult(contents=[types.TextResourceContents(
+                uri=uri, mime_type=todo_views.APP_MIME_TYPE, text=todo_views.app_html(),
+                meta=todo_views.APP_RESOURCE_META)])
+        a2ui_id = todo_views.a2ui_todo_id(uri)
+        if a2ui_id is not None:
+            detail = await self._a2ui_read(ctx, agent, a2ui_id)
+            return types.ReadResourceResult(contents=[types.TextResourceContents(
+                uri=uri, mime_type=todo_views.A2UI_MIME_TYPE, text=todo_views.a2ui_text(detail))])
         try:
             with call_deadline(_deadline(ctx)):
                 if uri == TODOS_URI:
@@ -462,10 +491,37 @@ class McpSurface:
         return types.ReadResourceResult(contents=[types.TextResourceContents(
             uri=uri, mime_type="application/json", text=text)])
 
+    async def _a2ui_read(self, ctx, agent: Agent, todo_id: str) -> dict:
+        """The todo detail view behind an A2UI resource URI, read exactly as get_todo reads (a
+        foreign or never-minted id and a scope without get_todo fail as get_todo fails)."""
+        if not self.settings.a2ui_enabled:
+            raise MCPError(types.INVALID_PARAMS, "Resource not found")
+        try:
+            with call_deadline(_deadline(ctx)):
+                return todo_detail(await self.store.todo_get(agent, todo_id))
+        except SwitchboardError as err:
+            raise MCPError(_RESOURCE_ERROR_CODES.get(err.code, types.INVALID_PARAMS), err.message,
+                           data=err.wire()["error"]) from None
+
     async def _subscribe(self, ctx, params) -> types.EmptyResult:
         # 2025-11-25: a session's doorbell rings on its GET stream whether or not it
         # subscribed (SPEC-0011); subscribing is accepted so spec-following clients work.
-        self._note(ctx)
+        # An A2UI resource is the exception: its changes go to the sessions subscribed to it,
+        # after the same scoped read as resources/read (nothing about a foreign todo leaks).
+        agent, session_id = self._note(ctx)
+        uri = str(params.uri)
+        todo_id = todo_views.a2ui_todo_id(uri)
+        if todo_id is not None:
+            await self._a2ui_read(ctx, agent, todo_id)
+            if session_id:
+                self.doorbell.watch(session_id, agent, uri)
+        return types.EmptyResult()
+
+    async def _unsubscribe(self, ctx, params) -> types.EmptyResult:
+        agent, session_id = self._note(ctx)
+        uri = str(params.uri)
+        if session_id and todo_views.a2ui_todo_id(uri) is not None:
+            self.doorbell.watch(session_id, agent, uri, on=False)
         return types.EmptyResult()
 
     async def _listen(self, ctx, params: types.SubscriptionsListenRequestParams) -> types.SubscriptionsListenResult:

@@ -17,6 +17,7 @@ from typing import Any, Awaitable, Callable
 import mcp_types as types
 
 from board.store import vocabulary
+from board.mcp.todo_views import TOOL_META, TOOLS_WITH_APP
 from board.errors import Invalid
 from board.store.inputs import USAGE_COST_MAX, USAGE_TOKENS_MAX, storable
 from board.store.vocabulary import CHAIN_MAX
@@ -359,6 +360,8 @@ class ToolSpec:
             annotations=types.ToolAnnotations(title=self.title, read_only_hint=self.read_only,
                                               destructive_hint=self.destructive, idempotent_hint=self.idempotent,
                                               open_world_hint=False),
+            # The tools whose result is a todo name the MCP App that draws it (board/mcp/todo_views.py).
+            meta=TOOL_META if self.name in TOOLS_WITH_APP else None,
         )
 
 

@@ -14,8 +14,11 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from board.store.liveness import span
 from board.resources import resource_dir
-from board.store.inputs import is_https_url
 from board.store.vocabulary import BOARD_PAGE_SIZES, BOARD_SORTS, DEFAULT_GRANT, DIED_OUTCOMES, HOLDER_STATES, STATES, VERBS
+# The todo detail every surface shows, and its wording, live in board/view (the drawer takes it from there).
+from board.view.todo_detail import (DISPOSITION_WORDS, OUTCOME_WORDS, SUMMARY_START_CHARS,  # noqa: F401 (re-exported)
+                                    attempt_sentence, duration_words, fmt_iso, fmt_when, state_label,
+                                    summary_start, todo_detail, usage_text, utc)
 
 
 
@@ -47,24 +50,6 @@ DEFAULT_VERBS = DEFAULT_GRANT
 assert sorted(v for _, group in VERB_GROUPS for v in group) == sorted(VERBS), "every verb is offered once"
 
 
-def utc(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
-
-
-def fmt_when(value: datetime | None) -> str:
-    value = utc(value)
-    return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else ""
-
-
-def fmt_iso(value: datetime | None) -> str:
-    value = utc(value)
-    return value.isoformat(timespec="milliseconds").replace("+00:00", "Z") if value else ""
-
-
 # The one wording of a time span, shared with the derived liveness (board/store/liveness.py).
 fmt_span = span
 
@@ -90,23 +75,6 @@ def fmt_relative(value: datetime | None, now: datetime) -> str:
     return f"in {words}" if seconds > 0 else f"{words} ago"
 
 
-SUMMARY_START_CHARS = 80  # the list statements read this many (board/store/sql/reads.sql)
-
-
-def summary_start(text: str | None, cut: bool = False, limit: int = SUMMARY_START_CHARS) -> str:
-    """The start of a summary on one line: whitespace runs made one space, cut to about limit
-    characters (on a character boundary, at a space when one is near) with an ellipsis.
-    cut: the text given is already the start of a longer one."""
-    if not text:
-        return ""
-    line = " ".join(text.split())
-    if len(line) <= limit and not cut:
-        return line
-    line = line[:limit]
-    space = line.rfind(" ")
-    return (line[:space] if space > limit * 3 // 4 else line).rstrip() + "\u2026"
-
-
 def attempt_line(attempt: dict) -> str:
     """One short line about an attempt, for announcing it: "Attempt 3 failed: tests red"."""
     seq = attempt["seq"]
@@ -120,70 +88,9 @@ def attempt_line(attempt: dict) -> str:
     return f"{line}: {summary}" if summary else line
 
 
-# How an attempt ended, as a person says it (no enum names).
-OUTCOME_WORDS = {"completed": "completed", "failed": "failed", "released": "was handed back",
-                 "lease_expired": "died (its lease ran out with no report)",
-                 "reaped": "died (its lease ran out with no report)", "canceled": "ended when the todo was canceled",
-                 "revoked": "ended when its credential was revoked"}
-# What became of the todo when the attempt ended.
-DISPOSITION_WORDS = {"done": "the todo is done", "retry_scheduled": "the todo waits for a retry",
-                     "dead_lettered": "the todo became a dead letter", "requeued": "the todo went back to the queue",
-                     "canceled": "the todo was canceled"}
-
-
-def duration_words(seconds: float) -> str:
-    """A span as a person says it: "12 seconds", "4 minutes", "2 hours", "3 days"."""
-    seconds = max(0, int(seconds))
-    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute")):
-        if seconds >= size:
-            n = round(seconds / size)
-            return f"{n} {unit}{'' if n == 1 else 's'}"
-    return f"{seconds} second{'' if seconds == 1 else 's'}"
-
-
-def attempt_sentence(attempt: dict, now: datetime | None = None) -> str:
-    """The one sentence an attempt opens with, as a person would say it:
-    "Attempt 3, failed after 4 minutes, by fixer/run-7: tests still red"."""
-    seq, outcome = attempt["seq"], attempt.get("outcome")
-    claimed, ended = attempt.get("claimed_at"), attempt.get("ended_at")
-    who = attempt.get("claimant") or ("the owner, on the Board" if attempt.get("claimer_kind") == "owner" else "")
-    if outcome is None:
-        open_for = duration_words(((now or datetime.now(timezone.utc)) - claimed).total_seconds()) if claimed else ""
-        text = f"Attempt {seq}, open" + (f" for {open_for}" if open_for else "")
-    else:
-        took = duration_words((ended - claimed).total_seconds()) if claimed and ended else ""
-        words = OUTCOME_WORDS.get(outcome, state_label(outcome))
-        text = f"Attempt {seq}, {words}" + (f" after {took}" if took else "")
-    if who:
-        text += f", by {who}"
-    summary = summary_start(attempt.get("summary"))
-    return f"{text}: {summary}" if summary else text
-
-
 def pretty_json(value: Any) -> str:
     """Data as indented JSON text; the template escapes it."""
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
-
-
-def usage_text(usage: dict | None) -> str:
-    """Usage as one line: tokens in and out, cost, model; the parts reported only."""
-    if not usage:
-        return ""
-    parts = []
-    if usage.get("input_tokens") is not None:
-        parts.append(f"{usage['input_tokens']:,} input tokens")
-    if usage.get("output_tokens") is not None:
-        parts.append(f"{usage['output_tokens']:,} output tokens")
-    if usage.get("cost_usd") is not None:
-        whole, cents = f"{usage['cost_usd']:,.6f}".split(".")
-        parts.append(f"${whole}.{cents.rstrip('0').ljust(2, '0')}")  # at least cents: $2.50, $0.0123
-    if usage.get("model"):
-        parts.append(f"model {usage['model']}")
-    return ", ".join(parts)
-
-
-def state_label(state: str) -> str:
-    return state.replace("_", " ")
 
 
 # How a form names the argument a store message starts with.
@@ -239,12 +146,6 @@ def actions_for(todo: dict, user_id: int) -> list[str]:
     return out
 
 
-def attempt_view(attempt: dict) -> dict:
-    artifact = attempt.get("artifact")
-    return dict(attempt, died=attempt.get("outcome") in DIED_OUTCOMES,
-                artifact_is_link=bool(artifact) and is_https_url(artifact))
-
-
 # The list's sortable columns, in the table's order: (sort column, heading, the words for its
 # order ascending, descending).
 LIST_COLUMNS = (
@@ -279,7 +180,7 @@ def _env() -> Environment:
     env.filters.update(when=fmt_when, iso=fmt_iso, pretty_json=pretty_json, state_label=state_label,
                        span=fmt_span, summary_start=summary_start, usage_text=usage_text)
     env.globals.update(holder=holder, deadline=deadline, actions_for=actions_for,
-                       attempt_view=attempt_view, attempt_line=attempt_line, attempt_sentence=attempt_sentence,
+                       todo_detail=todo_detail, attempt_line=attempt_line, attempt_sentence=attempt_sentence,
                        DISPOSITION_WORDS=DISPOSITION_WORDS, relative=fmt_relative, STATES=STATES, DIED_OUTCOMES=DIED_OUTCOMES,
                        BOARD_SORTS=BOARD_SORTS, BOARD_PAGE_SIZES=BOARD_PAGE_SIZES,
                        LIST_COLUMNS=LIST_COLUMNS, sort_label=sort_label, VERB_GROUPS=VERB_GROUPS, VERB_HELP=VERB_HELP)

@@ -19,6 +19,7 @@ import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.client.extension import ClientExtension
 from mcp.client.streamable_http import streamable_http_client
 
 from board.config import Settings
@@ -84,6 +85,15 @@ async def credential(server, kind: str = "vended", *, user_id: int | None = None
     return Vended(tokens["endpoint_id"], tokens["access_token"], user_id)
 
 
+class McpApps(ClientExtension):
+    """A client that says it is an MCP Apps host (the io.modelcontextprotocol/ui extension)."""
+
+    identifier = "io.modelcontextprotocol/ui"
+
+    def settings(self) -> dict:
+        return {"mimeTypes": ["text/html;profile=mcp-app"]}
+
+
 def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
@@ -113,7 +123,7 @@ class Inbox:
 
 @contextlib.asynccontextmanager
 async def connect(server, token: str | None, generation: str = "modern", *, inbox: Inbox | None = None,
-                  headers: dict | None = None) -> AsyncIterator[Client]:
+                  headers: dict | None = None, extensions=None) -> AsyncIterator[Client]:
     hdrs = dict(headers or {})
     if token is not None:
         hdrs.update(auth(token))
@@ -122,6 +132,8 @@ async def connect(server, token: str | None, generation: str = "modern", *, inbo
         kwargs = {"message_handler": inbox.handler} if inbox is not None else {}
         if generation == "legacy":
             kwargs["mode"] = "legacy"
+        if extensions:
+            kwargs["extensions"] = list(extensions)
         async with Client(transport, **kwargs) as client:
             yield client
 

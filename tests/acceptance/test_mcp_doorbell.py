@@ -238,7 +238,8 @@ async def test_a_rung_uri_reads_as_the_todo_and_a_foreign_one_as_not_found(live_
     async with connect(live_server, theirs.token) as other:
         foreign = await call(other, "add_todo", {"queue": "q", "title": "theirs"})
     async with connect(live_server, mine.token, generation) as client:
-        assert [str(r.uri) for r in (await client.list_resources()).resources] == [TODOS]
+        listed = [str(r.uri) for r in (await client.list_resources()).resources]
+        assert listed == [TODOS, "ui://switchboard/todo"]  # the doorbell's collection and the MCP App
         todo = await call(client, "add_todo", {"queue": "q", "title": "mine"})
         read = await client.read_resource(uri(todo["id"]))
         body = json.loads(read.contents[0].text)

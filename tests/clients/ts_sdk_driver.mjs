@@ -3,9 +3,12 @@
 // passed back as it is; whatever it throws is passed back as {"ok": false, "error": ...},
 // so the tests see exactly what an agent host built on this SDK sees.
 //
-//   {"op": "connect", "url": "...", "headers": {...}}
+//   {"op": "connect", "url": "...", "headers": {...}, "capabilities": {...}?}
 //   {"op": "listTools"}
 //   {"op": "callTool", "name": "...", "arguments": {...}}
+//   {"op": "listResources"} / {"op": "listResourceTemplates"} / {"op": "readResource", "uri": "..."}
+//   {"op": "subscribe", "uri": "..."}: resources/subscribe; each notifications/resources/updated
+//       the client hears from then on is kept, and {"op": "updated"} returns their URIs so far
 //   {"op": "close"}
 //   {"op": "connectOAuth", "url": "...", "redirectUrl": "...", "clientMetadataUrl": "..."?}
 //       -> {"authorizationUrl": "..."}: the SDK's OAuth discovery and registration ran and it
@@ -15,10 +18,12 @@
 import { createInterface } from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 let client = null;
 let transport = null;
 let oauth = null;
+const updated = [];
 
 // The SDK's OAuthClientProvider, in memory: what a host keeps in its own storage.
 class MemoryProvider {
@@ -56,7 +61,9 @@ async function run(command) {
       transport = new StreamableHTTPClientTransport(new URL(command.url), {
         requestInit: { headers: command.headers ?? {} },
       });
-      client = new Client({ name: "switchboard-compat", version: "1.0.0" }, { capabilities: {} });
+      client = new Client({ name: "switchboard-compat", version: "1.0.0" },
+                          { capabilities: command.capabilities ?? {} });
+      client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updated.push(n.params.uri); });
       await client.connect(transport);
       return {
         protocolVersion: transport.protocolVersion ?? null,
@@ -86,6 +93,16 @@ async function run(command) {
       return await client.listTools();
     case "callTool":
       return await client.callTool({ name: command.name, arguments: command.arguments ?? {} });
+    case "listResources":
+      return await client.listResources();
+    case "listResourceTemplates":
+      return await client.listResourceTemplates();
+    case "readResource":
+      return await client.readResource({ uri: command.uri });
+    case "subscribe":
+      return await client.subscribeResource({ uri: command.uri });
+    case "updated":
+      return updated;
     case "close":
       await client?.close();
       return null;
