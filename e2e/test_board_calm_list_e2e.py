@@ -79,3 +79,27 @@ async def test_a_changed_row_is_updated_in_place_and_counted_in_the_updated_sort
     await expect(page.locator("#new-todos")).to_have_text("1 changed")
     await page.get_by_role("button", name="Put the changed rows in order").click()
     await expect(page.locator("#todo-rows > tr").first).to_have_id(f"todo-{oldest['id']}")
+
+
+async def test_rows_a_full_page_pushes_out_are_on_the_older_todos_page(page: Page, live_server):
+    store = live_server.store
+    ada = await make_human(store, "ada")
+    agent = await make_agent(store, user=ada, agent_id="w", queues=("q",))
+    for i in range(24):
+        await store.todo_add(agent, queue="q", title=f"Seeded {i:02d}")
+    await sign_in(page, "ada")
+    await page.goto("/?page_size=25")
+    await live_on(page)
+    older = page.get_by_role("link", name="Older todos")
+    await expect(older).to_be_hidden()  # one page holds them all, with room for one more
+    for i in range(3):
+        await store.todo_add(agent, queue="q", title=f"Added {i}")
+    await expect(page.locator("#new-todos")).to_have_text("3 new todos", timeout=15_000)
+    await page.get_by_role("button", name="Show the new todos").click()
+    rows = page.locator("#todo-rows > tr th")
+    await expect(rows).to_have_count(25)
+    await expect(rows.first).to_have_text("Added 2")
+    await expect(rows.last).to_have_text("Seeded 02")
+    await older.click()  # the next page starts right after the last row kept: the two pushed out
+    await expect(page.locator("#todo-rows > tr th")).to_have_text(["Seeded 01", "Seeded 00"])
+    no_csp_errors(page)

@@ -362,14 +362,19 @@
     else if (byId("results-heading")) byId("results-heading").focus();
   }
 
-  // Past the page's size the oldest rows leave this page (they are on the next one).
+  // Past the page's size the oldest rows leave this page; the "Older todos" link then starts
+  // the next page right after the last row kept, so the rows that left are on it.
   function trimToPage() {
     var body = rowsBody(), size = parseInt(body.dataset.pageSize || "0", 10);
-    if (!size) return;
-    while (body.children.length > size) {
-      body.lastElementChild.remove();
-      body.dataset.hasMore = "true";
-    }
+    if (!size || body.children.length <= size) return;
+    while (body.children.length > size) body.lastElementChild.remove();
+    body.dataset.hasMore = "true";
+    var link = byId("older-todos"), cursor = body.lastElementChild && body.lastElementChild.dataset.cursor;
+    if (!link || !cursor) return;
+    var url = new URL(link.href);
+    url.searchParams.set("cursor", cursor);
+    link.href = url.pathname + url.search;
+    byId("older-todos-line").hidden = false;
   }
 
   // A fresh row for one already shown: updated where it is. If the updated sort would now

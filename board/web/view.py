@@ -14,7 +14,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from board.store.liveness import span
 from board.resources import resource_dir
-from board.store.vocabulary import BOARD_PAGE_SIZES, BOARD_SORTS, DEFAULT_GRANT, DIED_OUTCOMES, HOLDER_STATES, STATES, VERBS
+from board.store.inputs import list_cursor
+from board.store.vocabulary import BOARD_PAGE_SIZES, BOARD_SORTS, LIST_SORTS, DEFAULT_GRANT, DIED_OUTCOMES, HOLDER_STATES, STATES, VERBS
 # The todo detail every surface shows, and its wording, live in board/view (the drawer takes it from there).
 from board.view.todo_detail import (DISPOSITION_WORDS, OUTCOME_WORDS, SUMMARY_START_CHARS,  # noqa: F401 (re-exported)
                                     attempt_sentence, duration_words, fmt_iso, fmt_when, state_label,
@@ -169,6 +170,14 @@ def sort_label(sort: str) -> str:
     return f"{heading}, {desc if descending else asc}"
 
 
+def row_cursor(todo: dict, sort: str) -> str:
+    """The cursor of the page after this row, in a list sorted newest first by a time: the
+    live list moves its "Older todos" link to the last row it keeps (static/board.js)."""
+    if sort not in LIST_SORTS:
+        return ""
+    return list_cursor(sort, todo[f"{sort}_at"], todo["id"])
+
+
 def _env() -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(resource_dir("templates"))),
@@ -183,7 +192,7 @@ def _env() -> Environment:
                        todo_detail=todo_detail, attempt_line=attempt_line, attempt_sentence=attempt_sentence,
                        DISPOSITION_WORDS=DISPOSITION_WORDS, relative=fmt_relative, STATES=STATES, DIED_OUTCOMES=DIED_OUTCOMES,
                        BOARD_SORTS=BOARD_SORTS, BOARD_PAGE_SIZES=BOARD_PAGE_SIZES,
-                       LIST_COLUMNS=LIST_COLUMNS, sort_label=sort_label, VERB_GROUPS=VERB_GROUPS, VERB_HELP=VERB_HELP)
+                       LIST_COLUMNS=LIST_COLUMNS, sort_label=sort_label, row_cursor=row_cursor, VERB_GROUPS=VERB_GROUPS, VERB_HELP=VERB_HELP)
     return env
 
 

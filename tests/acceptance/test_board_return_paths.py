@@ -39,7 +39,7 @@ async def test_back_from_the_bulk_confirmation_ticks_the_same_boxes_in_the_same_
     async with client_for(live_server) as c:
         token = await sign_in(c, "ada")
         first = (await c.get("/?queue=builds")).text
-        older = html.unescape(re.search(r'<a href="(/\?[^"]*cursor=[^"]+)">Older todos</a>', first).group(1))
+        older = html.unescape(re.search(r'<a id="older-todos" href="(/\?[^"]*cursor=[^"]+)">Older todos</a>', first).group(1))
         cursor = parse_qs(urlsplit(older).query)["cursor"][0]
         second = (await c.get(older)).text
         assert f'<input type="hidden" name="cursor" value="{html.escape(cursor)}">' in second

@@ -74,7 +74,7 @@ async def test_every_column_sorts_both_ways_and_pages_through_ties_without_repea
                 page = (await c.get(url)).text
                 pages += 1
                 seen += ROW_ID.findall(page)
-                more = re.search(r'<p><a href="(/\?[^"]*cursor=[^"]+)">(?:Older todos|Next page)</a></p>', page)
+                more = re.search(r'<p id="older-todos-line"><a id="older-todos" href="(/\?[^"]*cursor=[^"]+)">(?:Older todos|Next page)</a></p>', page)
                 url = html.unescape(more.group(1)) if more else None
             assert pages == 2, sort
             assert seen == expected_order(rows, sort), sort
@@ -111,7 +111,7 @@ async def test_the_page_size_is_25_50_or_100_and_kept_by_paging(live_server):
         page = (await c.get("/?page_size=25")).text
         assert len(ROW_ID.findall(page)) == 25 and 'data-page-size="25"' in page
         assert '<option value="25" selected>25</option>' in page
-        older = html.unescape(re.search(r'<p><a href="([^"]+)">Older todos</a></p>', page).group(1))
+        older = html.unescape(re.search(r'<p id="older-todos-line"><a id="older-todos" href="([^"]+)">Older todos</a></p>', page).group(1))
         assert "page_size=25" in older and len(ROW_ID.findall((await c.get(older)).text)) == 5
         for bad in ("30", "0", "all"):
             assert_error_page(await c.get(f"/?page_size={bad}"), 400, "page_size", "25, 50 or 100")
