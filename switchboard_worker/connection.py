@@ -87,6 +87,7 @@ class Connection:
         self._fatal: BaseException | None = None
         self._supervisor: asyncio.Task | None = None
         self._rng = random.Random()
+        self._refused_status: int | None = None  # 401 or 403 seen: the SDK reports it as a generic error
 
     def __repr__(self) -> str:  # the token stays out of any repr
         return f"Connection({self.mcp_url!r}, connects={self.connects})"
@@ -124,7 +125,7 @@ class Connection:
             error = None if inner.cancelled() else inner.exception()
             # The SDK cancels the task holding the client when the transport dies: that is a
             # lost connection, like any error, unless the server refused the credential.
-            status = _status_of(error) if error is not None else None
+            status = self._refused_status or (_status_of(error) if error is not None else None)
             if status in (401, 403):
                 self._fatal = Refused(f"the server refused the token (HTTP {status})")
                 self._up.set()
@@ -147,7 +148,12 @@ class Connection:
         headers = {"Authorization": f"Bearer {self._token}"}
         # No read timeout: the listen stream is quiet until a todo is ready; calls carry
         # deadlines of their own.
-        async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(15.0, read=None)) as http:
+        async def seen(response: Any) -> None:
+            if response.status_code in (401, 403):
+                self._refused_status = response.status_code
+
+        async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(15.0, read=None),
+                                      event_hooks={"response": [seen]}) as http:
             async with Client(streamable_http_client(self.mcp_url, http_client=http)) as client:
                 self._broken = asyncio.Event()
                 self._client = client

@@ -176,3 +176,41 @@ async def test_an_idle_worker_waits_on_the_doorbell_and_only_the_safety_poll_cal
             await worker.wait_for_line(f"completed {todo['id']}")
             worker.signal(signal.SIGINT)
             assert await worker.wait(30) == 0, worker.output
+
+
+@pytest.mark.parametrize(("args", "env", "message"), [
+    (["--url", "http://127.0.0.1:9", "--", "true"], {}, "no token: set SWITCHBOARD_TOKEN"),
+    (["--url", "http://127.0.0.1:9"], {"SWITCHBOARD_TOKEN": "x"}, "no COMMAND: put it after --"),
+    (["--url", "ftp://x", "--", "true"], {"SWITCHBOARD_TOKEN": "x"}, "--url must be the server's http://"),
+    (["--url", "http://127.0.0.1:9", "--concurrency", "0", "--", "true"], {"SWITCHBOARD_TOKEN": "x"},
+     "--concurrency must be at least 1"),
+    (["--url", "http://127.0.0.1:9", "--lease-seconds", "1", "--", "true"], {"SWITCHBOARD_TOKEN": "x"},
+     "--lease-seconds must be at least 3"),
+    (["--url", "http://127.0.0.1:9", "--token-file", "/nonexistent/token", "--", "true"], {},
+     "cannot read --token-file"),
+])
+def test_bad_arguments_exit_2_naming_what_was_wrong(args, env, message):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")} | env
+    r = subprocess.run([sys.executable, "-m", "board", "work", *args], cwd=ROOT, env=clean, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+async def test_a_refused_token_from_a_file_exits_2_without_echoing_it(live_server, tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text("sb_wrong-token-value\n")
+    worker = WorkerProcess(live_server.url, "", write_command(tmp_path), "--token-file", str(token_file),
+                           env={"SWITCHBOARD_TOKEN": ""})
+    try:
+        assert await worker.wait(30) == 2
+    finally:
+        worker.kill()
+    assert "the server refused the token (HTTP 401)" in worker.output
+    assert "sb_wrong-token-value" not in worker.output and "Traceback" not in worker.output
