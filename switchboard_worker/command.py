@@ -81,6 +81,8 @@ def parser() -> argparse.ArgumentParser:
                    help="the safety poll while the doorbell is quiet (default 30)")
     p.add_argument("--name", help="the claimant prefix (default host/pid); each claim adds /slot-N")
     p.add_argument("--max-todos", type=int, default=None, help="stop after this many todos")
+    p.add_argument("--protocol", choices=("modern", "legacy"), default="modern",
+                   help="MCP protocol generation: modern (2026-07-28, the default) or legacy (2025-11-25 sessions)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the command and its arguments, after --")
     return p
 
@@ -143,10 +145,12 @@ class CommandWorker:
     def __init__(self, args: argparse.Namespace, command: list[str], token: str):
         self.args, self.command = args, command
         self.worker = Worker(args.url, token, queue=args.queue, name=args.name, lease_seconds=args.lease_seconds,
-                             poll_seconds=args.poll_seconds, grace_seconds=args.grace_seconds)
+                             poll_seconds=args.poll_seconds, grace_seconds=args.grace_seconds,
+                             protocol=args.protocol)
         self.runs: set[Run] = set()
         self.counts: Counter[str] = Counter()
         self.claimed = 0
+        self.reserved = 0
         self.stop_signal: str | None = None
         self.signals = 0
         self.killing = asyncio.Event()
@@ -205,15 +209,21 @@ class CommandWorker:
 
     async def slot(self, n: int) -> None:
         while not self.worker.stopping.is_set():
-            if self.args.max_todos is not None and self.claimed >= self.args.max_todos:
+            if self.args.max_todos is not None and self.reserved >= self.args.max_todos:
                 self.worker.stop()
                 return
+            self.reserved += 1  # counted before the claim, so slots together claim at most --max-todos
             try:
                 todo = await self.worker.claim(slot=n)
+            except Refused:
+                raise
             except Closed:
                 return
+            finally:
+                self.reserved -= 1
             if todo is None:
                 return
+            self.reserved += 1
             self.claimed += 1
             say("claimed", todo.id, f"queue {shown(todo.queue)}", f"attempt {todo.attempt}/{todo.max_attempts}",
                 f"slot {n}:", shown(todo.title))

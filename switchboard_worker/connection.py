@@ -39,12 +39,12 @@ class Lost(Exception):
     """A call's reply never came (the server went away) and the call is not to be repeated."""
 
 
-class Refused(Exception):
-    """The server refused the credential (HTTP 401 or 403): reconnecting cannot help."""
-
-
 class Closed(Exception):
     """The connection was closed while a call waited for it."""
+
+
+class Refused(Closed):
+    """The server refused the credential (HTTP 401 or 403): reconnecting cannot help."""
 
 
 def _status_of(exc: BaseException) -> int | None:
@@ -72,7 +72,10 @@ class Connection:
     """`await conn.start()`, then `await conn.call(tool, args)` from any task; `conn.rings`
     counts doorbell rings (and reconnects), `await conn.wait_ring(seen, timeout)` waits for one."""
 
-    def __init__(self, url: str, token: str, *, call_timeout: float = CALL_TIMEOUT):
+    def __init__(self, url: str, token: str, *, call_timeout: float = CALL_TIMEOUT, protocol: str = "modern"):
+        if protocol not in ("modern", "legacy"):
+            raise ValueError("protocol must be modern (2026-07-28) or legacy (2025-11-25)")
+        self.protocol = protocol
         self.mcp_url = url.rstrip("/") + ("" if url.rstrip("/").endswith("/mcp") else "/mcp")
         self._token = token  # never logged, never printed
         self.call_timeout = call_timeout
@@ -154,7 +157,12 @@ class Connection:
 
         async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(15.0, read=None),
                                       event_hooks={"response": [seen]}) as http:
-            async with Client(streamable_http_client(self.mcp_url, http_client=http)) as client:
+            # Rings arrive on the listen stream (2026-07-28) or, on a 2025-11-25 session, as
+            # notifications/resources/updated on its GET stream, which the handler hears.
+            kwargs: dict[str, Any] = {"message_handler": self._message}
+            if self.protocol == "legacy":
+                kwargs["mode"] = "legacy"
+            async with Client(streamable_http_client(self.mcp_url, http_client=http), **kwargs) as client:
                 self._broken = asyncio.Event()
                 self._client = client
                 self.connects += 1
@@ -172,14 +180,22 @@ class Connection:
                         with contextlib.suppress(asyncio.CancelledError, Exception):
                             await t
 
+    async def _message(self, message: Any) -> None:
+        import mcp_types
+
+        if isinstance(message, mcp_types.ResourceUpdatedNotification):
+            await self._ring()
+
     async def _listen(self, client: Any) -> None:
         from mcp.client.subscriptions import ListenNotSupportedError
 
+        if self.protocol == "legacy":  # rings come through _message
+            await asyncio.Event().wait()
         try:
             async with client.listen(resource_subscriptions=[TODOS_URI]) as sub:
                 async for _event in sub:
                     await self._ring()
-        except ListenNotSupportedError:  # an older server: the safety poll alone finds work
+        except ListenNotSupportedError:  # an older server: its session rings through _message
             await asyncio.Event().wait()
 
     async def _ring(self) -> None:

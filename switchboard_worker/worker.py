@@ -188,12 +188,12 @@ class Worker:
     def __init__(self, url: str, token: str, *, queue: str | None = None, name: str | None = None,
                  lease_seconds: float = 60.0, poll_seconds: float = SAFETY_POLL_SECONDS, fenced: bool = True,
                  shutdown_summary: str = SHUTDOWN_SUMMARY, grace_seconds: float = 10.0,
-                 on_heartbeat: Callable[[Todo, dict], None] | None = None):
+                 on_heartbeat: Callable[[Todo, dict], None] | None = None, protocol: str = "modern"):
         if lease_seconds < 1:
             raise ValueError("lease_seconds must be at least 1")
         if poll_seconds <= 0:
             raise ValueError("poll_seconds must be positive")
-        self.conn = Connection(url, token)
+        self.conn = Connection(url, token, protocol=protocol)
         self.queue = queue
         self.name = name or default_name()
         self.lease_seconds = lease_seconds

@@ -140,3 +140,22 @@ async def test_a_refused_token_is_a_clear_error_not_a_retry_loop(live_server):
         async with Worker(live_server.url, "sb_not-a-real-token"):
             pass
     assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("protocol", ["modern", "legacy"])
+async def test_a_waiting_claim_wakes_on_the_doorbell_in_either_protocol_generation(live_server, protocol):
+    from tests.conftest import LOAD_SLACK_SECONDS
+
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        async with Worker(live_server.url, ep.token, poll_seconds=30, protocol=protocol) as worker:
+            waiting = asyncio.create_task(worker.claim())
+            await asyncio.sleep(1.0)  # its claim_next found nothing; now it waits on the doorbell
+            assert not waiting.done()
+            added = time.monotonic()
+            row = await add(client, "wake up")
+            todo = await asyncio.wait_for(waiting, 30)
+            latency = time.monotonic() - added
+            print(f"\n[worker] {protocol}: from add_todo to claimed {latency:.3f} s (safety poll 30 s)")
+            assert todo.id == row["id"] and latency < 2 + LOAD_SLACK_SECONDS
+            await todo.complete()
