@@ -30,6 +30,7 @@ from switchboard_worker.worker import Todo, Worker
 
 NOTE, SUMMARY, USAGE, ARTIFACT = "::note::", "::summary::", "::usage::", "::artifact::"
 TAIL_LINES = 20
+LINE_LIMIT = 1024 * 1024  # the longest standard error line read whole
 SUMMARY_BYTES = 2048
 RESULT_CHARS = 60_000  # under the server's 64 KiB result bound once serialized
 STDOUT_CAP = 4 * 1024 * 1024  # kept in memory at most; the result keeps the tail
@@ -184,7 +185,8 @@ class CommandWorker:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.on_signal, sig)
         try:
-            await self.worker.conn.start()
+            if not await self.connected():
+                return 0  # stopped before the server ever answered
         except Refused as e:
             print(f"switchboard work: {e}", file=sys.stderr)
             return 2
@@ -203,6 +205,24 @@ class CommandWorker:
         say("stopped:", f"{self.claimed} claimed, {c['completed']} completed, {c['failed']} failed,",
             f"{c['released']} released, {c['lost']} lost")
         return 0
+
+    async def connected(self) -> bool:
+        """Wait for the first connection, saying so once when the server is slow to answer;
+        False when a signal stops the worker first."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await self.worker.conn.start(timeout=5)
+            return True
+        say("waiting", f"for {shown(self.worker.conn.mcp_url, 200)} to answer; retrying with backoff")
+        start = asyncio.create_task(self.worker.conn.start())
+        stop = asyncio.create_task(self.worker.stopping.wait())
+        await asyncio.wait({start, stop}, return_when=asyncio.FIRST_COMPLETED)
+        stop.cancel()
+        if start.done():
+            start.result()  # Refused, raised
+            return True
+        start.cancel()
+        await self.worker.conn.close()
+        return False
 
     def release_summary(self) -> str:
         return f"released on shutdown ({self.stop_signal or 'stop'}): the worker stopped before the command finished"
@@ -252,7 +272,8 @@ class CommandWorker:
         try:
             run.proc = await asyncio.create_subprocess_exec(
                 *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=self.environment(todo), start_new_session=True)
+                stderr=asyncio.subprocess.PIPE, env=self.environment(todo), start_new_session=True,
+                limit=LINE_LIMIT)
         except OSError as e:
             run.tail.append(f"cannot start the command: {e.strerror or e}")
             return
@@ -304,7 +325,13 @@ class CommandWorker:
                 del run.stdout[: len(run.stdout) - STDOUT_CAP]
 
     async def read_stderr(self, run: Run) -> None:
-        while line := await run.proc.stderr.readline():
+        while True:
+            try:
+                line = await run.proc.stderr.readline()
+            except ValueError:  # a line longer than LINE_LIMIT: keep its start in the tail
+                line = await run.proc.stderr.read(LINE_LIMIT)
+            if not line:
+                return
             text = line.decode(errors="replace").rstrip("\r\n")
             if text.startswith(NOTE):
                 note = text[len(NOTE):].strip()

@@ -98,8 +98,10 @@ class Connection:
     # -- lifecycle -----------------------------------------------------------------------
 
     async def start(self, timeout: float | None = None) -> None:
-        """Start the supervisor and wait for the first connection (or a refused token)."""
-        self._supervisor = asyncio.create_task(self._supervise(), name="switchboard-connection")
+        """Start the supervisor (once) and wait for the first connection (or a refused token);
+        asyncio.TimeoutError after `timeout` seconds, the supervisor still trying."""
+        if self._supervisor is None:
+            self._supervisor = asyncio.create_task(self._supervise(), name="switchboard-connection")
         await self._wait_up(timeout)
 
     async def close(self) -> None:

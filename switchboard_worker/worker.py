@@ -29,6 +29,7 @@ log = logging.getLogger("switchboard_worker")
 SAFETY_POLL_SECONDS = 30.0
 SHUTDOWN_SUMMARY = "released on shutdown: the worker stopped before this todo was done"
 HOLDER_GONE = ("conflict", "not_found")  # a heartbeat or close answered so: the lease is no longer ours
+CLOSED = ("completed", "failed", "released")
 
 
 def default_name() -> str:
@@ -97,6 +98,8 @@ class Todo:
                     self._lose()
                     return
                 log.warning("heartbeat refused: %s", e.code)
+            except Closed:  # the worker is shutting down
+                return
 
     def _lose(self) -> None:
         if self.outcome is None:
@@ -162,6 +165,8 @@ class Todo:
         self.worker._forget(self)
 
     async def _close(self, tool: str, outcome: str, **args: Any) -> dict:
+        if self.outcome in CLOSED:  # a second close would only be answered as a replay of the first
+            raise ToolError(tool, "conflict", f"this todo's attempt is already closed ({self.outcome})")
         await self._stop_heartbeats()
         try:
             # Repeated after a lost reply with the same lease token: the server applies it

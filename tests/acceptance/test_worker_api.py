@@ -36,6 +36,8 @@ async def test_async_for_yields_fenced_todos_that_note_and_complete(live_server)
                 r = await todo.complete({"ok": True}, summary="all green",
                                         usage={"input_tokens": 10, "output_tokens": 2})
                 assert r["state"] == "done" and todo.outcome == "completed" and not todo.open
+                with pytest.raises(ToolError, match="already closed"):
+                    await todo.fail(summary="a second close")
                 worker.stop()
         got = await history(client, todo_row["id"])
     [attempt] = got["attempts"]

@@ -214,3 +214,17 @@ async def test_a_refused_token_from_a_file_exits_2_without_echoing_it(live_serve
         worker.kill()
     assert "the server refused the token (HTTP 401)" in worker.output
     assert "sb_wrong-token-value" not in worker.output and "Traceback" not in worker.output
+
+
+async def test_a_summary_the_server_refuses_is_replaced_and_the_todo_still_completes(live_server, tmp_path):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "leaky", {"summary": "deployed with AKIAIOSFODNN7EXAMPLE"})
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--max-todos", "1") as worker:
+            assert await worker.wait(60) == 0, worker.output
+        got = await settled(client, todo["id"], "done")
+    [attempt] = got["attempts"]
+    assert attempt["outcome"] == "completed"
+    assert attempt["summary"].startswith("the summary was refused by the server: ")
+    assert "AKIAIOSFODNN7EXAMPLE" not in attempt["summary"] and "AKIAIOSFODNN7EXAMPLE" not in worker.output
+    assert f"refused {todo['id']} summary" in worker.output
