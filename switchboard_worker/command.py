@@ -155,6 +155,7 @@ class CommandWorker:
         self.stop_signal: str | None = None
         self.signals = 0
         self.killing = asyncio.Event()
+        self.shutdown = asyncio.Event()  # a signal came: running commands are being stopped
 
     # -- signals -------------------------------------------------------------------------
 
@@ -163,6 +164,7 @@ class CommandWorker:
         self.signals += 1
         if self.signals == 1:
             self.stop_signal = name
+            self.shutdown.set()
             say("stopping", f"({name}): claiming nothing more;",
                 f"{len(self.runs)} running, {self.args.grace_seconds:g} s grace")
             self.worker.stop()
@@ -277,7 +279,7 @@ class CommandWorker:
         except OSError as e:
             run.tail.append(f"cannot start the command: {e.strerror or e}")
             return
-        if self.worker.stopping.is_set():  # stopped while it started
+        if self.shutdown.is_set():  # signalled while it started
             self.signal_run(run, signal.SIGTERM)
         notes = asyncio.create_task(self.send_notes(run))
         feed = asyncio.create_task(self.feed(run))
@@ -304,7 +306,7 @@ class CommandWorker:
     async def watch(self, run: Run) -> None:
         """Stop the command when its lease is lost, or after the grace period on shutdown."""
         lost = asyncio.create_task(run.todo.lease_lost.wait())
-        stopping = asyncio.create_task(self.worker.stopping.wait())
+        stopping = asyncio.create_task(self.shutdown.wait())
         try:
             await asyncio.wait({lost, stopping}, return_when=asyncio.FIRST_COMPLETED)
             if lost.done():
@@ -387,7 +389,7 @@ class CommandWorker:
             say("lost", todo.id, f"after {took:.1f} s: the lease was no longer ours")
             return
         code = proc.returncode if proc is not None else None
-        if run.signalled and self.worker.stopping.is_set():
+        if run.signalled and self.shutdown.is_set():
             how = "was stopped" if code is None or code != 0 else "stopped and exited 0"
             verb, args = "release", {"summary": f"released on shutdown ({self.stop_signal}): the command {how} "
                                                 f"after {took:.1f} s", "usage": run.usage}

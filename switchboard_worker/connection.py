@@ -132,7 +132,9 @@ class Connection:
             # lost connection, like any error, unless the server refused the credential.
             status = self._refused_status or (_status_of(error) if error is not None else None)
             if status in (401, 403):
-                self._fatal = Refused(f"the server refused the token (HTTP {status})")
+                self._fatal = Refused(f"the server refused the token (HTTP {status})" if status == 401 else
+                                      "the server refused the connection (HTTP 403): check the token, and that "
+                                      "the server allows this host name (SWITCHBOARD_ALLOWED_HOSTS)")
                 self._up.set()
                 return
             if self._closed:
@@ -151,12 +153,13 @@ class Connection:
         from mcp.client.streamable_http import streamable_http_client
 
         headers = {"Authorization": f"Bearer {self._token}"}
-        # No read timeout: the listen stream is quiet until a todo is ready; calls carry
-        # deadlines of their own.
+
         async def seen(response: Any) -> None:
             if response.status_code in (401, 403):
                 self._refused_status = response.status_code
 
+        # No read timeout: the listen stream is quiet until a todo is ready; calls carry
+        # deadlines of their own.
         async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(15.0, read=None),
                                       event_hooks={"response": [seen]}) as http:
             # Rings arrive on the listen stream (2026-07-28) or, on a 2025-11-25 session, as

@@ -243,9 +243,11 @@ class Worker:
         fence = self.fenced if fenced is None else fenced
         while not self.stopping.is_set():
             seen = self.conn.rings
-            r = await self.conn.call("claim_next", {
+            r = await self._unless_stopping(self.conn.call("claim_next", {
                 "queue": queue or self.queue, "claimant": label, "lease_seconds": lease,
-                "require_fence": True if fence else None})
+                "require_fence": True if fence else None}))
+            if r is None:  # stopped while the claim waited for the server: claim nothing
+                return None
             if r.get("todo") is not None:
                 todo = Todo(self, r, claimant=label, lease_seconds=lease)
                 self.held.add(todo)
@@ -257,6 +259,22 @@ class Worker:
             if not wait:
                 return None
             await self._wait_for_work(seen)
+        return None
+
+    async def _unless_stopping(self, call: Awaitable[dict]) -> dict | None:
+        """The call's answer, or None when the worker stops first (say, while the server is
+        away and the call waits to be sent again); a claim cut short that way lapses."""
+        task = asyncio.ensure_future(call)
+        stop = asyncio.create_task(self.stopping.wait())
+        try:
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
         return None
 
     async def _wait_for_work(self, seen: int) -> None:

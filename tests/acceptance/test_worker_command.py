@@ -228,3 +228,21 @@ async def test_a_summary_the_server_refuses_is_replaced_and_the_todo_still_compl
     assert attempt["summary"].startswith("the summary was refused by the server: ")
     assert "AKIAIOSFODNN7EXAMPLE" not in attempt["summary"] and "AKIAIOSFODNN7EXAMPLE" not in worker.output
     assert f"refused {todo['id']} summary" in worker.output
+
+
+async def test_two_slots_run_two_commands_at_once_and_reaching_max_todos_lets_the_other_finish(live_server,
+                                                                                              tmp_path):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        slow = await add(client, "slow", {"seconds": 2})
+        quick = await add(client, "quick", {})
+        extra = await add(client, "beyond the limit", {})
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--concurrency", "2",
+                           "--max-todos", "2", "--grace-seconds", "0") as worker:
+            assert await worker.wait(60) == 0, worker.output
+        for todo in (slow, quick):
+            got = await settled(client, todo["id"], "done")
+            assert [a["outcome"] for a in got["attempts"]] == ["completed"]
+        assert (await call(client, "get_todo", {"id": extra["id"]}))["attempts_total"] == 0
+    assert "slot 0:" in worker.output and "slot 1:" in worker.output
+    assert "2 claimed, 2 completed, 0 failed, 0 released, 0 lost" in worker.output
