@@ -246,3 +246,14 @@ async def test_two_slots_run_two_commands_at_once_and_reaching_max_todos_lets_th
         assert (await call(client, "get_todo", {"id": extra["id"]}))["attempts_total"] == 0
     assert "slot 0:" in worker.output and "slot 1:" in worker.output
     assert "2 claimed, 2 completed, 0 failed, 0 released, 0 lost" in worker.output
+
+
+async def test_a_title_with_terminal_escapes_is_printed_escaped(live_server, tmp_path):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "evil\x1b[31m red\x07 \u202eright-to-left", {})
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--max-todos", "1") as worker:
+            assert await worker.wait(60) == 0, worker.output
+    [line] = [line for line in worker.lines if f"claimed {todo['id']}" in line]
+    assert "\x1b" not in worker.output and "\x07" not in worker.output and "\u202e" not in worker.output
+    assert line.endswith(r"slot 0: evil\x1b[31m red\x07 \u202eright-to-left"), line
