@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import time
 
 from tests.acceptance.worker_helpers import WorkerProcess
@@ -123,7 +124,9 @@ async def test_kill_9_again_and_again_while_a_worker_drains_loses_nothing(db_url
     await h.add_todos(store, agent, n)
     server = h.ServerProcess(db_url, tmp_path / "server.log")
     await server.start()
-    worker = WorkerProcess(server.url, token, FAST_COMMAND, "--queue", "work", "--concurrency", "4")
+    # A short lease: a claim whose reply the kill swallowed lapses soon and is claimed again.
+    worker = WorkerProcess(server.url, token, FAST_COMMAND, "--queue", "work", "--concurrency", "4",
+                           "--lease-seconds", "3")
     try:
         await worker.wait_for_line(r"\bworking on ")
         for k in range(1, kills + 1):
@@ -131,7 +134,7 @@ async def test_kill_9_again_and_again_while_a_worker_drains_loses_nothing(db_url
             server.kill()
             await server.start()
         await h.wait_for_done(db_url, n, timeout=180)
-        worker.signal(15)
+        worker.signal(signal.SIGTERM)
         assert await worker.wait(30) == 0, worker.output
     finally:
         worker.kill()
