@@ -257,3 +257,28 @@ async def test_a_title_with_terminal_escapes_is_printed_escaped(live_server, tmp
     [line] = [line for line in worker.lines if f"claimed {todo['id']}" in line]
     assert "\x1b" not in worker.output and "\x07" not in worker.output and "\u202e" not in worker.output
     assert line.endswith(r"slot 0: evil\x1b[31m red\x07 \u202eright-to-left"), line
+
+
+async def test_a_todo_released_from_the_board_mid_run_stops_its_command_and_is_reported_lost(live_server,
+                                                                                           tmp_path):
+    from board.store.vocabulary import Human
+
+    ep = await vend(live_server.store)
+    marker = tmp_path / "running"
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "taken back", {"seconds": 60, "marker": str(marker)})
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--lease-seconds", "3",
+                           "--grace-seconds", "1", "--max-todos", "1") as worker:
+            await worker.wait_for_line(f"claimed {todo['id']}")
+            while not marker.exists():
+                await asyncio.sleep(0.05)
+            # Its owner releases it on the Board (exempt from the fence): the next heartbeat is refused.
+            await live_server.store.todo_release(Human(ep.user_id, "owner"), todo["id"], summary="taking it back")
+            await worker.wait_for_line(f"lease lost {todo['id']}", timeout=3 + LOAD_SLACK_SECONDS)
+            assert await worker.wait(30) == 0, worker.output
+        kill_pid_in(marker)
+        got = await call(client, "get_todo", {"id": todo["id"]})
+    assert got["state"] == "pending" and [a["outcome"] for a in got["attempts"]] == ["released"]
+    assert got["attempts"][0]["summary"] == "taking it back"  # the worker closed nothing after
+    assert f"lost {todo['id']} after " in worker.output
+    assert "1 claimed, 0 completed, 0 failed, 0 released, 1 lost" in worker.output
