@@ -1,5 +1,6 @@
 """The `switchboard` command line: serve, migrate, user add, endpoint vend/revoke, queue
-pause/resume, demo."""
+pause/resume, demo, and work (the worker, `switchboard_worker`, which is a client of the server
+and has a parser of its own)."""
 
 from __future__ import annotations
 
@@ -88,6 +89,10 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--port", type=int, default=8000)
     demo.add_argument("--host", default="127.0.0.1")
     demo.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+
+    # Listed for --help only: main() hands `work` and everything after it to the worker's parser.
+    sub.add_parser("work", add_help=False, help="claim todos and run a command for each (docs/worker.md; "
+                                                "`switchboard work --help`)")
     return p
 
 
@@ -165,6 +170,11 @@ def _serve(settings: Settings, host: str, port: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["work"]:  # the worker needs no server settings, database or logging setup
+        from switchboard_worker.command import main as work
+
+        return work(argv[1:])
     args = _parser().parse_args(argv)
     settings = None
     try:

@@ -13,7 +13,9 @@ What it does, in order:
    whenever nothing in it is pending, so a long demo keeps moving (the ingest queue gets one
    todo at a time, so that a lapsed lease there is what `claim_next` finds), within the
    demo's bounds (see Settling).
-5. Runs simulated agents, each with its own MCP SDK client against the real `/mcp`. They all
+5. Runs simulated agents, each a `switchboard_worker.Worker` (the worker any Python agent can
+   use, docs/worker.md: its own MCP SDK client, background heartbeats, reconnects, replayed
+   closes) against the real `/mcp`. They all
    use the one demo endpoint (todos belong to an endpoint, so workers that share work share
    a credential) and tell themselves apart by claimant labels such as `demo/fixer-1/run-1`:
 

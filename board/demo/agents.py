@@ -1,5 +1,6 @@
-"""The simulated agents: each its own MCP SDK client on the one demo endpoint, told apart
-by claimant labels such as `demo/fixer-1/run-1`, each playing its role in a loop.
+"""The simulated agents: each its own `switchboard_worker.Worker` (the MCP SDK client every
+Python agent can use) on the one demo endpoint, told apart by claimant labels such as
+`demo/fixer-1/run-1`, each playing its role in a loop.
 
 Every agent reports the outcomes it brings about to the demo (`Demo.saw`), which settles
 once all of them have been shown; from then on the agents take a break between todos
@@ -10,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import random
 import time
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
+
+from switchboard_worker import Todo, ToolError, Worker
 
 from board.demo import banner
 from board.demo.seeding import ARTIFACTS, SHUTDOWN_SUMMARY, SUMMARIES
@@ -29,31 +30,15 @@ def when(iso: str | None) -> float | None:
     return datetime.fromisoformat(iso).timestamp() if iso else None
 
 
-class ToolError(Exception):
-    def __init__(self, tool: str, code: str, message: str):
-        super().__init__(f"{tool}: {code}: {message}")
-        self.tool, self.code, self.message = tool, code, message
-
-
 class Stopping(Exception):
     """The demo is stopping: unwind the agent's current step."""
 
 
-@dataclass
-class Held:
-    todo: dict
-    attempt_seq: int
-    lease_token: str | None = None  # never printed
-    interrupted: bool = False
-
-    @property
-    def id(self) -> str:
-        return self.todo["id"]
-
-
 class SimAgent:
-    """One simulated worker: its own MCP SDK client on the demo endpoint, a claimant label
-    demo/<name>/run-<n>, and a step() that plays its role once."""
+    """One simulated worker: a `switchboard_worker.Worker` (its own MCP SDK client) on the demo
+    endpoint, a claimant label demo/<name>/run-<n>, and a step() that plays its role once.
+    The Worker heartbeats a held todo in the background, reconnects when the server is away
+    and replays a fenced close; the agent decides what to do with each todo."""
 
     queues: tuple[str, ...] = ()
     lease: float = 8.0
@@ -64,8 +49,8 @@ class SimAgent:
         self.demo = demo
         self.name = name
         self.run = 1
-        self.held: Held | None = None
-        self.client = None
+        self.held: Todo | None = None
+        self.worker: Worker | None = None
         self._plan = itertools.cycle(self.plan)
         self._queue_cycle = itertools.cycle(self.queues)
         self._idle = False
@@ -81,6 +66,11 @@ class SimAgent:
 
     def say(self, action: str, todo: dict | None = None, detail: str = "") -> None:
         banner.todo_action(self.name, action, todo, detail)
+
+    def heard(self, todo: Todo, r: dict) -> None:
+        """The Worker's background heartbeat went through: one line, as before."""
+        left = (when(r.get("lease_expires_at")) or time.time()) - time.time()
+        self.say("heartbeat", todo.data, f"lease {max(0, round(left))} s")
 
     # plumbing
 
@@ -100,39 +90,29 @@ class SimAgent:
     async def call(self, tool: str, **args: Any) -> dict:
         if self.demo.stop.is_set() and not self.leaving:
             raise Stopping()
-        result = await self.client.call_tool(tool, {k: v for k, v in args.items() if v is not None})
-        if result.is_error:  # the error body is the JSON text; errors carry no structured content
-            try:
-                err = json.loads(result.content[0].text).get("error") or {}
-            except (IndexError, AttributeError, ValueError):
-                err = {}
-            raise ToolError(tool, err.get("code", "error"), err.get("message", ""))
-        return result.structured_content or {}
-
-    def _fence(self, held: Held | None = None) -> dict:
-        held = held or self.held
-        return {"lease_token": held.lease_token} if held and held.lease_token else {}
+        return await self.worker.call(tool, **args)
 
     def artifact(self) -> str:
         return self.rng.choice(ARTIFACTS).format(n=self.rng.randint(1000, 9999))
 
     # the verbs
 
-    async def claim_next(self, queue: str, *, lease: float | None = None, fenced: bool | None = None) -> Held | None:
+    async def claim_next(self, queue: str, *, lease: float | None = None, fenced: bool | None = None) -> Todo | None:
+        if self.demo.stop.is_set():
+            raise Stopping()
         fenced = self.fenced if fenced is None else fenced
-        r = await self.call("claim_next", queue=queue, claimant=self.claimant, lease_seconds=lease or self.lease,
-                            require_fence=True if fenced else None)
-        todo = r.get("todo")
-        if todo is None:
+        held = await self.worker.claim(queue=queue, claimant=self.claimant, lease_seconds=lease or self.lease,
+                                       fenced=fenced, wait=False)
+        if held is None:
             if not self._idle:
                 self.say("idle", None, f"nothing to claim in {queue}")
             self._idle = True
             return None
         self._idle = False
-        self.held = Held(todo, r["attempt_seq"], r.get("lease_token"))
-        prior = r.get("prior_attempts") or []
+        self.held = held
+        todo, prior = held.data, held.prior_attempts
         took_over = bool(prior) and prior[0].get("outcome") == "lease_expired" and \
-            prior[0].get("seq") == r["attempt_seq"] - 1
+            prior[0].get("seq") == held.attempt_seq - 1
         detail = f"attempt {todo['attempt']} of {todo['max_attempts']}"
         if fenced:
             detail += ", fenced"
@@ -145,18 +125,9 @@ class SimAgent:
         self.say("took over" if took_over else "claimed", todo, detail)
         return self.held
 
-    async def heartbeat(self) -> None:
-        held = self.held
-        r = await self.call("heartbeat", id=held.id, lease_seconds=self.lease, **self._fence())
-        left = (when(r.get("lease_expires_at")) or time.time()) - time.time()
-        self.say("heartbeat", held.todo, f"lease {max(0, round(left))} s")
-
-    async def work(self, seconds: float, beats: int = 1) -> None:
-        """Work for about `seconds`, heartbeating `beats` times along the way."""
-        beats = max(1, beats)
-        for _ in range(beats):
-            await self.pause(seconds / beats)
-            await self.heartbeat()
+    async def work(self, seconds: float) -> None:
+        """Work for about `seconds`; the Worker heartbeats meanwhile."""
+        await self.pause(seconds)
 
     def usage(self) -> dict:
         """What a model-driven worker would report about its attempt (made up, plausible)."""
@@ -166,17 +137,16 @@ class SimAgent:
 
     async def complete(self, summary_kind: str = "complete") -> None:
         held = self.held
-        await self.call("complete", id=held.id, summary=self.rng.choice(SUMMARIES[summary_kind]),
-                        artifact=self.artifact(), result={"ok": True, "by": self.claimant},
-                        usage=self.usage(), **self._fence())
+        await held.complete({"ok": True, "by": self.claimant}, summary=self.rng.choice(SUMMARIES[summary_kind]),
+                            artifact=self.artifact(), usage=self.usage())
         self.held = None
         self.demo.saw("completed")
-        self.say("completed", held.todo, "done")
+        self.say("completed", held.data, "done")
 
     async def fail(self, summary_kind: str = "fail") -> None:
         held = self.held
-        r = await self.call("fail", id=held.id, summary=self.rng.choice(SUMMARIES[summary_kind]),
-                            artifact=self.artifact(), result={"ok": False}, usage=self.usage(), **self._fence())
+        r = await held.fail({"ok": False}, summary=self.rng.choice(SUMMARIES[summary_kind]),
+                            artifact=self.artifact(), usage=self.usage())
         self.held = None
         self.demo.saw("failed")
         closed = r.get("closed_attempt") or {}
@@ -186,15 +156,15 @@ class SimAgent:
         else:
             wait = (when(r.get("next_retry_at")) or time.time()) - time.time()
             detail = f"retry scheduled in {max(0.0, wait):.0f} s"
-        self.say("failed", held.todo, detail)
+        self.say("failed", held.data, detail)
 
     async def release(self, summary: str, detail: str) -> None:
         held = self.held
-        await self.call("release", id=held.id, summary=summary, artifact=self.artifact(), **self._fence())
+        await held.release(summary=summary, artifact=self.artifact())
         self.held = None
         if not self.leaving:
             self.demo.saw("released")
-        self.say("released", held.todo, detail)
+        self.say("released", held.data, detail)
 
     # the loop
 
@@ -205,18 +175,21 @@ class SimAgent:
         await self.pause(1.0)
 
     async def main(self) -> None:
-        async with self.demo.connect() as client:
-            self.client = client
+        async with Worker(self.demo.local_url, self.demo.token, lease_seconds=self.lease, fenced=self.fenced,
+                          shutdown_summary=SHUTDOWN_SUMMARY, on_heartbeat=self.heard) as worker:
+            self.worker = worker
             try:
                 while True:
                     try:
                         await self.step()
                     except ToolError as e:
-                        self.say("error", self.held.todo if self.held else None, f"{e.tool}: {e.code}")
-                        await self.pause(2.0 if e.code == "rate_limited" else 1.0)
+                        self.say("error", self.held.data if self.held else None, f"{e.tool}: {e.code}")
+                        if self.held is not None and not self.held.open:
+                            self.held = None  # the lease is gone (conflict, not_found): nothing to hold
+                        await self.pause(1.0)
                     except (Stopping, asyncio.CancelledError):
                         raise
-                    except Exception as e:  # the server is away, a transport error: try again
+                    except Exception as e:  # anything else: say so and go on
                         if self.demo.stop.is_set():
                             raise Stopping() from None
                         self.say("error", None, f"{type(e).__name__}; retrying")
@@ -227,15 +200,13 @@ class SimAgent:
     async def goodbye(self) -> None:
         """Release on shutdown: what this agent holds goes back to pending."""
         held = self.held
-        if held is None:
+        if held is None or not held.open:
             return
         self.leaving = True
         try:
-            if held.interrupted:
-                await self.call("resume", id=held.id, **self._fence())
             await self.release(SHUTDOWN_SUMMARY, "on shutdown: back to pending")
         except Exception as e:
-            self.say("error", held.todo, f"release on shutdown: {getattr(e, 'code', type(e).__name__)}")
+            self.say("error", held.data, f"release on shutdown: {getattr(e, 'code', type(e).__name__)}")
 
 
 class Fixer(SimAgent):
@@ -261,7 +232,7 @@ class Fixer(SimAgent):
             await self.work(self.rng.uniform(1.5, 3.0))
             await self.fail()
         else:
-            await self.work(self.rng.uniform(2.0, 4.0), beats=2)
+            await self.work(self.rng.uniform(2.0, 4.0))
             await self.complete()
         await self.rest(0.3)
 
@@ -281,20 +252,18 @@ class Reviewer(SimAgent):
         if what == "ask":
             await self.work(1.0)
             held = self.held
-            await self.call("interrupt", id=held.id, state="input_required", **self._fence())
-            held.interrupted = True
-            self.say("interrupt", held.todo, "waiting for input; the attempt stays open")
+            await held.interrupt("input_required")
+            self.say("interrupt", held.data, "waiting for input; the attempt stays open")
             await self.pause(2.5)
-            await self.call("resume", id=held.id, lease_seconds=self.lease, **self._fence())
-            held.interrupted = False
-            self.say("resumed", held.todo, "input arrived")
+            await held.resume()
+            self.say("resumed", held.data, "input arrived")
             await self.work(1.5)
             await self.complete()
         elif what == "fail":
             await self.work(2.0)
             await self.fail()
         else:
-            await self.work(self.rng.uniform(2.0, 3.5), beats=2)
+            await self.work(self.rng.uniform(2.0, 3.5))
             await self.complete()
         await self.rest(0.3)
 
@@ -309,9 +278,9 @@ class Flaky(SimAgent):
         held = await self.claim_next("flaky")
         if held is None:
             return await self.idle()
-        fails = (held.todo.get("payload") or {}).get("fails", 0)
+        fails = (held.payload or {}).get("fails", 0)
         await self.work(self.rng.uniform(1.0, 2.0))
-        if fails == "always" or (isinstance(fails, int) and held.todo["attempt"] <= fails):
+        if fails == "always" or (isinstance(fails, int) and held.attempt <= fails):
             await self.fail("flaky")
         else:
             await self.complete()
@@ -330,16 +299,16 @@ class Crasher(SimAgent):
         if await self.claim_next("ops") is None:
             return await self.idle()
         if next(self._plan) != "die":
-            await self.work(2.0, beats=2)
+            await self.work(2.0)
             await self.complete()
             await self.rest(0.5)
             return
         await self.work(1.0)
         # A working note before it dies: the next claimer reads it in prior_attempts.
-        await self.call("note", id=self.held.id, text=f"run {self.run}: trying the slow path; the cache looks stale",
-                        **self._fence())
+        await self.held.note(f"run {self.run}: trying the slow path; the cache looks stale")
         dead, self.held = self.held, None  # from here on nobody holds it: no release, ever
-        self.say("died", dead.todo, f"stopped heartbeating; its {self.lease:g} s lease will lapse")
+        dead.abandon()  # no more heartbeats: the lease lapses
+        self.say("died", dead.data, f"stopped heartbeating; its {self.lease:g} s lease will lapse")
         await self.pause(self.lease + 2.5)  # the lease lapses and the reaper (every 1 s) closes it
         self.run += 1
         todo = await self.call("get_todo", id=dead.id, attempts_limit=10)
@@ -368,21 +337,21 @@ class Hung(SimAgent):
         if await self.claim_next("ingest") is None:
             return await self.idle()
         if next(self._plan) != "hang":
-            await self.work(2.0, beats=2)
+            await self.work(2.0)
             await self.complete()
             await self.rest(0.5)
             return
         await self.work(1.0)
         stale, self.held = self.held, None
-        self.say("hung", stale.todo, "stuck on a network call: no more heartbeats")
+        stale.abandon()  # no more heartbeats while it hangs
+        self.say("hung", stale.data, "stuck on a network call: no more heartbeats")
         await self.pause(self.lease + 2.0)
         try:
-            await self.call("complete", id=stale.id, summary=self.rng.choice(SUMMARIES["complete"]),
-                            artifact=self.artifact(), **self._fence(stale))
+            await stale.complete(summary=self.rng.choice(SUMMARIES["complete"]), artifact=self.artifact())
             self.demo.saw("completed")
-            self.say("completed", stale.todo, "done (its lease was never taken)")
+            self.say("completed", stale.data, "done (its lease was never taken)")
         except ToolError as e:
-            self.say("woke up", stale.todo, f"its stale lease token was refused ({e.code})")
+            self.say("woke up", stale.data, f"its stale lease token was refused ({e.code})")
         self.run += 1
         await self.rest(0.5)
 
@@ -405,7 +374,7 @@ class Rescuer(SimAgent):
         await self.pause(max(0.0, wait) + 0.05)
         if await self.claim_next("ingest") is None:
             return
-        await self.work(2.0, beats=2)
+        await self.work(2.0)
         await self.complete("rescue")
         await self.pause(0.3)  # no break: it must be watching when hung-1 next hangs
 

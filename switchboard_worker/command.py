@@ -1,0 +1,457 @@
+"""`switchboard work -- COMMAND [ARGS...]`: run a command for each claimed todo.
+
+For each todo: the todo as JSON on standard input; SWITCHBOARD_TODO_ID, SWITCHBOARD_QUEUE,
+SWITCHBOARD_TODO_TITLE, SWITCHBOARD_ATTEMPT, SWITCHBOARD_ATTEMPT_SEQ, SWITCHBOARD_MAX_ATTEMPTS
+and SWITCHBOARD_PRIOR_ATTEMPTS (JSON: seq, outcome, died, summary of up to five earlier
+attempts, newest first) in the environment (the token is taken out of it). Lines on standard
+error starting with `::note::`, `::summary::`, `::usage::` (JSON) or `::artifact::` talk to
+Switchboard; the rest is the command's own. Exit 0 completes (standard output is the result:
+JSON when it parses, else text), any other exit fails (the tail of standard error is the
+summary). SIGTERM or SIGINT: claim nothing more, pass the signal to the running commands, wait
+--grace seconds, then kill what is left and release its todo. docs/worker.md has the rest."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from collections import Counter, deque
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from switchboard_worker.connection import Closed, Lost, Refused, ToolError
+from switchboard_worker.worker import Todo, Worker
+
+NOTE, SUMMARY, USAGE, ARTIFACT = "::note::", "::summary::", "::usage::", "::artifact::"
+TAIL_LINES = 20
+LINE_LIMIT = 1024 * 1024  # the longest standard error line read whole
+SUMMARY_BYTES = 2048
+RESULT_CHARS = 60_000  # under the server's 64 KiB result bound once serialized
+STDOUT_CAP = 4 * 1024 * 1024  # kept in memory at most; the result keeps the tail
+TOKEN_ENV = ("SWITCHBOARD_TOKEN", "SWITCHBOARD_TOKEN_FILE")
+USAGE_KEYS = {"input_tokens", "output_tokens", "cost_usd", "model"}
+
+
+class UsageError(Exception):
+    pass
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """An untrusted value for a log line: control characters escaped, cut to `limit`."""
+    text = str(value)
+    out = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+    return out if len(out) <= limit else out[: limit - 1] + "…"
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).strftime("%H:%M:%S")
+
+
+def say(*parts: str) -> None:
+    print(now(), *parts, flush=True)
+
+
+def cut_bytes(text: str, limit: int) -> str:
+    data = text.encode()
+    return text if len(data) <= limit else data[-limit:].decode(errors="ignore")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="switchboard work",
+        description="Claim todos from a Switchboard server and run COMMAND for each (docs/worker.md).",
+        usage="%(prog)s --url URL [--token-file PATH] [--queue Q] [--concurrency N] [--lease-seconds S] -- COMMAND [ARGS...]")
+    p.add_argument("--url", default=os.environ.get("SWITCHBOARD_URL"),
+                   help="the server's base URL (or SWITCHBOARD_URL), e.g. http://127.0.0.1:8000")
+    p.add_argument("--token", help="the endpoint token; prefer SWITCHBOARD_TOKEN or --token-file (a command "
+                                   "line is visible to other users of the machine)")
+    p.add_argument("--token-file", default=os.environ.get("SWITCHBOARD_TOKEN_FILE"),
+                   help="a file holding the token (or SWITCHBOARD_TOKEN_FILE)")
+    p.add_argument("--queue", help="claim from this queue only (default: any the token may drain)")
+    p.add_argument("--concurrency", type=int, default=1, help="commands run at once (default 1)")
+    p.add_argument("--lease-seconds", type=float, default=60.0, help="the lease asked for; heartbeats every third")
+    p.add_argument("--grace-seconds", type=float, default=10.0,
+                   help="after SIGTERM or SIGINT, how long running commands get before they are killed (default 10)")
+    p.add_argument("--poll-seconds", type=float, default=30.0,
+                   help="the safety poll while the doorbell is quiet (default 30)")
+    p.add_argument("--name", help="the claimant prefix (default host/pid); each claim adds /slot-N")
+    p.add_argument("--max-todos", type=int, default=None, help="stop after this many todos")
+    p.add_argument("--protocol", choices=("modern", "legacy"), default="modern",
+                   help="MCP protocol generation: modern (2026-07-28, the default) or legacy (2025-11-25 sessions)")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="the command and its arguments, after --")
+    return p
+
+
+def read_token(args: argparse.Namespace) -> str:
+    if args.token:
+        return args.token.strip()
+    if os.environ.get("SWITCHBOARD_TOKEN"):
+        return os.environ["SWITCHBOARD_TOKEN"].strip()
+    if args.token_file:
+        try:
+            token = Path(args.token_file).read_text().strip()
+        except OSError as e:
+            raise UsageError(f"cannot read --token-file: {e.strerror or e}") from None
+        if not token:
+            raise UsageError("--token-file is empty")
+        return token
+    raise UsageError("no token: set SWITCHBOARD_TOKEN, or pass --token-file PATH (or --token)")
+
+
+def check(args: argparse.Namespace) -> list[str]:
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        raise UsageError("no COMMAND: put it after --, e.g. switchboard work --url URL -- ./run.sh")
+    if not args.url or not args.url.startswith(("http://", "https://")):
+        raise UsageError("--url must be the server's http:// or https:// URL (or set SWITCHBOARD_URL)")
+    if args.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1")
+    if args.lease_seconds < 3:
+        raise UsageError("--lease-seconds must be at least 3")
+    if args.grace_seconds < 0:
+        raise UsageError("--grace-seconds must not be negative")
+    if args.poll_seconds <= 0:
+        raise UsageError("--poll-seconds must be positive")
+    if args.max_todos is not None and args.max_todos < 1:
+        raise UsageError("--max-todos must be at least 1")
+    return command
+
+
+class Run:
+    """One running command for one todo."""
+
+    def __init__(self, todo: Todo, slot: int):
+        self.todo, self.slot = todo, slot
+        self.proc: asyncio.subprocess.Process | None = None
+        self.notes: asyncio.Queue = asyncio.Queue()
+        self.last_note: str | None = None
+        self.summary: str | None = None
+        self.artifact: str | None = None
+        self.usage: dict | None = None
+        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self.stdout = bytearray()
+        self.signalled: str | None = None  # the signal the worker passed on, when it stopped it
+        self.started = time.monotonic()
+
+
+class CommandWorker:
+    def __init__(self, args: argparse.Namespace, command: list[str], token: str):
+        self.args, self.command = args, command
+        self.worker = Worker(args.url, token, queue=args.queue, name=args.name, lease_seconds=args.lease_seconds,
+                             poll_seconds=args.poll_seconds, grace_seconds=args.grace_seconds,
+                             protocol=args.protocol)
+        self.runs: set[Run] = set()
+        self.counts: Counter[str] = Counter()
+        self.claimed = 0
+        self.reserved = 0
+        self.stop_signal: str | None = None
+        self.signals = 0
+        self.killing = asyncio.Event()
+        self.shutdown = asyncio.Event()  # a signal came: running commands are being stopped
+
+    # -- signals -------------------------------------------------------------------------
+
+    def on_signal(self, signum: int) -> None:
+        name = signal.Signals(signum).name
+        self.signals += 1
+        if self.signals == 1:
+            self.stop_signal = name
+            self.shutdown.set()
+            say("stopping", f"({name}): claiming nothing more;",
+                f"{len(self.runs)} running, {self.args.grace_seconds:g} s grace")
+            self.worker.stop()
+            for run in list(self.runs):
+                self.signal_run(run, signum)
+        else:  # a second signal: no more grace
+            say("stopping now", f"({name})")
+            self.killing.set()
+
+    def signal_run(self, run: Run, signum: int) -> None:
+        run.signalled = signal.Signals(signum).name
+        if run.proc is not None and run.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(run.proc.pid, signum)
+
+    # -- the loop ------------------------------------------------------------------------
+
+    async def main(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.on_signal, sig)
+        try:
+            if not await self.connected():
+                return 0  # stopped before the server ever answered
+        except Refused as e:
+            print(f"switchboard work: {e}", file=sys.stderr)
+            return 2
+        say("working", f"on {shown(self.worker.conn.mcp_url, 200)}", f"queue {shown(self.args.queue or '(any)')},",
+            f"concurrency {self.args.concurrency}, lease {self.args.lease_seconds:g} s")
+        try:
+            slots = [asyncio.create_task(self.slot(n)) for n in range(self.args.concurrency)]
+            await asyncio.gather(*slots)
+        except Refused as e:
+            print(f"switchboard work: {e}", file=sys.stderr)
+            return 2
+        finally:
+            await self.worker.release_held(self.release_summary())
+            await self.worker.conn.close()
+        c = self.counts
+        say("stopped:", f"{self.claimed} claimed, {c['completed']} completed, {c['failed']} failed,",
+            f"{c['released']} released, {c['lost']} lost")
+        return 0
+
+    async def connected(self) -> bool:
+        """Wait for the first connection, saying so once when the server is slow to answer;
+        False when a signal stops the worker first."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await self.worker.conn.start(timeout=5)
+            return True
+        say("waiting", f"for {shown(self.worker.conn.mcp_url, 200)} to answer; retrying with backoff")
+        start = asyncio.create_task(self.worker.conn.start())
+        stop = asyncio.create_task(self.worker.stopping.wait())
+        await asyncio.wait({start, stop}, return_when=asyncio.FIRST_COMPLETED)
+        stop.cancel()
+        if start.done():
+            start.result()  # Refused, raised
+            return True
+        start.cancel()
+        await self.worker.conn.close()
+        return False
+
+    def release_summary(self) -> str:
+        return f"released on shutdown ({self.stop_signal or 'stop'}): the worker stopped before the command finished"
+
+    async def slot(self, n: int) -> None:
+        while not self.worker.stopping.is_set():
+            if self.args.max_todos is not None and self.reserved >= self.args.max_todos:
+                self.worker.stop()
+                return
+            self.reserved += 1  # counted before the claim, so slots together claim at most --max-todos
+            try:
+                todo = await self.worker.claim(slot=n)
+            except Refused:
+                raise
+            except Closed:
+                return
+            finally:
+                self.reserved -= 1
+            if todo is None:
+                return
+            self.reserved += 1
+            self.claimed += 1
+            say("claimed", todo.id, f"queue {shown(todo.queue)}", f"attempt {todo.attempt}/{todo.max_attempts}",
+                f"slot {n}:", shown(todo.title))
+            await self.handle(todo, n)
+
+    async def handle(self, todo: Todo, slot: int) -> None:
+        run = Run(todo, slot)
+        self.runs.add(run)
+        try:
+            await self.execute(run)
+            await self.close(run)
+        finally:
+            self.runs.discard(run)
+
+    def environment(self, todo: Todo) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in TOKEN_ENV}
+        prior = [{"seq": a.get("seq"), "outcome": a.get("outcome"), "died": a.get("died"),
+                  "summary": a.get("summary")} for a in todo.prior_attempts]
+        env.update(SWITCHBOARD_TODO_ID=todo.id, SWITCHBOARD_QUEUE=todo.queue, SWITCHBOARD_TODO_TITLE=todo.title,
+                   SWITCHBOARD_ATTEMPT=str(todo.attempt), SWITCHBOARD_ATTEMPT_SEQ=str(todo.attempt_seq),
+                   SWITCHBOARD_MAX_ATTEMPTS=str(todo.max_attempts), SWITCHBOARD_PRIOR_ATTEMPTS=json.dumps(prior))
+        return env
+
+    async def execute(self, run: Run) -> None:
+        todo = run.todo
+        try:
+            run.proc = await asyncio.create_subprocess_exec(
+                *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=self.environment(todo), start_new_session=True,
+                limit=LINE_LIMIT)
+        except OSError as e:
+            run.tail.append(f"cannot start the command: {e.strerror or e}")
+            return
+        if self.shutdown.is_set():  # signalled while it started
+            self.signal_run(run, signal.SIGTERM)
+        notes = asyncio.create_task(self.send_notes(run))
+        feed = asyncio.create_task(self.feed(run))
+        readers = [asyncio.create_task(self.read_stdout(run)), asyncio.create_task(self.read_stderr(run))]
+        watch = asyncio.create_task(self.watch(run))
+        try:
+            await asyncio.gather(*readers)
+            await run.proc.wait()
+        finally:
+            watch.cancel()
+            feed.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch
+            await run.notes.put(None)
+            with contextlib.suppress(Exception):
+                await notes  # every note before the close
+
+    async def feed(self, run: Run) -> None:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            run.proc.stdin.write(json.dumps(run.todo.data).encode() + b"\n")
+            await run.proc.stdin.drain()
+            run.proc.stdin.close()
+
+    async def watch(self, run: Run) -> None:
+        """Stop the command when its lease is lost, or after the grace period on shutdown."""
+        lost = asyncio.create_task(run.todo.lease_lost.wait())
+        stopping = asyncio.create_task(self.shutdown.wait())
+        try:
+            await asyncio.wait({lost, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if lost.done():
+                say("lease lost", run.todo.id, "(lapsed and taken over, or reaped): stopping the command")
+                self.signal_run(run, signal.SIGTERM)
+            killing = asyncio.create_task(self.killing.wait())
+            await asyncio.wait({killing}, timeout=self.args.grace_seconds)
+            killing.cancel()
+            self.signal_run(run, signal.SIGKILL)
+        finally:
+            lost.cancel()
+            stopping.cancel()
+
+    async def read_stdout(self, run: Run) -> None:
+        while chunk := await run.proc.stdout.read(65536):
+            run.stdout += chunk
+            if len(run.stdout) > STDOUT_CAP:
+                del run.stdout[: len(run.stdout) - STDOUT_CAP]
+
+    async def read_stderr(self, run: Run) -> None:
+        while True:
+            try:
+                line = await run.proc.stderr.readline()
+            except ValueError:  # a line longer than LINE_LIMIT: keep its start in the tail
+                line = await run.proc.stderr.read(LINE_LIMIT)
+            if not line:
+                return
+            text = line.decode(errors="replace").rstrip("\r\n")
+            if text.startswith(NOTE):
+                note = text[len(NOTE):].strip()
+                if note:
+                    run.last_note = note
+                    await run.notes.put(note)
+            elif text.startswith(SUMMARY):
+                run.summary = text[len(SUMMARY):].strip() or None
+            elif text.startswith(ARTIFACT):
+                run.artifact = text[len(ARTIFACT):].strip() or None
+            elif text.startswith(USAGE):
+                run.usage = self.parse_usage(run, text[len(USAGE):])
+            else:
+                run.tail.append(text)
+
+    def parse_usage(self, run: Run, text: str) -> dict | None:
+        try:
+            usage = json.loads(text)
+        except ValueError:
+            usage = None
+        if not isinstance(usage, dict) or not usage or not set(usage) <= USAGE_KEYS:
+            say("ignored", run.todo.id, "a ::usage:: line that is not a JSON object of",
+                ", ".join(sorted(USAGE_KEYS)))
+            return run.usage
+        return usage
+
+    async def send_notes(self, run: Run) -> None:
+        while (text := await run.notes.get()) is not None:
+            try:
+                await run.todo.note(text)
+            except ToolError as e:
+                say("note refused", run.todo.id, f"{e.code}" + (f" ({e.argument})" if e.argument else ""))
+            except (Lost, Closed):
+                return
+
+    # -- closing -------------------------------------------------------------------------
+
+    def result_of(self, run: Run) -> Any:
+        text = run.stdout.decode(errors="replace")
+        if not text.strip():
+            return None
+        with contextlib.suppress(ValueError):
+            value = json.loads(text)
+            if len(json.dumps(value)) <= RESULT_CHARS:
+                return value
+        return text if len(text) <= RESULT_CHARS else text[-RESULT_CHARS:]
+
+    async def close(self, run: Run) -> None:
+        todo, proc = run.todo, run.proc
+        took = time.monotonic() - run.started
+        if not todo.open:  # the lease was lost while it ran: nothing of ours to close
+            self.counts["lost"] += 1
+            say("lost", todo.id, f"after {took:.1f} s: the lease was no longer ours")
+            return
+        code = proc.returncode if proc is not None else None
+        if run.signalled and self.shutdown.is_set():
+            how = "was stopped" if code is None or code != 0 else "stopped and exited 0"
+            verb, args = "release", {"summary": f"released on shutdown ({self.stop_signal}): the command {how} "
+                                                f"after {took:.1f} s", "usage": run.usage}
+        elif code == 0:
+            summary = run.summary or run.last_note or f"the command exited 0 after {took:.1f} s"
+            verb, args = "complete", {"result": self.result_of(run), "summary": summary, "artifact": run.artifact,
+                                      "usage": run.usage}
+        else:
+            if code is None:
+                why = "the command could not start"
+            elif code < 0:
+                why = f"the command was killed by {signal.Signals(-code).name}"
+            else:
+                why = f"the command exited {code}"
+            tail = "\n".join(run.tail).strip()
+            summary = run.summary or (f"{why}: {tail}" if tail else why)
+            verb, args = "fail", {"result": self.result_of(run), "summary": cut_bytes(summary, SUMMARY_BYTES),
+                                  "artifact": run.artifact, "usage": run.usage}
+        outcome = await self.send_close(todo, verb, args)
+        self.counts[outcome] += 1
+        extra = " (replayed after a reconnect)" if todo.replayed else ""
+        say(outcome, todo.id, f"in {took:.1f} s{extra}" + (f", exit {code}" if code else ""))
+
+    async def send_close(self, todo: Todo, verb: str, args: dict) -> str:
+        """Close; when an argument is refused as invalid (a credential-looking summary, a bad
+        artifact), close again without it rather than leave the todo to lapse."""
+        for _ in range(4):
+            try:
+                if verb == "release":
+                    await todo.release(**{k: v for k, v in args.items() if k != "result"})
+                elif verb == "complete":
+                    await todo.complete(**args)
+                else:
+                    await todo.fail(**args)
+                return todo.outcome or verb
+            except ToolError as e:
+                if e.code == "invalid" and e.argument in args and args[e.argument] is not None:
+                    say("refused", todo.id, f"{e.argument} ({shown(e.message, 120)}); closing without it")
+                    args = {**args, e.argument: None}
+                    if e.argument in ("summary", "result"):
+                        args["summary"] = f"the {e.argument} was refused by the server: {e.message}"[:SUMMARY_BYTES]
+                    continue
+                if e.code in ("conflict", "not_found"):
+                    return "lost"
+                say("close refused", todo.id, f"{verb}: {e.code}")
+                return "lost"
+            except (Lost, Closed):
+                return "lost"
+        return "lost"
+
+
+def main(argv: list[str] | None = None, prog: str = "switchboard work") -> int:
+    p = parser()
+    p.prog = prog
+    args = p.parse_args(argv)
+    try:
+        command = check(args)
+        token = read_token(args)
+    except UsageError as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(CommandWorker(args, command, token).main())
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,163 @@
+"""The `Worker` Python API against a real server: todos yielded fenced and heartbeating while
+held, notes, each closing verb, interrupt and resume, shutdown releases, handlers that raise or
+forget to close, several slots at once, and a refused token."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from switchboard_worker import Refused, ToolError, Worker
+from tests.acceptance.mcp_helpers import call, connect, vend
+
+
+async def add(client, title: str, **extra) -> dict:
+    return await call(client, "add_todo", {"queue": "q", "title": title, **extra})
+
+
+async def history(client, todo_id: str) -> dict:
+    return await call(client, "get_todo", {"id": todo_id, "notes_limit": 10})
+
+
+async def test_async_for_yields_fenced_todos_that_note_and_complete(live_server):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        todo_row = await add(client, "first", payload={"n": 1})
+        async with Worker(live_server.url, ep.token, queue="q", name="api-test") as worker:
+            async for todo in worker:
+                assert (todo.id, todo.title, todo.payload, todo.attempt_seq) == (todo_row["id"], "first", {"n": 1}, 1)
+                assert "lease_token" not in repr(todo)
+                # Fenced: a caller without the lease token cannot close it.
+                refused = await client.call_tool("complete", {"id": todo.id})
+                assert refused.is_error
+                await todo.note("halfway")
+                r = await todo.complete({"ok": True}, summary="all green",
+                                        usage={"input_tokens": 10, "output_tokens": 2})
+                assert r["state"] == "done" and todo.outcome == "completed" and not todo.open
+                with pytest.raises(ToolError, match="already closed"):
+                    await todo.fail(summary="a second close")
+                worker.stop()
+        got = await history(client, todo_row["id"])
+    [attempt] = got["attempts"]
+    assert attempt["claimant"] == "api-test/slot-0" and attempt["summary"] == "all green"
+    assert [n["text"] for n in attempt["notes"]] == ["halfway"] and got["result"] == {"ok": True}
+
+
+async def test_heartbeats_run_in_the_background_while_a_todo_is_held_and_stop_when_it_closes(live_server):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        row = await add(client, "held a while")
+        async with Worker(live_server.url, ep.token, lease_seconds=1.5) as worker:
+            todo = await worker.claim()
+            await asyncio.sleep(4.5)  # three leases long; the reaper runs every 0.2 s
+            assert todo.heartbeats >= 3 and not todo.lease_lost.is_set()
+            await todo.fail(summary="gave up")
+            beats = todo.heartbeats
+            await asyncio.sleep(1.0)
+            assert todo.heartbeats == beats  # cancelled with the close
+        got = await history(client, row["id"])
+    [attempt] = got["attempts"]
+    assert attempt["outcome"] == "failed" and attempt["last_heartbeat_at"] and not attempt["died"]
+
+
+async def test_interrupt_keeps_the_attempt_open_and_resume_heartbeats_again(live_server):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        row = await add(client, "needs input")
+        async with Worker(live_server.url, ep.token, lease_seconds=2) as worker:
+            todo = await worker.claim()
+            await todo.interrupt()
+            assert (await history(client, row["id"]))["state"] == "input_required"
+            await todo.resume()
+            await asyncio.sleep(2.5)  # past the lease: the heartbeats came back with resume
+            await todo.complete(summary="answered")
+        got = await history(client, row["id"])
+    assert got["state"] == "done" and got["attempts_total"] == 1
+
+
+async def test_leaving_the_worker_releases_what_is_held_with_the_shutdown_summary(live_server):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        row = await add(client, "unfinished")
+        with pytest.raises(RuntimeError):
+            async with Worker(live_server.url, ep.token) as worker:
+                await worker.claim()
+                raise RuntimeError("the agent crashed")
+        got = await history(client, row["id"])
+    assert got["state"] == "pending"
+    assert got["attempts"][0]["outcome"] == "released"
+    assert got["attempts"][0]["summary"].startswith("released on shutdown")
+
+
+async def test_run_drains_with_several_slots_and_turns_a_raising_handler_into_a_failure(live_server):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        rows = [await add(client, f"todo {i}", payload={"boom": i == 2}, max_attempts=1) for i in range(6)]
+        async with Worker(live_server.url, ep.token, poll_seconds=30) as worker:
+            running, most = 0, 0
+            seen: list[str] = []
+
+            async def handler(todo):
+                nonlocal running, most
+                running += 1
+                most = max(most, running)
+                await asyncio.sleep(0.3)
+                running -= 1
+                seen.append(todo.id)
+                if todo.payload["boom"]:
+                    raise ValueError("not this one")
+                await todo.complete()
+                if len(seen) == len(rows):
+                    worker.stop()
+
+            await asyncio.wait_for(worker.run(handler, concurrency=3), 60)
+        states = [(await history(client, r["id"]))["state"] for r in rows]
+    assert sorted(seen) == sorted(r["id"] for r in rows) and most == 3
+    assert states == ["done", "done", "failed", "done", "done", "done"]
+    async with connect(live_server, ep.token) as client:
+        failed = await history(client, rows[2]["id"])
+    assert failed["attempts"][0]["summary"] == "the handler raised ValueError"
+
+
+async def test_an_abandoned_todo_taken_over_refuses_the_stale_close_and_reports_the_lease_lost(live_server):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        await add(client, "taken over", max_attempts=5)
+        async with Worker(live_server.url, ep.token, lease_seconds=1) as worker:
+            todo = await worker.claim()
+            todo.abandon()  # stops heartbeating, as a hung worker would
+            await asyncio.sleep(1.5)
+            taker = await call(client, "claim_next", {"queue": "q"})
+            assert taker["todo"]["id"] == todo.id
+            with pytest.raises(ToolError) as stale:
+                await todo.complete(summary="too late")
+            assert stale.value.code == "conflict" and todo.lease_lost.is_set() and todo not in worker.held
+
+
+async def test_a_refused_token_is_a_clear_error_not_a_retry_loop(live_server):
+    started = time.monotonic()
+    with pytest.raises(Refused, match="HTTP 401"):
+        async with Worker(live_server.url, "sb_not-a-real-token"):
+            pass
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("protocol", ["modern", "legacy"])
+async def test_a_waiting_claim_wakes_on_the_doorbell_in_either_protocol_generation(live_server, protocol):
+    from tests.conftest import LOAD_SLACK_SECONDS
+
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        async with Worker(live_server.url, ep.token, poll_seconds=30, protocol=protocol) as worker:
+            waiting = asyncio.create_task(worker.claim())
+            await asyncio.sleep(1.0)  # its claim_next found nothing; now it waits on the doorbell
+            assert not waiting.done()
+            added = time.monotonic()
+            row = await add(client, "wake up")
+            todo = await asyncio.wait_for(waiting, 30)
+            latency = time.monotonic() - added
+            print(f"\n[worker] {protocol}: from add_todo to claimed {latency:.3f} s (safety poll 30 s)")
+            assert todo.id == row["id"] and latency < 2 + LOAD_SLACK_SECONDS
+            await todo.complete()

@@ -1,0 +1,284 @@
+"""`switchboard work -- COMMAND` as a real subprocess against a real server: what the command
+does (succeeds, fails, writes notes, reports usage, runs long, is stopped) is reflected exactly
+in the todo's attempt history, read back over MCP with get_todo."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+
+import pytest
+
+from tests.acceptance.mcp_helpers import call, connect, vend
+from tests.acceptance.worker_helpers import WorkerProcess, kill_pid_in, working, write_command
+from tests.conftest import LOAD_SLACK_SECONDS
+
+
+@pytest.fixture
+def server_settings(server_settings):
+    # Retries due at once (the retry scheduler runs every 0.2 s), so a failed todo is claimable again soon.
+    return server_settings.with_(retry_base_seconds=0, retry_max_seconds=0)
+
+
+async def add(client, title: str, payload: dict, **extra) -> dict:
+    return await call(client, "add_todo", {"queue": "q", "title": title, "payload": payload, **extra})
+
+
+async def settled(client, todo_id: str, state: str, timeout: float = 30.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = await call(client, "get_todo", {"id": todo_id, "notes_limit": 10})
+        if got["state"] == state and all(a["ended_at"] for a in got["attempts"]):
+            return got
+        assert time.monotonic() < deadline, f"{todo_id} not {state} within {timeout} s: {got['state']}"
+        await asyncio.sleep(0.1)
+
+
+async def test_a_command_that_succeeds_completes_with_its_output_its_notes_and_its_usage(live_server, tmp_path):
+    ep = await vend(live_server.store)
+    usage = {"input_tokens": 1200, "output_tokens": 340, "cost_usd": 0.0087, "model": "m-1"}
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "build the thing", {"notes": ["reading the todo", "running make"], "usage": usage})
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--max-todos", "1") as worker:
+            assert await worker.wait(60) == 0, worker.output
+        got = await settled(client, todo["id"], "done")
+    [attempt] = got["attempts"]
+    assert attempt["outcome"] == "completed" and attempt["claimant"].endswith("/slot-0")
+    assert attempt["summary"] == "running make"  # the last note, no ::summary:: line
+    assert [n["text"] for n in attempt["notes"]] == ["running make", "reading the todo"]
+    assert attempt["usage"] == usage
+    result = got["result"]
+    assert result["id"] == todo["id"] and result["queue"] == "q" and result["attempt"] == 1 and result["seq"] == 1
+    assert result["title"] == result["stdin_title"] == "build the thing" and result["prior"] == []
+    assert result["token_in_env"] is False  # the worker's token never reaches the command
+    assert f"claimed {todo['id']}" in worker.output and f"completed {todo['id']} in " in worker.output
+    assert "stopped: 1 claimed, 1 completed, 0 failed, 0 released, 0 lost" in worker.output
+
+
+async def test_a_failing_command_fails_with_its_stderr_tail_and_the_retry_reads_that_summary(live_server, tmp_path):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "flaky tests", {"fail_attempts": 1, "exit": 3, "stderr": ["collecting 12 tests"]},
+                         max_attempts=3)
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--max-todos", "2") as worker:
+            assert await worker.wait(60) == 0, worker.output
+        got = await settled(client, todo["id"], "done")
+    second, first = got["attempts"]
+    assert (first["outcome"], first["disposition"]) == ("failed", "retry_scheduled")
+    assert first["summary"] == "the command exited 3: collecting 12 tests\ntests red: 3 failed"
+    assert second["outcome"] == "completed"
+    # The retry's command was told what the failed attempt said, in SWITCHBOARD_PRIOR_ATTEMPTS.
+    assert got["result"]["attempt"] == 2 and got["result"]["seq"] == 2
+    assert got["result"]["prior"] == [{"seq": 1, "outcome": "failed", "died": False, "summary": first["summary"]}]
+    assert f"failed {todo['id']} in " in worker.output and ", exit 3" in worker.output
+    assert "2 claimed, 1 completed, 1 failed, 0 released, 0 lost" in worker.output
+
+
+async def test_a_summary_line_wins_over_the_last_note(live_server, tmp_path):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "summarised", {"notes": ["a note"], "summary": "fixed the parser"})
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--max-todos", "1") as worker:
+            assert await worker.wait(60) == 0, worker.output
+        got = await settled(client, todo["id"], "done")
+    assert got["attempts"][0]["summary"] == "fixed the parser"
+
+
+async def test_a_ten_second_command_on_a_three_second_lease_keeps_its_lease(live_server, tmp_path):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "slow", {"seconds": 10})
+        started = time.monotonic()
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--lease-seconds", "3",
+                           "--max-todos", "1") as worker:
+            # Meanwhile the reaper runs every 0.2 s and another worker keeps trying to take it.
+            while worker.proc.poll() is None:
+                assert (await call(client, "claim_next", {"queue": "q", "lease_seconds": 3}))["todo"] is None
+                await asyncio.sleep(0.5)
+            assert await worker.wait(60) == 0, worker.output
+        got = await settled(client, todo["id"], "done")
+    print(f"\n[worker] a 10 s command on a 3 s lease took {time.monotonic() - started:.1f} s")
+    [attempt] = got["attempts"]
+    assert attempt["outcome"] == "completed" and not attempt["died"] and attempt["last_heartbeat_at"]
+    assert got["attempts_total"] == 1
+
+
+async def test_sigterm_releases_the_running_todo_with_a_summary_and_claims_nothing_more(live_server, tmp_path):
+    ep = await vend(live_server.store)
+    marker = tmp_path / "running"
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "long", {"seconds": 60, "ignore_term": True, "marker": str(marker)})
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--grace-seconds", "1") as worker:
+            await worker.wait_for_line(f"claimed {todo['id']}")
+            while not marker.exists():
+                await asyncio.sleep(0.05)
+            waiting = await add(client, "next in line", {})
+            worker.signal(signal.SIGTERM)
+            assert await worker.wait(30) == 0, worker.output
+        kill_pid_in(marker)  # it ignored SIGTERM; the worker killed it after the grace (this is a no-op then)
+        got = await settled(client, todo["id"], "pending")
+        untouched = await call(client, "get_todo", {"id": waiting["id"]})
+    [attempt] = got["attempts"]
+    assert (attempt["outcome"], attempt["disposition"]) == ("released", "requeued")
+    assert attempt["summary"].startswith("released on shutdown (SIGTERM): the command was stopped after ")
+    assert got["attempt"] == 1  # a release does not consume an attempt
+    assert untouched["state"] == "pending" and untouched["attempts_total"] == 0
+    assert "stopping (SIGTERM)" in worker.output and f"released {todo['id']}" in worker.output
+    assert "1 claimed, 0 completed, 0 failed, 1 released, 0 lost" in worker.output
+
+
+async def test_kill_9_of_the_worker_leaves_the_lease_to_lapse_and_the_reaper_records_a_death(live_server, tmp_path):
+    ep = await vend(live_server.store)
+    marker = tmp_path / "running"
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "orphaned", {"seconds": 60, "marker": str(marker)}, max_attempts=1)
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--lease-seconds", "3") as worker:
+            await worker.wait_for_line(f"claimed {todo['id']}")
+            while not marker.exists():
+                await asyncio.sleep(0.05)
+            worker.proc.kill()  # SIGKILL to the worker alone: no release, no more heartbeats
+            worker.proc.wait(10)
+        kill_pid_in(marker)  # the command ran in a session of its own, so it outlived the worker
+        got = await settled(client, todo["id"], "failed", timeout=3 + 10 + LOAD_SLACK_SECONDS)
+    [attempt] = got["attempts"]
+    assert attempt["outcome"] == "reaped" and attempt["died"] and attempt["summary"] is None
+    assert got["dead_letter"] is True
+
+
+def claim_next_calls(metrics: str) -> float:
+    total = 0.0
+    for line in metrics.splitlines():
+        if line.startswith("switchboard_mcp_call_duration_seconds_count{") and 'tool="claim_next"' in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+async def test_an_idle_worker_waits_on_the_doorbell_and_only_the_safety_poll_calls(live_server, tmp_path):
+    import httpx
+
+    ep = await vend(live_server.store)
+    idle_seconds, poll = 4.0, 30.0
+    async with httpx.AsyncClient(base_url=live_server.url) as http, connect(live_server, ep.token) as client:
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--poll-seconds", str(poll)) as worker:
+            await asyncio.sleep(0.5)  # its first claim_next, answered with nothing
+            before = claim_next_calls((await http.get("/metrics")).text)
+            await asyncio.sleep(idle_seconds)
+            during = claim_next_calls((await http.get("/metrics")).text) - before
+            print(f"\n[worker] claim_next calls while idle for {idle_seconds:g} s: {during:g} (safety poll {poll:g} s)")
+            assert during <= 1  # no busy polling: at most one safety poll could fall in the window
+            added = time.monotonic()
+            todo = await add(client, "ring", {})
+            await worker.wait_for_line(f"claimed {todo['id']}", timeout=poll)
+            latency = time.monotonic() - added
+            print(f"[worker] from add_todo to claimed (the doorbell): {latency:.3f} s")
+            assert latency < 2 + LOAD_SLACK_SECONDS  # far below the 30 s poll: it was the doorbell
+            await worker.wait_for_line(f"completed {todo['id']}")
+            worker.signal(signal.SIGINT)
+            assert await worker.wait(30) == 0, worker.output
+
+
+@pytest.mark.parametrize(("args", "env", "message"), [
+    (["--url", "http://127.0.0.1:9", "--", "true"], {}, "no token: set SWITCHBOARD_TOKEN"),
+    (["--url", "http://127.0.0.1:9"], {"SWITCHBOARD_TOKEN": "x"}, "no COMMAND: put it after --"),
+    (["--url", "ftp://x", "--", "true"], {"SWITCHBOARD_TOKEN": "x"}, "--url must be the server's http://"),
+    (["--url", "http://127.0.0.1:9", "--concurrency", "0", "--", "true"], {"SWITCHBOARD_TOKEN": "x"},
+     "--concurrency must be at least 1"),
+    (["--url", "http://127.0.0.1:9", "--lease-seconds", "1", "--", "true"], {"SWITCHBOARD_TOKEN": "x"},
+     "--lease-seconds must be at least 3"),
+    (["--url", "http://127.0.0.1:9", "--token-file", "/nonexistent/token", "--", "true"], {},
+     "cannot read --token-file"),
+])
+def test_bad_arguments_exit_2_naming_what_was_wrong(args, env, message):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")} | env
+    r = subprocess.run([sys.executable, "-m", "board", "work", *args], cwd=ROOT, env=clean, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+async def test_a_refused_token_from_a_file_exits_2_without_echoing_it(live_server, tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text("sb_wrong-token-value\n")
+    worker = WorkerProcess(live_server.url, "", write_command(tmp_path), "--token-file", str(token_file),
+                           env={"SWITCHBOARD_TOKEN": ""})
+    try:
+        assert await worker.wait(30) == 2
+    finally:
+        worker.kill()
+    assert "the server refused the token (HTTP 401)" in worker.output
+    assert "sb_wrong-token-value" not in worker.output and "Traceback" not in worker.output
+
+
+async def test_a_summary_the_server_refuses_is_replaced_and_the_todo_still_completes(live_server, tmp_path):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "leaky", {"summary": "deployed with AKIAIOSFODNN7EXAMPLE"})
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--max-todos", "1") as worker:
+            assert await worker.wait(60) == 0, worker.output
+        got = await settled(client, todo["id"], "done")
+    [attempt] = got["attempts"]
+    assert attempt["outcome"] == "completed"
+    assert attempt["summary"].startswith("the summary was refused by the server: ")
+    assert "AKIAIOSFODNN7EXAMPLE" not in attempt["summary"] and "AKIAIOSFODNN7EXAMPLE" not in worker.output
+    assert f"refused {todo['id']} summary" in worker.output
+
+
+async def test_two_slots_run_two_commands_at_once_and_reaching_max_todos_lets_the_other_finish(live_server,
+                                                                                              tmp_path):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        slow = await add(client, "slow", {"seconds": 2})
+        quick = await add(client, "quick", {})
+        extra = await add(client, "beyond the limit", {})
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--concurrency", "2",
+                           "--max-todos", "2", "--grace-seconds", "0") as worker:
+            assert await worker.wait(60) == 0, worker.output
+        for todo in (slow, quick):
+            got = await settled(client, todo["id"], "done")
+            assert [a["outcome"] for a in got["attempts"]] == ["completed"]
+        assert (await call(client, "get_todo", {"id": extra["id"]}))["attempts_total"] == 0
+    assert "slot 0:" in worker.output and "slot 1:" in worker.output
+    assert "2 claimed, 2 completed, 0 failed, 0 released, 0 lost" in worker.output
+
+
+async def test_a_title_with_terminal_escapes_is_printed_escaped(live_server, tmp_path):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "evil\x1b[31m red\x07 \u202eright-to-left", {})
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--max-todos", "1") as worker:
+            assert await worker.wait(60) == 0, worker.output
+    [line] = [line for line in worker.lines if f"claimed {todo['id']}" in line]
+    assert "\x1b" not in worker.output and "\x07" not in worker.output and "\u202e" not in worker.output
+    assert line.endswith(r"slot 0: evil\x1b[31m red\x07 \u202eright-to-left"), line
+
+
+async def test_a_todo_released_from_the_board_mid_run_stops_its_command_and_is_reported_lost(live_server,
+                                                                                           tmp_path):
+    from board.store.vocabulary import Human
+
+    ep = await vend(live_server.store)
+    marker = tmp_path / "running"
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "taken back", {"seconds": 60, "marker": str(marker)})
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--lease-seconds", "3",
+                           "--grace-seconds", "1", "--max-todos", "1") as worker:
+            await worker.wait_for_line(f"claimed {todo['id']}")
+            while not marker.exists():
+                await asyncio.sleep(0.05)
+            # Its owner releases it on the Board (exempt from the fence): the next heartbeat is refused.
+            await live_server.store.todo_release(Human(ep.user_id, "owner"), todo["id"], summary="taking it back")
+            await worker.wait_for_line(f"lease lost {todo['id']}", timeout=3 + LOAD_SLACK_SECONDS)
+            assert await worker.wait(30) == 0, worker.output
+        kill_pid_in(marker)
+        got = await call(client, "get_todo", {"id": todo["id"]})
+    assert got["state"] == "pending" and [a["outcome"] for a in got["attempts"]] == ["released"]
+    assert got["attempts"][0]["summary"] == "taking it back"  # the worker closed nothing after
+    assert f"lost {todo['id']} after " in worker.output
+    assert "1 claimed, 0 completed, 0 failed, 0 released, 1 lost" in worker.output
