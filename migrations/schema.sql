@@ -5,11 +5,14 @@
 
 CREATE DOMAIN public.attempt_artifact AS text
 	CONSTRAINT attempt_artifact_check CHECK ((octet_length(VALUE) <= 512));
+CREATE DOMAIN public.attempt_choice AS text
+	CONSTRAINT attempt_choice_check CHECK (((octet_length(VALUE) >= 1) AND (octet_length(VALUE) <= 200)));
 CREATE DOMAIN public.attempt_claimant AS text
 	CONSTRAINT attempt_claimant_check CHECK ((octet_length(VALUE) <= 128));
 CREATE TYPE public.attempt_claimer_kind AS ENUM (
     'endpoint',
-    'owner'
+    'owner',
+    'system'
 );
 CREATE DOMAIN public.attempt_cost_usd AS numeric(18,6)
 	CONSTRAINT attempt_cost_usd_check CHECK (((VALUE >= (0)::numeric) AND (VALUE <= (1000000000)::numeric)));
@@ -22,6 +25,12 @@ CREATE TYPE public.attempt_disposition AS ENUM (
 );
 CREATE DOMAIN public.attempt_model AS text
 	CONSTRAINT attempt_model_check CHECK (((octet_length(VALUE) >= 1) AND (octet_length(VALUE) <= 128)));
+CREATE TYPE public.attempt_note_kind AS ENUM (
+    'working',
+    'question',
+    'answer',
+    'expired'
+);
 CREATE DOMAIN public.attempt_note_text AS text
 	CONSTRAINT attempt_note_text_check CHECK (((octet_length(VALUE) >= 1) AND (octet_length(VALUE) <= 2048)));
 CREATE DOMAIN public.attempt_number AS integer
@@ -58,10 +67,21 @@ $$;
 CREATE FUNCTION public.attempt_notes_newest(todo_id text, seq integer, n integer) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $_$
-  SELECT coalesce(json_agg(json_build_object('at', x.at, 'text', x.text, 'truncated', x.truncated,
-                                             'author_kind', x.author_kind) ORDER BY x.n DESC), '[]'::json)
-    FROM (SELECT w.n, w.at, w.text, w.truncated, w.author_kind FROM attempt_notes w
+  SELECT coalesce(json_agg((jsonb_build_object('at', x.at, 'text', x.text, 'truncated', x.truncated,
+                                               'author_kind', x.author_kind, 'kind', x.kind)
+      || CASE x.kind WHEN 'question' THEN jsonb_build_object('choices', x.choices, 'expires_at', x.expires_at)
+                     WHEN 'answer' THEN jsonb_build_object('choice', x.choice, 'who', x.author)
+                     ELSE '{}'::jsonb END)::json ORDER BY x.n DESC), '[]'::json)
+    FROM (SELECT w.n, w.at, w.text, w.truncated, w.author_kind, w.kind, w.choices, w.expires_at, w.choice, w.author
+            FROM attempt_notes w
            WHERE w.todo_id = $1 AND w.seq = $2 ORDER BY w.n DESC LIMIT $3) x
+$_$;
+CREATE FUNCTION public.attempt_notes_pruned(todo_id text, seq integer, count integer, max integer, waiting_n integer) RETURNS integer
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $_$
+  SELECT greatest($3::integer - $4::integer, 0) - CASE WHEN $5 IS NULL OR $3::integer <= $4::integer THEN 0 ELSE
+    (SELECT count(*)::integer FROM attempt_notes x
+      WHERE x.todo_id = $1 AND x.seq = $2 AND x.n <= $3::integer - $4::integer AND x.kind <> 'working') END
 $_$;
 CREATE FUNCTION public.attempt_prior(todo_id text, n integer) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -102,7 +122,11 @@ CREATE TABLE public.attempts (
     input_tokens bigint,
     output_tokens bigint,
     cost_usd numeric(18,6),
-    model text
+    model text,
+    waiting_n integer,
+    asked_n integer,
+    answered_at timestamp with time zone,
+    question_expires_at timestamp with time zone
 );
 CREATE FUNCTION public.attempt_public(a public.attempts) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -117,7 +141,9 @@ CREATE FUNCTION public.attempt_public(a public.attempts) RETURNS json
     'last_note_at', a.last_note_at,
     'usage', CASE WHEN num_nonnulls(a.input_tokens, a.output_tokens, a.cost_usd, a.model) > 0 THEN
       json_build_object('input_tokens', a.input_tokens, 'output_tokens', a.output_tokens,
-                        'cost_usd', a.cost_usd, 'model', a.model) END)
+                        'cost_usd', a.cost_usd, 'model', a.model) END,
+    'question', CASE WHEN a.asked_n IS NOT NULL THEN (attempt_question(a.todo_id, a.seq, a.asked_n)::jsonb
+      || jsonb_build_object('current', a.outcome IS NULL AND a.asked_n > a.waiting_n))::json END)
 $$;
 CREATE FUNCTION public.attempt_public_notes(a public.attempts, n integer) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -125,6 +151,19 @@ CREATE FUNCTION public.attempt_public_notes(a public.attempts, n integer) RETURN
   SELECT (attempt_public(a)::jsonb || jsonb_build_object('notes',
             CASE WHEN a.notes_count IS NULL OR $2 = 0 THEN '[]'::json
                  ELSE attempt_notes_newest(a.todo_id, a.seq, $2) END))::json
+$_$;
+CREATE FUNCTION public.attempt_question(todo_id text, seq integer, asked_n integer) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $_$
+  SELECT json_build_object('text', q.text, 'truncated', q.truncated, 'asked_at', q.at,
+    'choices', q.choices, 'expires_at', q.expires_at,
+    'answers', coalesce((SELECT json_agg(json_build_object('text', x.text, 'choice', x.choice, 'who', x.author,
+                                                           'at', x.at) ORDER BY x.n)
+                           FROM attempt_notes x
+                          WHERE x.todo_id = $1 AND x.seq = $2 AND x.n > $3 AND x.kind = 'answer'), '[]'::json),
+    'expired_at', (SELECT min(x.at) FROM attempt_notes x
+                    WHERE x.todo_id = $1 AND x.seq = $2 AND x.n > $3 AND x.kind = 'expired'))
+    FROM attempt_notes q WHERE q.todo_id = $1 AND q.seq = $2 AND q.n = $3
 $_$;
 CREATE FUNCTION public.attempt_summary(todo_id text, total integer, pruned integer, pruned_outcomes jsonb, closing_seq integer, closing_outcome text) RETURNS jsonb
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -309,6 +348,12 @@ CREATE TABLE public.attempt_notes (
     author_kind public.attempt_claimer_kind NOT NULL,
     text public.attempt_note_text NOT NULL,
     truncated boolean DEFAULT false NOT NULL,
+    kind public.attempt_note_kind DEFAULT 'working'::public.attempt_note_kind NOT NULL,
+    choices jsonb,
+    expires_at timestamp with time zone,
+    choice public.attempt_choice,
+    author text,
+    CONSTRAINT attempt_notes_choices_check CHECK (((choices IS NULL) OR ((jsonb_typeof(choices) = 'array'::text) AND ((jsonb_array_length(choices) >= 1) AND (jsonb_array_length(choices) <= 10))))),
     CONSTRAINT attempt_notes_n_check CHECK ((n >= 1))
 );
 CREATE TABLE public.attempt_outcome_counts (
@@ -349,7 +394,7 @@ CREATE TABLE public.hook_events (
     next_attempt_at timestamp with time zone DEFAULT now() NOT NULL,
     delivered_at timestamp with time zone,
     last_error text,
-    CONSTRAINT hook_events_event_check CHECK ((event = ANY (ARRAY['todo.ready'::text, 'todo.dead_lettered'::text])))
+    CONSTRAINT hook_events_event_check CHECK ((event = ANY (ARRAY['todo.ready'::text, 'todo.dead_lettered'::text, 'todo.input_required'::text, 'todo.auth_required'::text])))
 );
 CREATE TABLE public.oauth_clients (
     client_id text NOT NULL,

@@ -40,6 +40,7 @@ INVARIANTS = "tests/integration/test_attempt_invariants.py"
 BOUNDARIES = "tests/integration/test_boundaries.py"
 PAUSES = "tests/integration/test_queue_pauses.py"
 NOTES = "tests/integration/test_attempt_notes.py"
+QUESTIONS = "tests/integration/test_questions.py"
 PRUNE = "tests/integration/test_prune_counts.py"
 OAUTH = "tests/acceptance/test_oauth.py"
 CHARTS = "tests/acceptance/test_board_charts.py"
@@ -196,11 +197,36 @@ MUTANTS: tuple[Mutant, ...] = (
            "x.n <= att.notes_count - %(notes_max)s", "x.n < att.notes_count - %(notes_max)s",
            (NOTES,), "one note more than the per-attempt cap is kept", "attempt_note_add"),
     Mutant("notes-pruned-count", "notes", SQL + "holds.sql",
-           "coalesce(a.notes_count, 0) + 1 - %(notes_max)s), 0),", "0), 0),",
+           "coalesce(a.notes_count, 0) + 1, %(notes_max)s::integer, a.waiting_n)), 0),",
+           "0, %(notes_max)s::integer, a.waiting_n)), 0),",
            (NOTES,), "notes deleted past the cap are not counted", "attempt_note_add"),
     Mutant("notes-scope-human", "notes", SQL + "holds.sql",
            "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)", "true",
            (NOTES,), "a human notes on another human's todo", "attempt_note_add_human"),
+    # -- questions and answers on an interrupt (migration 0009) ---------------------------
+    Mutant("question-pruned", "questions", SQL + "holds.sql",
+           "x.n <= att.notes_count - %(notes_max)s\n     AND x.kind = 'working'",
+           "x.n <= att.notes_count - %(notes_max)s",
+           (QUESTIONS,), "the notes cap deletes a question and its answers", "attempt_note_add"),
+    Mutant("answer-choice", "questions", SQL + "holds.sql",
+           "WHERE %(choice)s::text IS NULL OR q.choices ? %(choice)s::text", "WHERE true",
+           (QUESTIONS,), "an answer takes a choice the question does not offer", "todo_answer_human"),
+    Mutant("answer-scope", "questions", SQL + "holds.sql",
+           "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)\n"
+           "     AND t.state = ANY(%(from_states)s::todo_state[])\n   FOR UPDATE OF t\n),\nprev",
+           "t.endpoint_id IN (SELECT e.id FROM endpoints e)\n"
+           "     AND t.state = ANY(%(from_states)s::todo_state[])\n   FOR UPDATE OF t\n),\nprev",
+           (QUESTIONS,), "a human answers another human's todo", "todo_answer_human"),
+    Mutant("answer-lease", "questions", SQL + "holds.sql",
+           "         lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second'\n    FROM prev",
+           "         lease_expires_at = a.lease_expires_at\n    FROM prev",
+           (QUESTIONS,), "an answer gives the holder no lease to resume in", "todo_answer_human"),
+    Mutant("reap-unanswered", "questions", SQL + "sweeps.sql",
+           "AND a.outcome IS NULL AND a.answered_at IS NOT NULL))", "AND a.outcome IS NULL))",
+           (QUESTIONS,), "the reaper takes a todo still waiting for its answer", "attempts_reap_lapsed"),
+    Mutant("expire-answered", "questions", SQL + "sweeps.sql",
+           "a.answered_at IS NULL", "true",
+           (QUESTIONS,), "an answered question expires", "questions_expire", times=2),
     # -- queue pauses and the overview (migration 0003) --------------------------------
     Mutant("pause-claim-next", "pause", SQL + "claims.sql", _NOT_PAUSED, "",
            (PAUSES,), "an agent's claim_next takes a todo of a paused queue", "todo_claim_next_fast"),

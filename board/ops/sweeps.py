@@ -28,6 +28,8 @@ class Sweeps:
     def start(self) -> None:
         plan: list[tuple[str, float, Callable[[], Awaitable[int]]]] = [
             ("reaper", self.settings.reaper_interval_seconds, self.store.sweep_reap),
+            # Expired questions release their todos on the reaper's period.
+            ("questions", self.settings.reaper_interval_seconds, self.store.sweep_questions),
             ("retry", self.settings.retry_interval_seconds, self.store.sweep_retry),
             ("retention", self.settings.retention_interval_seconds, self.store.sweep_retention),
         ]

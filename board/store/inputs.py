@@ -15,8 +15,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from board.errors import Invalid, NotFound
-from board.store.vocabulary import (ARTIFACT_MAX_BYTES, BOARD_SORTS, CLAIMANT_MAX_BYTES, LIST_SORTS, RESULT_MAX_BYTES,
-                                    STATES)
+from board.store.vocabulary import (ARTIFACT_MAX_BYTES, BOARD_SORTS, CHOICE_MAX_BYTES, CLAIMANT_MAX_BYTES, LIST_SORTS,
+                                    NOTE_MAX_BYTES, QUESTION_CHOICES_MAX, QUESTION_EXPIRES_MAX_SECONDS,
+                                    RESULT_MAX_BYTES, STATES)
 
 CAIRN_ARTIFACT = re.compile(r"mcp://cairn/[A-Za-z0-9_-]{1,64}")
 AGENT_ID_PATTERN = re.compile(r"[A-Za-z0-9_.:/-]{1,128}")
@@ -87,6 +88,54 @@ def clean_note(text: Any, limit: int) -> tuple[str, bool]:
         raise Invalid("text must not be empty (after control characters are removed)", argument="text")
     screen_secrets(kept, "text")
     return cut_utf8(kept, limit)
+
+
+def clean_question(question: Any, choices: Any, expires_in_seconds: Any) -> dict:
+    """An interrupt's question: its text cleaned and cut like a note (question, truncated);
+    choices, distinct non-empty strings of at most CHOICE_MAX_BYTES, at most
+    QUESTION_CHOICES_MAX of them; expires_in_seconds, a whole number from 1 to
+    QUESTION_EXPIRES_MAX_SECONDS. Choices and an expiry need a question."""
+    if question is None:
+        for name, value in (("choices", choices), ("expires_in_seconds", expires_in_seconds)):
+            if value is not None:
+                raise Invalid(f"{name} needs a question", argument=name)
+        return {"question": None, "question_truncated": False, "choices": None, "expires_in": None}
+    if not isinstance(question, str):
+        raise Invalid("question must be a string", argument="question")
+    try:
+        text, truncated = clean_note(question, NOTE_MAX_BYTES)
+    except Invalid as e:
+        raise Invalid(e.message.replace("text", "question", 1), argument="question") from None
+    kept = None
+    if choices is not None:
+        if not isinstance(choices, list) or not 1 <= len(choices) <= QUESTION_CHOICES_MAX:
+            raise Invalid(f"choices must be a list of 1 to {QUESTION_CHOICES_MAX} strings", argument="choices")
+        kept = []
+        for choice in choices:
+            if not isinstance(choice, str):
+                raise Invalid("choices must be strings", argument="choices")
+            choice = clean_choice(choice)
+            if choice in kept:
+                raise Invalid(f"choices must differ; {choice!r} is given twice", argument="choices")
+            kept.append(choice)
+    expires_in = None
+    if expires_in_seconds is not None:
+        if (isinstance(expires_in_seconds, bool) or not isinstance(expires_in_seconds, (int, float))
+                or not 1 <= expires_in_seconds <= QUESTION_EXPIRES_MAX_SECONDS):
+            raise Invalid(f"expires_in_seconds must be a number from 1 to {QUESTION_EXPIRES_MAX_SECONDS}",
+                          argument="expires_in_seconds")
+        expires_in = float(expires_in_seconds)
+    return {"question": text, "question_truncated": truncated, "choices": kept, "expires_in": expires_in}
+
+
+def clean_choice(choice: str) -> str:
+    """One choice: control characters removed, surrounding whitespace stripped, 1 to
+    CHOICE_MAX_BYTES bytes (a longer one is refused, not cut: it is matched exactly)."""
+    kept = "".join(ch for ch in choice if unicodedata.category(ch) != "Cc").strip()
+    storable(kept, "choices")
+    if not kept or len(kept.encode("utf-8")) > CHOICE_MAX_BYTES:
+        raise Invalid(f"choices must each be 1 to {CHOICE_MAX_BYTES} bytes of text", argument="choices")
+    return kept
 
 
 # What is plainly a credential, in what agents write for the next worker (notes, summaries,

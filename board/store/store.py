@@ -42,6 +42,8 @@ from board.store.inputs import (
     clean_artifact,
     clean_claimant,
     clean_note,
+    clean_choice,
+    clean_question,
     clean_usage,
     cut_utf8,
     screen_secrets,
@@ -93,7 +95,7 @@ log = logging.getLogger("switchboard.store")
 
 # The holder verbs and the states each one acts on (for classifying a miss).
 _HOLDER_OPS = {op: ("claimed",) for op in ("heartbeat", "complete", "fail", "release", "interrupt")} | {
-    "resume": ("input_required", "auth_required"), "note": HOLDER_STATES}
+    "resume": INTERRUPT_STATES, "note": HOLDER_STATES}
 
 
 # How long a checkout waits while the database is known away (Store._connection).
@@ -257,7 +259,8 @@ READS = frozenset((
     query("todo_get"), query("todo_get_human"), query("todo_continues_miss"), query("todo_continues_miss_human"),
     query("todo_list_by_created"), query("todo_list_by_updated"), query("todo_list_by_created_human"),
     query("todo_list_by_updated_human"), query("todo_list_row_human"), query("todo_classify_miss"),
-    query("todo_classify_miss_human"), query("attempt_replay_lookup"), query("user_by_name"), query("user_by_id"),
+    query("todo_classify_miss_human"), query("attempt_replay_lookup"), query("attempt_answers"),
+    query("todo_answer_choices"), query("user_by_name"), query("user_by_id"),
     query("endpoint_auth"), query("endpoints_of_user"), query("endpoint_owner"),
     query("todos_count_by_queue_state"), query("todos_ready"), query("attempt_summary"), query("queue_pause_state"),
     query("queue_pauses_count"), query("queues_paused_by"), query("overview_counts"), query("overview_outcomes"),
@@ -347,7 +350,10 @@ class Store(Accounts, Grants):
             return NotFound(op=op, todo_id=todo_id)
         state = row["state"]
         expected = _HOLDER_OPS.get(op)
-        if expected and state in expected and row["owner"] == caller.owner and isinstance(caller, Agent):
+        shown = "dead-lettered" if state == "failed" and row["next_retry_at"] is None else state
+        if op == "answer":  # the human's answer: missed because the todo stopped waiting
+            msg = f"the todo is no longer waiting for an answer (it is {shown.replace('_', ' ')})"
+        elif expected and state in expected and row["owner"] == caller.owner and isinstance(caller, Agent):
             # Held by this caller in the right state, yet the statement missed: the fence
             # (REQ-6). Conflict, never Forbidden, which would confirm the fence (REQ-19).
             msg = "the lease does not match this attempt"
@@ -361,10 +367,8 @@ class Store(Accounts, Grants):
         elif state == "claimed" and op == "claim":
             msg = "the todo is claimed and its lease has not lapsed"
         elif op == "note" and state not in HOLDER_STATES:
-            shown = "dead-lettered" if state == "failed" and row["next_retry_at"] is None else state
             msg = f"the todo has no open attempt to note on (it is {shown})"
         else:
-            shown = "dead-lettered" if state == "failed" and row["next_retry_at"] is None else state
             msg = f"the todo is {shown}"
         return Conflict(msg, op=op, todo_id=todo_id)
 
@@ -794,24 +798,41 @@ class Store(Accounts, Grants):
                          "author_kind": "endpoint" if agent else "owner"}}
 
     async def todo_interrupt(self, caller: Agent, todo_id: Any, *, state: Any = "input_required", lease_token=None,
+                             question: Any = None, choices: Any = None, expires_in_seconds: Any = None,
                              now=None) -> dict:
-        """claimed -> input_required | auth_required; the attempt stays open (REQ-2)."""
+        """claimed -> input_required | auth_required; the attempt stays open (REQ-2). A
+        question (with choices and an expiry) is written on the attempt as a note of kind
+        question in the same statement, with the hook event that asks for a person."""
         caller.require("interrupt")
         todo_id = checked_todo_id(todo_id)
         if state not in INTERRUPT_STATES:
             raise Invalid("state must be input_required or auth_required", argument="state", op="interrupt")
-        params = self._params(caller, id=todo_id, from_states=["claimed"], to_state=state, now=now)
+        try:
+            asked = clean_question(question, choices, expires_in_seconds)
+        except Invalid as e:
+            e.op, e.todo_id = "interrupt", todo_id
+            raise
+        if asked["choices"] is not None:
+            asked["choices"] = Jsonb(asked["choices"])
+        params = self._params(caller, id=todo_id, from_states=["claimed"], to_state=state, now=now,
+                              board_url=self.settings.public_url or "", **asked)
         row = await self._fenced(caller, query("todo_interrupt"), params, lease_token,
                                  op="interrupt", todo_id=todo_id, from_states=["claimed"])
         if row is None:
             raise await self._classify(caller, todo_id, "interrupt", params)
         self._emit([Transition("interrupted", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
                                attempts_total=row["attempts_total"])])
-        return todo_out(row)
+        out = todo_out(row)
+        if asked["question"] is not None:
+            out["question"] = {"text": asked["question"], "truncated": asked["question_truncated"],
+                               "choices": choices and list(asked["choices"].obj),
+                               "expires_at": row["question_expires_at"]}
+        return out
 
     async def todo_resume(self, caller: Agent, todo_id: Any, *, lease_token=None, lease_seconds=None,
                           now=None) -> dict:
-        """input_required | auth_required -> claimed with a fresh lease; the same attempt."""
+        """input_required | auth_required -> claimed with a fresh lease; the same attempt.
+        Returns the answers given since the interrupt (answers: text, choice, who, at)."""
         caller.require("resume")
         todo_id = checked_todo_id(todo_id)
         params = self._params(caller, id=todo_id, from_states=list(INTERRUPT_STATES), to_state="claimed",
@@ -822,7 +843,56 @@ class Store(Accounts, Grants):
             raise await self._classify(caller, todo_id, "resume", params)
         self._emit([Transition("resumed", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
                                attempts_total=row["attempts_total"])])
-        return todo_out(row)
+        seq, after, upto = row.pop("seq"), row.pop("waiting_n"), row.pop("notes_count")
+        answers = [] if after is None or not upto else await self._fetch(
+            query("attempt_answers"), {"id": todo_id, "seq": seq, "after": after, "upto": upto}, op="resume",
+            todo_id=todo_id)
+        out = todo_out(row)
+        out["answers"] = [dict(a) for a in answers]
+        return out
+
+    async def todo_answer(self, caller: Human, todo_id: Any, *, text: Any = None, choice: Any = None,
+                          now: datetime | None = None) -> dict:
+        """The owning human answers an interrupted todo: a note of kind answer on its open
+        attempt (text, or one of the question's choices, or both), written only while the
+        todo is still interrupted. The holder gets a fresh lease to resume in; its sessions
+        are rung. Refused: a todo no longer interrupted (Conflict), a choice the question does
+        not offer (Invalid), a todo not the human's (NotFound)."""
+        todo_id = checked_todo_id(todo_id)
+        try:
+            if choice is not None:
+                if not isinstance(choice, str):
+                    raise Invalid("choice must be a string", argument="choice")
+                choice = clean_choice(choice)
+            if text is None or (isinstance(text, str) and not text.strip() and choice is not None):
+                if choice is None:
+                    raise Invalid("an answer needs text or a choice", argument="text")
+                text = choice
+            text, truncated = clean_note(text, NOTE_MAX_BYTES)
+        except Invalid as e:
+            e.op, e.todo_id = "answer", todo_id
+            raise
+        params = self._params(caller, id=todo_id, text=text, truncated=truncated, choice=choice, now=now,
+                              username=caller.username, lease_seconds=float(self.settings.lease_seconds),
+                              from_states=list(INTERRUPT_STATES))
+        row = await self._fetch(query("todo_answer_human"), params, op="answer", todo_id=todo_id, one=True)
+        if row is None:
+            if choice is not None:
+                asked = await self._fetch(query("todo_answer_choices"), params, op="answer", todo_id=todo_id, one=True)
+                if asked is not None:
+                    offered = asked["choices"]
+                    if not offered:
+                        raise Invalid("this question offers no choices; answer with text", argument="choice",
+                                      op="answer", todo_id=todo_id)
+                    raise Invalid("choice must be one of the question's choices: " + ", ".join(offered),
+                                  argument="choice", op="answer", todo_id=todo_id)
+            raise await self._classify(caller, todo_id, "answer", params)
+        waited = (row["at"] - row["asked_at"]).total_seconds() if row["first"] and row["asked_at"] else None
+        self._emit([Transition("answered", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
+                               attempts_total=row["seq"], waited_seconds=waited)])
+        return {"id": row["id"], "attempt_seq": row["seq"],
+                "answer": {"n": row["n"], "at": row["at"], "text": text, "truncated": truncated, "choice": choice,
+                           "who": caller.username}}
 
     async def todo_cancel(self, caller: Caller, todo_id: Any, *, now=None) -> dict:
         """pending, held, or failed awaiting retry -> canceled; a held todo's attempt closes
@@ -945,6 +1015,17 @@ class Store(Accounts, Grants):
                                 op="reap")
         self._emit(Transition("reaped", r["id"], str(r["endpoint_id"]), r["queue"], r["state"],
                               dead_letter=r["dead_letter"], closed=dict(r["closed"]),
+                              attempts_total=r["attempts_total"]) for r in rows)
+        return len(rows)
+
+    async def sweep_questions(self, *, now: datetime | None = None, batch: int = SWEEP_BATCH) -> int:
+        """Questions that expired unanswered: their todos released (attempt released/requeued,
+        with a note of kind expired saying so)."""
+        rows = await self._fetch(query("questions_expire"), {"now": now, "batch": batch,
+                                                            "hook_urls": list(self.settings.hook_urls)}, op="reap")
+        self._emit(Transition("released", r["id"], str(r["endpoint_id"]), r["queue"], r["state"],
+                              closed={"seq": r["attempts_total"], "outcome": "released", "disposition": "requeued",
+                                      "died": False},
                               attempts_total=r["attempts_total"]) for r in rows)
         return len(rows)
 

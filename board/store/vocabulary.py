@@ -37,7 +37,7 @@ IMPLIED_BY = {"note": "heartbeat"}
 # What each committed transition is called wherever it is reported.
 TRANSITION_KINDS = (
     "added", "claimed", "lease_expired", "lease_extended", "completed", "failed", "released", "canceled",
-    "interrupted", "resumed", "retried", "reaped", "requeued", "revoked", "deleted",
+    "interrupted", "resumed", "retried", "reaped", "requeued", "revoked", "deleted", "answered",
 )
 # Kinds of notifications about endpoints rather than todos (no subscriber re-reads a todo).
 CONTROL_KINDS = ("endpoint_revoked",)
@@ -68,6 +68,11 @@ PRIOR_ATTEMPTS = 5
 # each prior attempt of a claim, get_todo returns notes_limit of them (0 to the maximum).
 NOTE_MAX_BYTES = 2048
 PRIOR_NOTES = 3
+# An interrupt's question (migration 0009): its text is cut like a summary; at most this many
+# choices of at most this many bytes each; it may expire at most this far ahead.
+QUESTION_CHOICES_MAX = 10
+CHOICE_MAX_BYTES = 200
+QUESTION_EXPIRES_MAX_SECONDS = 30 * 86400
 NOTES_LIMIT_DEFAULT = 5
 NOTES_LIMIT_MAX = 50
 ATTEMPTS_LIMIT_DEFAULT = 20
@@ -160,6 +165,7 @@ class Transition:
     closed: dict | None = None
     attempts_total: int = 0
     opened_seq: int | None = None
+    waited_seconds: float | None = None  # answered: from the question to its first answer
 
 
 Observer = Callable[[Transition], Any]

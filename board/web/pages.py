@@ -205,6 +205,24 @@ async def todo_note(request: Request, human: Human, session, todo_id: str, form)
     return redirect(request, f"/todos/{todo_id}", session)
 
 
+async def todo_answer(request: Request, human: Human, session, todo_id: str, form) -> Response:
+    """The owner's answer to an interrupted todo, through the store's answer: a choice's
+    button sends choice, the text box sends text. A todo that stopped waiting meanwhile, or a
+    choice the question does not offer, comes back as a flash on the drawer."""
+    text = str(form.get("text") or "")
+    choice = form.get("choice")
+    try:
+        await runtime(request).store.todo_answer(human, todo_id, text=text if text.strip() or choice is None else None,
+                                                 choice=str(choice) if choice is not None else None)
+    except NotFound:
+        return not_found(request, session, human)
+    except (Conflict, Invalid) as e:
+        session.set_flash("error", f"Could not answer: {sentence(e.message)}")
+        return redirect(request, f"/todos/{todo_id}{view_query(request)}", session)
+    session.set_flash("result", "Answered. The agent has been told.")
+    return redirect(request, f"/todos/{todo_id}{view_query(request)}", session)
+
+
 @post("/todos/{todo_id:str}/{action:str}")
 async def todo_action(request: Request, todo_id: FromPath[str], action: FromPath[str]) -> Response:
     human, session = await require_human(request)
@@ -213,6 +231,8 @@ async def todo_action(request: Request, todo_id: FromPath[str], action: FromPath
         return form
     if action == "note":
         return await todo_note(request, human, session, todo_id, form)
+    if action == "answer":
+        return await todo_answer(request, human, session, todo_id, form)
     if action not in ACTIONS:
         return not_found(request, session, human)
     store = runtime(request).store

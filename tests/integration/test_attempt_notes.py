@@ -42,7 +42,8 @@ async def test_the_holder_notes_on_its_open_attempt_and_get_todo_returns_them_ne
                                                           "picked the bisect approach"]
     assert (open_attempt["notes_count"], open_attempt["notes_pruned"]) == (2, 0)
     assert open_attempt["notes"][0]["at"] == second["note"]["at"] == open_attempt["last_note_at"]
-    assert set(open_attempt["notes"][0]) == {"at", "text", "truncated", "author_kind"}
+    assert set(open_attempt["notes"][0]) == {"at", "text", "truncated", "author_kind", "kind"}
+    assert open_attempt["notes"][0]["kind"] == "working"
     assert [(n["seq"], n["n"]) for n in await notes_in_db(db_url, tid)] == [(1, 1), (1, 2)]
 
 

@@ -40,6 +40,8 @@ PLANNED_APART = {
 UNKEYED_OK = {
     ("attempts_reap_lapsed", "todos_claimed_idx"): "the reaper reads the claimed set (lease_expires_at stays out of every "
                                        "index so heartbeats stay heap-only)",
+    ("questions_expire", "todos_interrupted_idx"): "the question sweep reads the interrupted set, which is small "
+                                                   "(a todo waits there only for a person)",
     ("todo_list_sorted_human", "todos"): "the Board's list in a column's order that no index holds reads every "
                                          "matching todo of the human: here one endpoint holds the whole table",
 }

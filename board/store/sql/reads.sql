@@ -296,3 +296,12 @@ SELECT t.id, t.endpoint_id::text AS endpoint_id, t.queue
        AND t.queue <> ALL(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = e.user_id))
      ORDER BY t.created_at, t.id LIMIT %(limit)s) t
  WHERE e.id = ANY(%(endpoint_ids)s::uuid[]);
+
+-- name: todo_answer_choices
+-- description: The choices the current question of an interrupted todo of the human's offers (an empty array: none), to name them when an answer's choice is not among them
+SELECT coalesce(q.choices, '[]'::jsonb) AS choices
+  FROM todos t
+  JOIN attempts a ON a.todo_id = t.id AND a.seq = t.attempts_total AND a.outcome IS NULL
+  LEFT JOIN attempt_notes q ON q.todo_id = a.todo_id AND q.seq = a.seq AND q.n = a.asked_n AND a.asked_n > a.waiting_n
+ WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+   AND t.state = ANY(%(from_states)s::todo_state[]);

@@ -3,10 +3,14 @@
 -- a process that dies mid-delivery only delays an event, another retries it after the lease.
 
 -- name: attempts_reap_lapsed
--- description: The reaper: claimed with a lapsed lease -> pending or dead letter, closing each attempt reaped, a batch at a time
+-- description: The reaper: claimed with a lapsed lease, or answered and not resumed within the lease the answer gave -> pending or dead letter, closing each attempt reaped, a batch at a time
 WITH cand AS (
   SELECT t.id, t.attempts_total, t.attempt, t.max_attempts FROM todos t
-   WHERE t.state = 'claimed' AND t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
+   WHERE t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
+     AND (t.state = 'claimed'
+          OR t.state IN ('input_required', 'auth_required') AND EXISTS (
+               SELECT 1 FROM attempts a WHERE a.todo_id = t.id AND a.seq = t.attempts_total
+                  AND a.outcome IS NULL AND a.answered_at IS NOT NULL))
    ORDER BY t.lease_expires_at
    LIMIT %(batch)s
    FOR UPDATE OF t SKIP LOCKED
@@ -52,6 +56,56 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'reaped')::text)
   FROM upd JOIN closed ON closed.todo_id = upd.id;
+
+-- name: questions_expire
+-- description: The question sweep: interrupted with its question expired unanswered -> pending, closing the attempt released/requeued with an expired note, a batch at a time
+WITH cand AS (
+  SELECT t.id, t.attempts_total FROM todos t
+    JOIN attempts a ON a.todo_id = t.id AND a.seq = t.attempts_total AND a.outcome IS NULL
+   WHERE t.state IN ('input_required', 'auth_required') AND a.answered_at IS NULL
+     AND a.question_expires_at <= coalesce(%(now)s::timestamptz, now())
+   ORDER BY a.question_expires_at
+   LIMIT %(batch)s
+   FOR UPDATE OF t SKIP LOCKED
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'released', disposition = 'requeued',
+         notes_count = coalesce(a.notes_count, 0) + 1, last_note_at = coalesce(%(now)s::timestamptz, now()),
+         lease_token_hash = NULL
+    FROM cand
+   WHERE a.todo_id = cand.id AND a.seq = cand.attempts_total AND a.outcome IS NULL AND a.answered_at IS NULL
+  RETURNING a.todo_id, a.seq, a.notes_count, a.question_expires_at
+),
+noted AS (
+  INSERT INTO attempt_notes (todo_id, seq, n, at, author_kind, text, kind)
+  SELECT c.todo_id, c.seq, c.notes_count, coalesce(%(now)s::timestamptz, now()), 'system',
+         'The question expired unanswered at ' || to_char(c.question_expires_at AT TIME ZONE 'UTC',
+           'YYYY-MM-DD HH24:MI:SS') || ' UTC; the todo was released for the next claimer.', 'expired'
+    FROM closed c
+  RETURNING 1
+),
+upd AS (
+  UPDATE todos t
+     SET state = 'pending', owner = NULL, lease_expires_at = NULL,
+         updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed WHERE t.id = closed.todo_id
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT 'todo.ready', h.url, u.id,
+         hook_payload('todo.ready', coalesce(%(now)s::timestamptz, now()), u.id, u.queue, u.title, u.state,
+                      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id)
+    FROM upd u CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.state::text AS state, upd.attempts_total,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'released')::text)
+  FROM upd;
 
 -- name: todos_retry_due
 -- description: The retry scheduler: failed with next_retry_at due -> pending, a batch at a time
