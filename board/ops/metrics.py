@@ -26,7 +26,7 @@ from board.store.store import Transition
 OTHER_QUEUES = "_other"
 # A person answers in seconds when watching, in hours or days when a hook fetched them.
 QUESTION_ANSWER_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400, 259200,
-                           604800)
+                           604800, 2592000)  # up to the longest expiry, 30 days
 WAITING_STATES = ("input_required", "auth_required")
 
 
