@@ -815,7 +815,7 @@ class Store(Accounts, Grants):
         if asked["choices"] is not None:
             asked["choices"] = Jsonb(asked["choices"])
         params = self._params(caller, id=todo_id, from_states=["claimed"], to_state=state, now=now,
-                              board_url=self.settings.public_url or "", **asked)
+                              public_url=self.settings.public_url, **asked)
         row = await self._fenced(caller, query("todo_interrupt"), params, lease_token,
                                  op="interrupt", todo_id=todo_id, from_states=["claimed"])
         if row is None:
