@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import jsonschema
 import mcp_types as types
 import pytest
 
@@ -133,6 +134,16 @@ class _Handler:
     handler: object
 
 
+async def checked(client, tool: str, args: dict) -> dict:
+    """call(), with the result validated against the tool's declared output schema (the
+    Python SDK's client does not check it; the TypeScript SDK's does, in
+    test_ts_sdk_questions.py, date-time formats included)."""
+    result = await call(client, tool, args)
+    [schema] = [t.output_schema for t in (await client.list_tools()).tools if t.name == tool]
+    jsonschema.Draft202012Validator(schema).validate(result)
+    return result
+
+
 async def owner_and_endpoint(server):
     name = f"owner{next(_names)}"
     human = await make_human(server.store, name)
@@ -167,13 +178,13 @@ async def test_the_owners_answer_on_the_board_rings_the_waiting_session_and_resu
     username, ep = await owner_and_endpoint(server)
     todo_id = await held_todo(server, ep)
     async with waiting_session(server, ep, generation, uri(todo_id)) as (agent, bell):
-        asked = await call(agent, "interrupt", {"id": todo_id, "question": QUESTION + "\x07", "choices": CHOICES,
+        asked = await checked(agent, "interrupt", {"id": todo_id, "question": QUESTION + "\x07", "choices": CHOICES,
                                                 "expires_in_seconds": 3600})
         assert asked["state"] == "input_required" and asked["id"] == todo_id
         assert asked["question"]["text"] == QUESTION and asked["question"]["choices"] == CHOICES
         assert asked["question"]["truncated"] is False and asked["question"]["expires_at"]
 
-        got = await call(agent, "get_todo", {"id": todo_id})
+        got = await checked(agent, "get_todo", {"id": todo_id})
         [attempt] = got["attempts"]
         note = attempt["notes"][0]
         assert (note["kind"], note["author_kind"], note["text"], note["choices"]) == (
@@ -191,13 +202,13 @@ async def test_the_owners_answer_on_the_board_rings_the_waiting_session_and_resu
               f"{rung - returned:+.3f} s from its reply (the commit is in between)")
         assert rung - began < RING_BOUND
 
-        resumed = await call(agent, "resume", {"id": todo_id})
+        resumed = await checked(agent, "resume", {"id": todo_id})
         assert resumed["state"] == "claimed"
         [answer] = resumed["answers"]
         assert (answer["text"], answer["choice"], answer["who"]) == ("not yet", "not yet", username)
         assert answer["at"]
 
-        after = await call(agent, "get_todo", {"id": todo_id})
+        after = await checked(agent, "get_todo", {"id": todo_id})
         notes = after["attempts"][0]["notes"]
         assert [(n["kind"], n["author_kind"]) for n in notes] == [("answer", "owner"), ("question", "endpoint")]
         assert (notes[0]["choice"], notes[0]["who"]) == ("not yet", username)
@@ -260,7 +271,7 @@ async def test_an_agent_that_died_waiting_is_reaped_and_the_next_claimer_reads_q
     await answer_on_the_board(server, username, todo_id, choice="revert")
     await wait_for_state(server, todo_id, "pending")
     async with connect(server, ep.token, generation) as second:
-        claim = await call(second, "claim_next", {"claimant": "run-2", "lease_seconds": 600})
+        claim = await checked(second, "claim_next", {"claimant": "run-2", "lease_seconds": 600})
     assert claim["todo"]["id"] == todo_id and claim["attempt_seq"] == 2
     [prior] = claim["prior_attempts"]
     assert (prior["outcome"], prior["died"]) == ("reaped", True)
@@ -284,7 +295,7 @@ async def test_an_expired_question_releases_the_todo_and_the_next_claimer_reads_
         late = await call_error(first, "resume", {"id": todo_id})
         assert late["code"] == "conflict"
     async with connect(server, ep.token, generation) as second:
-        claim = await call(second, "claim_next", {"lease_seconds": 600})
+        claim = await checked(second, "claim_next", {"lease_seconds": 600})
     assert claim["todo"]["id"] == todo_id and claim["attempt_seq"] == 2
     [prior] = claim["prior_attempts"]
     assert (prior["outcome"], prior["disposition"], prior["died"]) == ("released", "requeued", False)
