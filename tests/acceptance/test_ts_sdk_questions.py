@@ -38,6 +38,8 @@ async def test_the_typescript_client_reads_the_question_arguments_and_the_answer
     ep = await vend(ts_questions_server.store)
     async with ts_client(ts_questions_server, ep.token) as client:
         tools = {t["name"]: t for t in await client.list_tools()}
+        instructions = client.info["instructions"]
+    assert "interrupt with a question" in instructions and "resume" in instructions
     interrupt, resume = tools["interrupt"], tools["resume"]
     assert set(interrupt["inputSchema"]["properties"]) == {"id", "state", "question", "choices",
                                                            "expires_in_seconds", "lease_token"}
