@@ -30,6 +30,8 @@ SAFETY_POLL_SECONDS = 30.0
 SHUTDOWN_SUMMARY = "released on shutdown: the worker stopped before this todo was done"
 HOLDER_GONE = ("conflict", "not_found")  # a heartbeat or close answered so: the lease is no longer ours
 CLOSED = ("completed", "failed", "released")
+# While ask() waits: how often it re-reads the todo when nothing rings.
+ASK_POLL_SECONDS = 5.0
 
 
 def default_name() -> str:
@@ -141,12 +143,42 @@ class Todo:
             await self.resume()
         return await self._close("release", "released", summary=summary, artifact=artifact, usage=usage)
 
-    async def interrupt(self, state: str = "input_required") -> dict:
-        """Wait for input (or auth): the attempt stays open, heartbeats pause until resume()."""
+    async def interrupt(self, state: str = "input_required", **args: Any) -> dict:
+        """Wait for input (or auth): the attempt stays open, heartbeats pause until resume().
+        args: the interrupt tool's others (question, choices, expires_in_seconds); ask()
+        also waits for the answer."""
         await self._stop_heartbeats()
-        r = await self.worker.conn.call("interrupt", self._fenced(state=state))
+        r = await self.worker.conn.call("interrupt", self._fenced(**{**args, "state": state}))
         self.interrupted = True
         return r
+
+    async def ask(self, question: str, *, choices: list[str] | None = None,
+                  expires_in_seconds: float | None = None, state: str = "input_required") -> list[dict]:
+        """Ask the todo's owner and wait for the answer: interrupt with the question, wait
+        for the doorbell (or the worker's safety poll), and once an answer is given resume
+        and return the answers ([{text, choice, who, at}]). The attempt stays open
+        throughout. Raises Lost when the todo stops waiting without an answer: the question
+        expired, or the person released or canceled it (noticed within ASK_POLL_SECONDS)."""
+        args: dict[str, Any] = {"question": question}
+        if choices is not None:
+            args["choices"] = choices
+        if expires_in_seconds is not None:
+            args["expires_in_seconds"] = expires_in_seconds
+        await self.interrupt(state, **args)
+        conn = self.worker.conn
+        while True:
+            seen = conn.rings
+            got = await conn.call("get_todo", {"id": self.id, "attempts_limit": 1, "notes_limit": 0})
+            attempt = (got.get("attempts") or [{}])[0]
+            if got.get("state") not in ("input_required", "auth_required") or attempt.get("seq") != self.attempt_seq:
+                self._lose()
+                raise Lost(f"the todo stopped waiting for an answer (it is {got.get('state')})")
+            if (attempt.get("question") or {}).get("answers"):
+                break
+            # An answer rings at once; a cancel or a release by the person does not ring, so
+            # it is noticed by this poll.
+            await conn.wait_ring(seen, min(self.worker.poll_seconds, ASK_POLL_SECONDS))
+        return (await self.resume()).get("answers", [])
 
     async def resume(self) -> dict:
         r = await self.worker.conn.call("resume", self._fenced(lease_seconds=self.lease_seconds))

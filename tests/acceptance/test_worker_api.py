@@ -1,5 +1,6 @@
 """The `Worker` Python API against a real server: todos yielded fenced and heartbeating while
-held, notes, each closing verb, interrupt and resume, shutdown releases, handlers that raise or
+held, notes, each closing verb, interrupt and resume, asking the owner and waiting for the
+answer, shutdown releases, handlers that raise or
 forget to close, several slots at once, and a refused token."""
 
 from __future__ import annotations
@@ -75,6 +76,62 @@ async def test_interrupt_keeps_the_attempt_open_and_resume_heartbeats_again(live
             await todo.complete(summary="answered")
         got = await history(client, row["id"])
     assert got["state"] == "done" and got["attempts_total"] == 1
+
+
+async def owner_of(store, ep):
+    """The human who owns the endpoint, as the Board signs them in."""
+    from board.store.vocabulary import Human
+    return Human(ep.user_id, (await store.user_by_id(ep.user_id))["username"])
+
+
+async def answer_when_asked(store, human, todo_id: str, **answer) -> float:
+    """Answer the todo as its owner once it waits for one; the time of the answer."""
+    for _ in range(200):
+        if (await store.todo_get(human, todo_id))["state"] == "input_required":
+            break
+        await asyncio.sleep(0.05)
+    await store.todo_answer(human, todo_id, **answer)
+    return time.monotonic()
+
+
+async def test_ask_waits_for_the_owners_answer_and_returns_it_with_the_attempt_still_open(live_server):
+    store = live_server.store
+    ep = await vend(store)
+    human = await owner_of(store, ep)
+    async with connect(live_server, ep.token) as client:
+        row = await add(client, "deploy")
+        async with Worker(live_server.url, ep.token) as worker:
+            todo = await worker.claim()
+            asking = asyncio.create_task(todo.ask("Deploy now?", choices=["yes", "no"]))
+            answered_at = await answer_when_asked(store, human, row["id"], choice="yes")
+            answers = await asyncio.wait_for(asking, 30)
+            print(f"\nask() returned {time.monotonic() - answered_at:.3f} s after the answer")
+            assert [(a["text"], a["choice"]) for a in answers] == [("yes", "yes")]
+            assert not todo.interrupted and todo.open
+            await todo.complete(summary="deployed")
+        got = await history(client, row["id"])
+    [attempt] = got["attempts"]
+    assert got["state"] == "done" and attempt["question"]["answers"][0]["choice"] == "yes"
+
+
+async def test_ask_raises_lost_when_the_person_cancels_instead_of_answering(live_server):
+    from switchboard_worker import Lost
+    store = live_server.store
+    ep = await vend(store)
+    human = await owner_of(store, ep)
+    async with connect(live_server, ep.token) as client:
+        row = await add(client, "deploy")
+        async with Worker(live_server.url, ep.token) as worker:
+            todo = await worker.claim()
+            asking = asyncio.create_task(todo.ask("Deploy now?"))
+            for _ in range(200):
+                if (await history(client, row["id"]))["state"] == "input_required":
+                    break
+                await asyncio.sleep(0.05)
+            await store.todo_cancel(human, row["id"])
+            with pytest.raises(Lost, match="canceled"):
+                await asyncio.wait_for(asking, 30)
+            assert todo.lease_lost.is_set()
 
 
 async def test_leaving_the_worker_releases_what_is_held_with_the_shutdown_summary(live_server):
