@@ -2,19 +2,29 @@
 with a choice and with typed words, and the result message takes focus; a screen reader hears
 the question once as the drawer opens and, in another open drawer of the todo, the answer as
 one line; axe finds nothing in light and dark at 1280 and 320 px with the question shown (and
-an earlier attempt whose question expired)."""
+an earlier attempt whose question expired). The agent hosts' A2UI surface and MCP App show the
+same question and answer, from the one todo detail view."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta, timezone
 
+import pytest
 from playwright.async_api import Page, expect
 
 from e2e.conftest import ARTIFACTS, assert_accessible, live_on, make_human, no_csp_errors, sign_in
 from e2e.test_board_e2e import tab_to
 from e2e.test_board_everywhere_e2e import NARROW, WIDE, check_layout
+from e2e.test_agent_hosts_e2e import APP_URI, SCHEMES, host_page, host_site, no_violations  # noqa: F401 (a fixture)
 from e2e.test_board_screen_reader_e2e import screen_reader_script, spoken
+from tests.acceptance.mcp_helpers import McpApps, connect, vend
 from tests.conftest import make_agent
+
+
+@pytest.fixture
+def server_settings(server_settings):
+    return server_settings.with_(a2ui_enabled=True)
 
 QUESTION = "Deploy build 418 to production now?"
 
@@ -135,6 +145,8 @@ async def test_a_screen_reader_hears_the_question_once_on_opening_and_the_answer
         assert len(asked) == 1, heard[opened:]  # the question, once, as the drawer opens
         assert heard[opened + 1] == "heading, Ship build 418, level 2", heard[opened:]
 
+        wait = dialog.get_by_role("button", name="wait for the freeze")
+        await wait.focus()  # where a keyboard user might be as the answer arrives
         await listener.evaluate("async () => await window.__vsr.virtual.clearSpokenPhraseLog()")
         await listener.evaluate("window.__announced = []")
         # Another drawer of the same todo (another tab) answers; the listener's drawer hears it.
@@ -148,5 +160,46 @@ async def test_a_screen_reader_hears_the_question_once_on_opening_and_the_answer
         said = [p for p in await spoken(listener) if p.startswith("polite:")]
         assert said == [f"polite: {line}"], said  # and a person hears one line
         await expect(dialog.get_by_role("list", name="Answers so far")).to_contain_text(line)
+        await expect(wait).to_be_focused()  # the section was redrawn around it; focus stayed
     finally:
         await context.close()
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+async def test_the_a2ui_surface_and_the_mcp_app_show_the_question_and_its_answer(browser, live_server, host_site,
+                                                                                scheme):
+    store = live_server.store
+    ada = await make_human(store, "ada")
+    ep = await vend(store, user_id=ada.user_id)
+    agent = await store.endpoint_authenticate(ep.token)
+    todo = await store.todo_add(agent, queue=agent.queues[0], title="Ship build 418")
+    await store.todo_claim(agent, todo["id"], claimant="deployer/run-3", lease_seconds=3600)
+    await store.todo_interrupt(agent, todo["id"], question=QUESTION, choices=["deploy now", "wait for the freeze"])
+    await store.todo_answer(ada, todo["id"], choice="deploy now")
+    async with connect(live_server, ep.token, "legacy", extensions=[McpApps()]) as client:
+        messages = json.loads((await client.read_resource(f"switchboard://todos/{todo['id']}/a2ui")).contents[0].text)
+        [app] = (await client.read_resource(APP_URI)).contents
+        result = await client.call_tool("get_todo", {"id": todo["id"]})
+    async with host_page(browser, scheme) as page:
+        await page.goto(host_site + "/a2ui.html")
+        await page.wait_for_function("typeof window.renderA2ui === 'function'")
+        await page.evaluate("messages => window.renderA2ui(messages)", messages)
+        await expect(page.get_by_role("heading", name="The agent asks", level=3)).to_be_visible()
+        await expect(page.get_by_text("The agent asked at ")).to_have_count(2)  # waiting, and in the attempt
+        await expect(page.get_by_text("ada answered: deploy now (at ")).to_have_count(2)
+        await expect(page.get_by_text("ada answered, ")).to_have_count(1)  # the answer among the notes
+        await no_violations(page, f"the A2UI surface with a question ({scheme})")
+    async with host_page(browser, scheme) as page:
+        await page.goto(host_site + "/app.html")
+        await page.wait_for_function("typeof window.startApp === 'function'")
+        await page.evaluate("([html, theme]) => window.startApp(html, theme)", [app.text, scheme])
+        await page.evaluate("result => window.sendResult(result)",
+                            result.model_dump(by_alias=True, mode="json", exclude_none=True))
+        frame = page.frame_locator("iframe")
+        waiting = frame.get_by_role("region", name="The agent asks")
+        await expect(waiting).to_contain_text(QUESTION)
+        await expect(waiting).to_contain_text("Choices offered: deploy now, wait for the freeze.")
+        await expect(waiting).to_contain_text("ada answered: deploy now")
+        await expect(frame.locator("#attempt-1")).to_contain_text("ada answered, ")
+        app_frame = next(f for f in page.frames if f != page.main_frame)
+        await no_violations(app_frame, f"the MCP App with a question ({scheme})")
