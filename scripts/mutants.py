@@ -41,6 +41,8 @@ BOUNDARIES = "tests/integration/test_boundaries.py"
 PAUSES = "tests/integration/test_queue_pauses.py"
 NOTES = "tests/integration/test_attempt_notes.py"
 QUESTIONS = "tests/integration/test_questions.py"
+HOOKS = "tests/integration/test_hooks.py"
+METRICS = "tests/acceptance/test_metrics.py"
 PRUNE = "tests/integration/test_prune_counts.py"
 OAUTH = "tests/acceptance/test_oauth.py"
 CHARTS = "tests/acceptance/test_board_charts.py"
@@ -227,6 +229,20 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("expire-answered", "questions", SQL + "sweeps.sql",
            "a.answered_at IS NULL", "true",
            (QUESTIONS,), "an answered question expires", "questions_expire", times=2),
+    Mutant("hook-board-url-bare", "questions", SQL + "holds.sql",
+           "'board_url', %(public_url)s::text || '/todos/' || u.id",
+           "'board_url', coalesce(%(public_url)s::text, '') || '/todos/' || u.id",
+           (HOOKS,), "a hook event names a bare path as the Board URL when no public URL is set", "todo_interrupt"),
+    Mutant("hook-auth-required-event", "questions", SQL + "holds.sql",
+           "WHEN u.state = 'auth_required' THEN 'todo.auth_required'",
+           "WHEN u.state = 'auth_required' THEN 'todo.input_required'",
+           (HOOKS,), "an interrupt for authorization is announced as one for input", "todo_interrupt"),
+    Mutant("metrics-every-answer-timed", "questions", "board/ops/metrics.py",
+           'if t.kind == "answered" and t.waited_seconds is not None:\n'
+           '            self.question_answer.labels(queue).observe(max(0.0, t.waited_seconds))',
+           'if t.kind == "answered":\n'
+           '            self.question_answer.labels(queue).observe(max(0.0, t.waited_seconds or 0.0))',
+           (METRICS,), "a later answer to the same question is timed as if it were the first"),
     # -- queue pauses and the overview (migration 0003) --------------------------------
     Mutant("pause-claim-next", "pause", SQL + "claims.sql", _NOT_PAUSED, "",
            (PAUSES,), "an agent's claim_next takes a todo of a paused queue", "todo_claim_next_fast"),

@@ -1,5 +1,6 @@
 """The MCP doorbell (SPEC-0011, SPEC-0034 REQ-16): tell an endpoint's live MCP sessions
-that a todo became ready in a queue they may drain.
+that a todo became ready in a queue they may drain, or that the person who owns a todo
+answered the question its agent waits on.
 
 URIs (the doorbell's scheme, also served by resources/read):
   switchboard://todos        the collection; subscribe to it to hear every ring
@@ -25,6 +26,14 @@ a session subscribed to switchboard://todos/{id}/a2ui (2025-11-25: resources/sub
 that URI in subscriptions/listen) hears notifications/resources/updated for it on every event of
 that todo (an attempt opened, closed, noted, its lease extended, the todo moved), with no gate,
 only when the todo is its own endpoint's, in a granted queue, and its scope allows get_todo.
+When the owning human answers an interrupted todo's question (the "answered" event of
+todo_answer_human in board/store/sql/holds.sql), the waiting agent is told at once:
+notifications/resources/updated for switchboard://todos/{id} on the todo's endpoint's
+doorways whose queues include the todo's queue and that want that URI or the collection (a
+legacy session's GET stream hears every todo of its queues), in both generations, with no
+gate (and the gate is left as it was). The agent then calls resume, which returns the
+answers. A ring is a hint to re-read: another worker of the same endpoint that hears it
+spends one claim_next that finds nothing.
 A per-todo gate (doorbell_gate_seconds) suppresses a second ring of the same todo inside
 its window; a re-queue by the retry scheduler clears the todo's gate entry, so it rings
 again (REQ-16). The doorbell heartbeat (doorbell_heartbeat_seconds, 0 = off) rings pending
@@ -197,6 +206,8 @@ class Doorbell:
             self.gate.pop(todo_id, None)  # REQ-16: a retry-scheduler re-queue rings again
         if kind in READY_KINDS or (kind == "reaped" and event.get("state") == "pending"):
             self.ring(todo_id, endpoint_id, queue)
+        elif kind == "answered":
+            self.ring_answered(todo_id, endpoint_id, queue)
 
     def ring(self, todo_id: str, endpoint_id: str, queue: str) -> bool:
         """Ring the endpoint's doorways for a ready todo, unless its gate is closed."""
@@ -215,6 +226,17 @@ class Doorbell:
             doorway.ring(uri)
         self._prune_gate(now)
         return True
+
+    def ring_answered(self, todo_id: str, endpoint_id: str, queue: str) -> int:
+        """Tell the endpoint's doorways that a person answered this todo's question: at once,
+        gate or not (an answer is not a ready todo, and the agent waits on it)."""
+        uri = todo_uri(todo_id)
+        rung = 0
+        for doorway in self._doorways.get(endpoint_id, ()):
+            if doorway.wants(queue, uri):
+                doorway.ring(uri)
+                rung += 1
+        return rung
 
     def ring_changed(self, todo_id: str, endpoint_id: str, queue: str) -> int:
         """Tell the endpoint's doorways subscribed to this todo's A2UI resource that it changed."""

@@ -98,8 +98,12 @@ code is invalid (fix the named argument), not_found, conflict (the todo moved on
 not yours), forbidden, rate_limited or unavailable (wait, then retry) or internal (a fault on our side).
 A complete, fail or release retried with the same lease_token after it went through (its reply lost)
 returns the same closed result again with "replayed": true.
+Need a person (an approval, a choice, a one-time code)? interrupt with a question (and choices);
+the todo's owner answers on the Board, which rings the doorbell for that todo; then resume, which
+returns answers: the owning human's reply.
 Doorbell: notifications/resources/updated for switchboard://todos/{id} when a todo becomes ready
-(2025-11-25: on the session's GET stream; 2026-07-28: subscriptions/listen on switchboard://todos)."""
+or its question is answered (2025-11-25: on the session's GET stream; 2026-07-28:
+subscriptions/listen on switchboard://todos or that todo's URI)."""
 
 _UNAUTHORIZED_BODY = json.dumps(
     {"error": "unauthorized", "error_description": "a valid Switchboard endpoint bearer token or OAuth access token "

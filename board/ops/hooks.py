@@ -6,11 +6,19 @@ carries the closing attempt's seq, outcome, died, summary and artifact and the t
 attempts_total; terminal payloads (done, dead-lettered, canceled) also carry the exact
 attempt summary (counts by outcome over the whole history, recent outcome tokens, omitted).
 
-Notify hooks (SPEC-0024): the transitions themselves write `todo.ready` and
-`todo.dead_lettered` rows to hook_events in their own transaction (board/store/store.py);
-`HookDelivery` POSTs them, signed, to the configured URLs from any server process and
-retries with backoff until a 2xx, so an event is delivered at least once and carries a
-stable id (`X-Switchboard-Event-Id`, and `id` in the body) to de-duplicate on.
+Notify hooks (SPEC-0024): the transitions themselves write `todo.ready`,
+`todo.dead_lettered`, and (an interrupt) `todo.input_required` or `todo.auth_required` rows
+to hook_events in their own transaction (board/store/sql/*.sql); `HookDelivery` POSTs them,
+signed, to the configured URLs from any server process and retries with backoff until a
+2xx, so an event is delivered at least once and carries a stable id
+(`X-Switchboard-Event-Id`, and `id` in the body) to de-duplicate on.
+
+Every body is {id, event, occurred_at, todo: {id, queue, title, state, attempt,
+max_attempts, attempts_total, endpoint_id}}; a dead letter adds the closing attempt and the
+attempt summary; an interrupt adds question ({text, choices, expires_at}, or null when it
+asks nothing) and board_url (SWITCHBOARD_PUBLIC_URL + "/todos/{id}", or null when that is
+unset: a delivery has no request to take a host from). No event carries a token or an
+answer. docs/hooks.md lists them for receivers.
 
 Signature: `X-Switchboard-Signature: t=<unix seconds>,v1=<hex>` where hex is
 HMAC-SHA256(secret, f"{t}.{body}") over the exact request body bytes.

@@ -4,6 +4,10 @@ Counters move after commit, from the store's committed-transition observers, so 
 back transition never counts. No label ever carries a todo id, a summary, an artifact or a
 claimant. The queue label is bounded: past `metrics_queue_label_max` distinct queues, the
 rest share the label value `_other` (SPEC-0023 REQ-5).
+
+Questions: `switchboard_todos_waiting_for_person{queue}` (interrupted todos, read at scrape)
+and `switchboard_question_answer_seconds{queue}` (question to first answer, observed from the
+"answered" transition's waited_seconds).
 """
 
 from __future__ import annotations
@@ -20,6 +24,10 @@ from board.config import Settings
 from board.store.store import Transition
 
 OTHER_QUEUES = "_other"
+# A person answers in seconds when watching, in hours or days when a hook fetched them.
+QUESTION_ANSWER_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400, 259200,
+                           604800, 2592000)  # up to the longest expiry, 30 days
+WAITING_STATES = ("input_required", "auth_required")
 
 
 class Metrics:
@@ -55,6 +63,17 @@ class Metrics:
             "switchboard_mcp_call_duration_seconds", "MCP tool calls, by tool and result code.",
             ["tool", "code"], registry=r,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+        # Questions to people. The gauge is the sum of
+        # switchboard_todos over the two interrupt states, under a name an alert reads as
+        # meant, with every queue that has todos present at 0; the histogram is observed once
+        # per question, at its first answer (the store's "answered" transition).
+        self.waiting_for_person = Gauge(
+            "switchboard_todos_waiting_for_person",
+            "Todos interrupted for a person (input_required or auth_required), by queue, read at scrape time.",
+            ["queue"], registry=r)
+        self.question_answer = Histogram(
+            "switchboard_question_answer_seconds", "Seconds from an agent's question to its first answer, by queue.",
+            ["queue"], registry=r, buckets=QUESTION_ANSWER_BUCKETS)
         self.sse_subscribers = Gauge("switchboard_sse_subscribers", "Open Board live-update streams.", registry=r)
         self.queue_paused = Gauge(
             "switchboard_queue_paused", "Owners who have paused the queue (0: live for everyone), read at scrape time.",
@@ -91,6 +110,8 @@ class Metrics:
                     self.attempt_cost.labels(queue).inc(float(usage["cost_usd"]))
         if t.dead_letter and t.state == "failed":
             self.dead_letters.labels(queue).inc()
+        if t.kind == "answered" and t.waited_seconds is not None:
+            self.question_answer.labels(queue).observe(max(0.0, t.waited_seconds))
 
     def observe_call(self, tool: str, code: str, seconds: float) -> None:
         self.mcp_calls.labels(tool, code).observe(seconds)
@@ -103,6 +124,13 @@ class Metrics:
         self.todos.clear()
         for (queue, state), n in counts.items():
             self.todos.labels(queue, state).set(n)
+        waiting = dict.fromkeys((queue for queue, _ in counts), 0)
+        for (queue, state), n in counts.items():
+            if state in WAITING_STATES:
+                waiting[queue] += n
+        self.waiting_for_person.clear()
+        for queue, n in waiting.items():
+            self.waiting_for_person.labels(queue).set(n)
         # Every queue with todos is 0 unless paused, so an alert can test for 1.
         paused = dict.fromkeys((queue for queue, _ in counts), 0)
         for row in await store.queue_paused_counts():

@@ -795,7 +795,7 @@ class Store(Accounts, Grants):
         return {"id": row["id"], "attempt_seq": row["seq"], "notes_count": row["notes_count"],
                 "notes_pruned": row["notes_pruned"],
                 "note": {"at": row["at"], "text": text, "truncated": truncated,
-                         "author_kind": "endpoint" if agent else "owner"}}
+                         "author_kind": "endpoint" if agent else "owner", "kind": "working"}}
 
     async def todo_interrupt(self, caller: Agent, todo_id: Any, *, state: Any = "input_required", lease_token=None,
                              question: Any = None, choices: Any = None, expires_in_seconds: Any = None,
@@ -815,7 +815,7 @@ class Store(Accounts, Grants):
         if asked["choices"] is not None:
             asked["choices"] = Jsonb(asked["choices"])
         params = self._params(caller, id=todo_id, from_states=["claimed"], to_state=state, now=now,
-                              board_url=self.settings.public_url or "", **asked)
+                              public_url=self.settings.public_url, **asked)
         row = await self._fenced(caller, query("todo_interrupt"), params, lease_token,
                                  op="interrupt", todo_id=todo_id, from_states=["claimed"])
         if row is None:

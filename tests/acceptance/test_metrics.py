@@ -7,7 +7,7 @@ import asyncio
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import make_agent, run_server
+from tests.conftest import LOAD_SLACK_SECONDS, make_agent, run_server
 
 
 async def scrape(url: str, headers=None) -> dict[tuple, float]:
@@ -130,3 +130,50 @@ async def test_reported_usage_moves_the_token_and_cost_counters_by_exactly_what_
     assert moved("switchboard_attempt_cost_usd_total", queue="llm") == 0.75
     async with httpx.AsyncClient(base_url=live_server.url) as client:
         assert "model-label-xyz" not in (await client.get("/metrics")).text
+
+
+async def test_questions_are_counted_waiting_for_a_person_and_timed_to_their_first_answer_on_the_board(live_server):
+    from datetime import datetime, timedelta, timezone
+
+    from tests.acceptance.test_board_auth import client_for, make_human, sign_in
+
+    store = live_server.store
+    ada = await make_human(store, "ada")
+    agent = await make_agent(store, user=ada, queues=("ops", "idle"))
+    asked = await store.todo_add(agent, queue="ops", title="deploy?")
+    otp = await store.todo_add(agent, queue="ops", title="needs a code")
+    await store.todo_add(agent, queue="idle", title="nobody asks here")
+    for todo in (asked, otp):
+        await store.todo_claim(agent, todo["id"], lease_seconds=3600)
+    before = await scrape(live_server.url)
+    # Asked 90 s ago (the question's time is the interrupt's), answered on the Board now.
+    ninety_ago = datetime.now(timezone.utc) - timedelta(seconds=90)
+    await store.todo_interrupt(agent, asked["id"], question="Ship it?", choices=["yes", "no"], now=ninety_ago)
+    await store.todo_interrupt(agent, otp["id"], state="auth_required")
+    waiting = await scrape(live_server.url)
+    assert value(waiting, "switchboard_todos_waiting_for_person", queue="ops") == 2
+    assert ("switchboard_todos_waiting_for_person", (("queue", "idle"),)) in waiting  # present, at 0
+    assert value(waiting, "switchboard_todos_waiting_for_person", queue="idle") == 0
+    assert value(waiting, "switchboard_todos", queue="ops", state="auth_required") == 1
+
+    async with client_for(live_server) as c:
+        token = await sign_in(c, "ada")
+        for form in ({"choice": "yes"}, {"text": "and tell me when it is out"}):  # a second answer: not timed
+            r = await c.post(f"/todos/{asked['id']}/answer", data={"csrf_token": token, **form})
+            assert r.status_code == 303
+    answered = await scrape(live_server.url)
+
+    def moved(name, **labels):
+        return value(answered, name, **labels) - value(before, name, **labels)
+
+    assert moved("switchboard_question_answer_seconds_count", queue="ops") == 1
+    assert 90 <= moved("switchboard_question_answer_seconds_sum", queue="ops") <= 90 + 30 * LOAD_SLACK_SECONDS
+    assert ("switchboard_question_answer_seconds_bucket", (("le", "60.0"), ("queue", "ops"))) in answered
+    assert moved("switchboard_question_answer_seconds_bucket", queue="ops", le="60.0") == 0
+    assert moved("switchboard_question_answer_seconds_bucket", queue="ops", le="300.0") == 1
+    assert moved("switchboard_transitions_total", queue="ops", kind="answered") == 2
+    # Answered is not resumed: the todo waits on its agent now, and still counts until it resumes.
+    assert value(answered, "switchboard_todos_waiting_for_person", queue="ops") == 2
+    await store.todo_resume(agent, asked["id"])
+    resumed = await scrape(live_server.url)
+    assert value(resumed, "switchboard_todos_waiting_for_person", queue="ops") == 1

@@ -9,6 +9,8 @@
 //   {"op": "listResources"} / {"op": "listResourceTemplates"} / {"op": "readResource", "uri": "..."}
 //   {"op": "subscribe", "uri": "..."}: resources/subscribe; each notifications/resources/updated
 //       the client hears from then on is kept, and {"op": "updated"} returns their URIs so far
+//   {"op": "waitUpdated", "uri": "...", "seen": n, "timeoutMs": ms}: waits until more than n of
+//       them were for that URI; returns {"heardAt": epoch ms when the (n+1)th arrived}
 //   {"op": "close"}
 //   {"op": "connectOAuth", "url": "...", "redirectUrl": "...", "clientMetadataUrl": "..."?}
 //       -> {"authorizationUrl": "..."}: the SDK's OAuth discovery and registration ran and it
@@ -24,6 +26,7 @@ let client = null;
 let transport = null;
 let oauth = null;
 const updated = [];
+const updatedAt = [];  // Date.now() when each of `updated` arrived
 
 // The SDK's OAuthClientProvider, in memory: what a host keeps in its own storage.
 class MemoryProvider {
@@ -63,7 +66,10 @@ async function run(command) {
       });
       client = new Client({ name: "switchboard-compat", version: "1.0.0" },
                           { capabilities: command.capabilities ?? {} });
-      client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updated.push(n.params.uri); });
+      client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+        updated.push(n.params.uri);
+        updatedAt.push(Date.now());
+      });
       await client.connect(transport);
       return {
         protocolVersion: transport.protocolVersion ?? null,
@@ -103,6 +109,15 @@ async function run(command) {
       return await client.subscribeResource({ uri: command.uri });
     case "updated":
       return updated;
+    case "waitUpdated": {
+      const deadline = Date.now() + (command.timeoutMs ?? 10000);
+      for (;;) {
+        const times = updatedAt.filter((_, i) => updated[i] === command.uri);
+        if (times.length > command.seen) return { heardAt: times[command.seen] };
+        if (Date.now() > deadline) throw new Error(`no ring for ${command.uri} after ${command.seen}: ${updated}`);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    }
     case "close":
       await client?.close();
       return null;

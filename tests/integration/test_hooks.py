@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from board.store import store as st
-from board.errors import Internal
+from board.errors import Conflict, Internal
 from board.ops.hooks import HookDelivery, TransitionHooks, verify
 from tests.conftest import make_agent, sql_rows
 
@@ -214,3 +214,21 @@ async def test_no_hook_urls_writes_no_events(store, agent, db_url):
     await store.todo_claim(agent, todo["id"])
     await store.todo_fail(agent, todo["id"])
     assert await sql_rows(db_url, "SELECT 1 FROM hook_events") == []
+
+
+async def test_an_interrupt_without_a_question_or_public_url_sends_nulls_and_a_refused_one_sends_nothing(store, agent,
+                                                                                                    db_url):
+    s = hooked(store)  # no SWITCHBOARD_PUBLIC_URL: no absolute Board URL to give
+    todo = await s.todo_add(agent, queue="q", title="needs a one-time code")
+    claimed = await s.todo_claim(agent, todo["id"], require_fence=True)
+    with pytest.raises(Conflict):  # a stale lease token: refused, and no event written
+        await s.todo_interrupt(agent, todo["id"], state="auth_required", question="Code?", lease_token="stale")
+    await s.todo_interrupt(agent, todo["id"], state="auth_required", lease_token=claimed["lease_token"])
+    with pytest.raises(Conflict):  # a second interrupt while one is open
+        await s.todo_interrupt(agent, todo["id"], question="Again?", lease_token=claimed["lease_token"])
+    rows = await sql_rows(db_url, "SELECT event, payload FROM hook_events WHERE event <> 'todo.ready'")
+    assert [r["event"] for r in rows] == ["todo.auth_required"]
+    payload = rows[0]["payload"]
+    assert payload["question"] is None and payload["board_url"] is None
+    assert payload["todo"]["id"] == todo["id"] and payload["todo"]["state"] == "auth_required"
+    assert claimed["lease_token"] not in json.dumps(payload)

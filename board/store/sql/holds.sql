@@ -80,9 +80,10 @@ outbox AS (
   SELECT ev.event, h.url, u.id,
          hook_payload(ev.event, coalesce(%(now)s::timestamptz, now()), u.id, u.queue, u.title, u.state,
                       u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id)
-         || jsonb_build_object('question', jsonb_build_object('text', %(question)s::text,
-              'choices', %(choices)s::jsonb, 'expires_at', att.question_expires_at),
-              'board_url', %(board_url)s::text || '/todos/' || u.id)
+         || jsonb_build_object('question', CASE WHEN %(question)s::text IS NOT NULL THEN jsonb_build_object(
+              'text', %(question)s::text, 'choices', %(choices)s::jsonb, 'expires_at', att.question_expires_at) END,
+              -- null without SWITCHBOARD_PUBLIC_URL: a delivery has no request Host to take it from
+              'board_url', %(public_url)s::text || '/todos/' || u.id)
     FROM upd u JOIN att ON true
     CROSS JOIN LATERAL (SELECT CASE WHEN u.state = 'auth_required' THEN 'todo.auth_required'
                                     ELSE 'todo.input_required' END AS event) ev
