@@ -44,9 +44,16 @@ def _row(cid: str, children: list[str]) -> dict:
 
 # Paths inside a template are relative to the list item; others start at the data model's root.
 COMPONENTS: list[dict] = [
-    _column("root", ["todo-title", "todo-facts", "todo-current", "attempts-heading", "attempts-count",
+    _column("root", ["todo-title", "todo-waiting", "todo-facts", "todo-current", "attempts-heading", "attempts-count",
                      "attempts-list", "chain-list"]),
     _text("todo-title", "/todo/title", "h2"),
+    # While the todo waits for a person: what for, and the question with its answers, first.
+    _list("todo-waiting", "waiting-body", "/todo/waiting"),
+    _column("waiting-body", ["waiting-heading", "waiting-question"]),
+    _text("waiting-heading", "heading", "h3"),
+    _list("waiting-question", "waiting-question-lines", "question"),
+    _list("waiting-question-lines", "waiting-question-line", "lines"),
+    _text("waiting-question-line", "text"),
     _list("todo-facts", "fact-row", "/todo/facts"),
     _row("fact-row", ["fact-label", "fact-value"]),
     _text("fact-label", "label", "h5"),
@@ -59,7 +66,7 @@ COMPONENTS: list[dict] = [
     {"id": "attempt-card", "component": "Card", "child": "attempt-body"},
     _column("attempt-body", ["attempt-sentence", "attempt-died", "attempt-summary-label", "attempt-summary",
                              "attempt-truncated", "attempt-facts", "attempt-artifact-label", "attempt-artifact",
-                             "attempt-notes-heading", "attempt-notes"]),
+                             "attempt-question", "attempt-notes-heading", "attempt-notes"]),
     _text("attempt-sentence", "sentence", "h4"),
     _list("attempt-died", "died-marker", "died_marker"),
     _text("died-marker", "label", label="died: no report"),
@@ -75,10 +82,15 @@ COMPONENTS: list[dict] = [
     # Every artifact is text here: v0.9's openUrl takes a literal URL, which a templated (stable) tree
     # cannot bind per attempt; the drawer and the MCP App link an https one.
     _text("attempt-artifact", "artifact_words"),
+    _list("attempt-question", "attempt-question-body", "question"),
+    _column("attempt-question-body", ["attempt-question-heading", "attempt-question-lines"]),
+    {"id": "attempt-question-heading", "component": "Text", "text": "Question", "variant": "h5"},
+    _list("attempt-question-lines", "attempt-question-line", "lines"),
+    _text("attempt-question-line", "text"),
     _text("attempt-notes-heading", "notes_heading", "h5"),
     _list("attempt-notes", "note-row", "notes"),
     _column("note-row", ["note-meta", "note-text"]),
-    _text("note-meta", "author", "caption"),
+    _text("note-meta", "byline", "caption"),  # who, what kind in words, when: "ada answered, 2026-..."
     _text("note-text", "text"),
     _list("chain-list", "chain-row", "/todo/chain"),
     _column("chain-row", ["chain-title", "chain-state"]),

@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from board.store import liveness as liveness_rules
 from board.store.inputs import is_https_url
-from board.store.vocabulary import DIED_OUTCOMES
+from board.store.vocabulary import DIED_OUTCOMES, INTERRUPT_STATES
 
 # The died marker's accessible name, the same on every surface; it is words, never a colour.
 DIED_LABEL = "died: no report"
@@ -32,13 +32,24 @@ DISPOSITION_WORDS = {"done": "the todo is done", "retry_scheduled": "the todo wa
                      "canceled": "the todo was canceled"}
 
 
+# Who wrote a note, by its author kind (an answer names the human who gave it).
+NOTE_AUTHORS = {"endpoint": "agent", "owner": "owner", "system": "Switchboard"}
+# What a note of each kind says it is, after its author ("agent asked"); a working note is
+# the plain note it always was and says nothing more.
+NOTE_KIND_WORDS = {"working": "", "question": "asked", "answer": "answered", "expired": "noted the question expired"}
+# What the drawer's question section is headed, by the state the todo waits in.
+WAITING_HEADINGS = {"input_required": "The agent needs input", "auth_required": "The agent needs authorization"}
+
+
 def state_label(state: str) -> str:
     return state.replace("_", " ")
 
 
-def utc(value: datetime | None) -> datetime | None:
+def utc(value: datetime | str | None) -> datetime | None:
     if value is None:
         return None
+    if isinstance(value, str):  # a time inside the store's JSON (an attempt's question) stays text
+        value = datetime.fromisoformat(value)
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
     return value.astimezone(timezone.utc)
@@ -119,6 +130,75 @@ def _when(value: datetime | None) -> dict:
     return {"at": fmt_iso(value), "text": fmt_when(value)}
 
 
+def answer_line(answer: dict) -> str:
+    """One answer as one short line, said the same in the drawer, its news log and every other
+    surface: "ada answered: deploy now"; a choice with other words, "ada answered yes: after 5"."""
+    who = answer.get("who") or "the owner"
+    text, choice = answer.get("text") or "", answer.get("choice")
+    if choice and text and text != choice:
+        return f"{who} answered {choice}: {summary_start(text)}"
+    return f"{who} answered: {summary_start(text or choice or '')}"
+
+
+def question_detail(question: dict, now: datetime) -> dict:
+    """An attempt's question (attempt_public's "question"), as every surface shows it: what
+    was asked, the choices, the expiry in words, the answers so far, and whether it expired
+    unanswered; `lines` says all of it in order, one plain sentence each."""
+    asked, expires, expired = (utc(question.get(k)) for k in ("asked_at", "expires_at", "expired_at"))
+    choices = [str(c) for c in question.get("choices") or []]
+    answers = [{"who": a.get("who") or "the owner", "text": a.get("text") or "", "choice": a.get("choice"),
+                "at": _when(utc(a.get("at"))), "line": answer_line(a)} for a in question.get("answers") or []]
+    current = bool(question.get("current"))
+    # How long is left, while it still matters (no answer yet); past it, the sweep releases the todo.
+    left = (expires - now).total_seconds() if expires and not expired and not answers else None
+    expiry_words = f"in {duration_words(left)}" if left is not None and left > 0 else ""
+    if expired:
+        status = f"Expired unanswered at {fmt_when(expired)}; the todo was released for the next claimer."
+    elif answers:
+        status = "Answered." if len(answers) == 1 else f"Answered {len(answers)} times."
+    elif current:
+        status = "Waiting for an answer."
+    else:
+        status = "Not answered."
+    lines = [f"The agent asked at {fmt_when(asked)}: {question.get('text') or ''}"]
+    if choices:
+        lines.append("Choices offered: " + ", ".join(choices) + ".")
+    if expires and not expired:
+        lines.append(f"Expires at {fmt_when(expires)}" + (f", {expiry_words}." if expiry_words else "."))
+        if left is not None and left <= 0:
+            lines.append("Its time ran out: the todo is about to be released for the next claimer.")
+    lines += [f"{a['line']} (at {a['at']['text']})" for a in answers]
+    lines.append(status)
+    return {"text": question.get("text") or "", "truncated": bool(question.get("truncated")),
+            "asked_at": _when(asked), "choices": choices, "expires_at": _when(expires), "expiry_words": expiry_words,
+            "expiry_passed": left is not None and left <= 0,
+            "answers": answers, "expired": expired is not None, "expired_at": _when(expired),
+            "expired_mark": [{"text": status}] if expired else [], "current": current, "status_text": status,
+            "lines": [{"text": line} for line in lines]}
+
+
+def note_detail(note: dict, n: int, seq: int) -> dict:
+    """One note: who wrote it and what kind it is in words, and the one line that announces it."""
+    kind = note.get("kind") or "working"
+    author = note.get("who") if kind == "answer" and note.get("who") else NOTE_AUTHORS.get(
+        note.get("author_kind"), "owner")
+    start = summary_start(note.get("text"))
+    if kind == "question":
+        announce = f"The agent asks: {start}"
+    elif kind == "answer":
+        announce = answer_line({"who": author, "text": note.get("text"), "choice": note.get("choice")})
+    elif kind == "expired":
+        announce = f"Attempt {seq}: {start}"
+    else:
+        announce = f"Note on attempt {seq}: {start}"
+    kind_words = NOTE_KIND_WORDS.get(kind, kind)
+    at = _when(utc(note.get("at")))
+    return {"n": n, "author": author, "kind": kind, "kind_words": kind_words,
+            "byline": f"{author}{' ' + kind_words if kind_words else ''}, {at['text']}",
+            "at": at, "text": note.get("text") or "", "truncated": bool(note.get("truncated")),
+            "start": start, "announce": announce}
+
+
 def attempt_detail(attempt: dict, now: datetime) -> dict:
     """One attempt, as every surface shows it."""
     outcome, disposition = attempt.get("outcome"), attempt.get("disposition")
@@ -170,10 +250,9 @@ def attempt_detail(attempt: dict, now: datetime) -> dict:
         "usage_text": usage_text(attempt.get("usage")),
         "counted_text": f"{attempt['attempt']} of the todo's allowed attempts",
         "notes_heading": notes_heading,
-        "notes": [{"n": notes_count - i, "author": "agent" if note.get("author_kind") == "endpoint" else "owner",
-                   "at": _when(note.get("at")), "text": note.get("text") or "", "truncated": bool(note.get("truncated")),
-                   "start": summary_start(note.get("text"))}
-                  for i, note in enumerate(notes)],
+        "notes": [note_detail(note, notes_count - i, attempt["seq"]) for i, note in enumerate(notes)],
+        # What the attempt's latest interrupt asked, answered or let expire (zero or one).
+        "question": [question_detail(attempt["question"], now)] if attempt.get("question") else [],
     }
     # The facts as label and value, in the drawer's order, for renderers that lay out pairs.
     facts = [("Outcome", out["outcome_words"])]
@@ -212,6 +291,13 @@ def todo_detail(todo: dict, now: datetime | None = None) -> dict:
                         "lease_until": _when(a.get("lease_expires_at"))})
     chain = todo.get("chain") or []
     state = todo["state"]
+    # While the todo waits for a person (interrupted, its attempt open): what it waits for,
+    # first in the drawer; the question, when the interrupt asked one.
+    waiting = []
+    if state in INTERRUPT_STATES and attempts and attempts[0].get("ended_at") is None:
+        asked = attempts[0].get("question")
+        question = [question_detail(asked, now)] if asked and asked.get("current") else []
+        waiting.append({"heading": "The agent asks" if question else WAITING_HEADINGS[state], "question": question})
     out = {
         "id": str(todo["id"]),
         "title": todo["title"],
@@ -224,6 +310,7 @@ def todo_detail(todo: dict, now: datetime | None = None) -> dict:
         "max_attempts": todo["max_attempts"],
         "attempt_text": f"{todo['attempt']} of {todo['max_attempts']}",
         "current": current,
+        "waiting": waiting,
         "attempts_total": total,
         "attempts_count_text": count + ".",
         "attempts": [attempt_detail(a, now) for a in attempts],

@@ -66,7 +66,8 @@ OVERVIEW_IDLE_SECONDS = 60.0
 COUNT_COLUMNS = (
     ("pending", "Pending", {"state": "pending"}, "pending"),
     ("claimed", "Claimed", {"state": "claimed"}, "claimed"),
-    ("interrupted", "Interrupted", None, "interrupted"),  # input_required and auth_required, linked apart
+    # Interrupted todos, input_required and auth_required (linked apart): a person is needed.
+    ("interrupted", "Waiting for a person", None, "waiting for a person"),
     ("retrying", "Retrying", {"state": "failed"}, "retrying"),
     ("dead_letter", "Dead letters", {"dead_letter": True}, ("dead letter", "dead letters")),
     ("done", "Done", {"state": "done"}, "done"),

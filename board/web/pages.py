@@ -217,7 +217,9 @@ async def todo_answer(request: Request, human: Human, session, todo_id: str, for
     except NotFound:
         return not_found(request, session, human)
     except (Conflict, Invalid) as e:
-        session.set_flash("error", f"Could not answer: {sentence(e.message)}")
+        # The text box is "Your answer" here, not a note: say so when the text was refused.
+        message = "your answer " + e.message[len("text "):] if e.message.startswith("text ") else e.message
+        session.set_flash("error", f"Could not answer: {sentence(message)}")
         return redirect(request, f"/todos/{todo_id}{view_query(request)}", session)
     session.set_flash("result", "Answered. The agent has been told.")
     return redirect(request, f"/todos/{todo_id}{view_query(request)}", session)
