@@ -85,6 +85,13 @@ def serve(settings: Settings, host: str, port: int) -> None:
     Server(config).run()
 
 
+def listen_url_of(settings: Settings, url: str) -> str:
+    """Where the process's LISTEN connection goes: SWITCHBOARD_LISTEN_DATABASE_URL when
+    DATABASE_URL is set (a transaction pooler cannot hold a LISTEN, so it needs a direct
+    connection of its own), else the URL every statement uses."""
+    return settings.listen_database_url if settings.database_url and settings.listen_database_url else url
+
+
 def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) -> Litestar:
     mcp = McpSurface(settings)
     oauth = OAuthServer(settings) if settings.oauth_enabled else None
@@ -104,7 +111,7 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
             pool = await open_pool(url, wait_seconds=settings.db_wait_seconds)
             store = Store(pool, settings)
             store.observers.append(metrics.observe)
-            fanout = Fanout(url)
+            fanout = Fanout(listen_url_of(settings, url))
             store.pauses = PauseCache(store, fanout)
             await fanout.start()
             sweeps = Sweeps(store, settings)

@@ -55,6 +55,9 @@ def check_public_url(url: str) -> str:
 @dataclass(frozen=True)
 class Settings:
     database_url: str | None = None
+    # Where the one LISTEN connection of a process goes, when DATABASE_URL is a transaction
+    # pooler (PgBouncer) that cannot hold a LISTEN: a direct connection to the same database.
+    listen_database_url: str | None = None
     data_dir: Path = Path(".switchboard")
     secret_key: str | None = None
     attempt_summary_from_result: bool = False
@@ -122,6 +125,8 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
     changes: dict = {}
     if get("DATABASE_URL"):
         changes["database_url"] = get("DATABASE_URL")
+    if get("SWITCHBOARD_LISTEN_DATABASE_URL"):
+        changes["listen_database_url"] = get("SWITCHBOARD_LISTEN_DATABASE_URL")
     if get("SWITCHBOARD_DATA_DIR"):
         changes["data_dir"] = Path(get("SWITCHBOARD_DATA_DIR"))
     if get("SWITCHBOARD_SECRET_KEY"):
