@@ -153,12 +153,16 @@ class Todo:
         return r
 
     async def ask(self, question: str, *, choices: list[str] | None = None,
-                  expires_in_seconds: float | None = None, state: str = "input_required") -> list[dict]:
+                  expires_in_seconds: float | None = None, state: str = "input_required",
+                  timeout: float | None = None) -> list[dict]:
         """Ask the todo's owner and wait for the answer: interrupt with the question, wait
         for the doorbell (or the worker's safety poll), and once an answer is given resume
         and return the answers ([{text, choice, who, at}]). The attempt stays open
         throughout. Raises Lost when the todo stops waiting without an answer: the question
-        expired, or the person released or canceled it (noticed within ASK_POLL_SECONDS)."""
+        expired, or the person released or canceled it (noticed within ASK_POLL_SECONDS).
+        With `timeout`, it stops waiting after that many seconds: it resumes anyway and
+        returns what resume returns (an answer given just before is still among them; none:
+        []), so the caller goes on without one."""
         args: dict[str, Any] = {"question": question}
         if choices is not None:
             args["choices"] = choices
@@ -166,6 +170,8 @@ class Todo:
             args["expires_in_seconds"] = expires_in_seconds
         await self.interrupt(state, **args)
         conn = self.worker.conn
+        loop = asyncio.get_running_loop()
+        give_up = None if timeout is None else loop.time() + timeout
         while True:
             seen = conn.rings
             got = await conn.call("get_todo", {"id": self.id, "attempts_limit": 1, "notes_limit": 0})
@@ -177,7 +183,12 @@ class Todo:
                 break
             # An answer rings at once; a cancel or a release by the person does not ring, so
             # it is noticed by this poll.
-            await conn.wait_ring(seen, min(self.worker.poll_seconds, ASK_POLL_SECONDS))
+            wait = min(self.worker.poll_seconds, ASK_POLL_SECONDS)
+            if give_up is not None:
+                if loop.time() >= give_up:
+                    break
+                wait = min(wait, give_up - loop.time())
+            await conn.wait_ring(seen, wait)
         return (await self.resume()).get("answers", [])
 
     async def resume(self) -> dict:

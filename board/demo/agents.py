@@ -237,6 +237,10 @@ class Fixer(SimAgent):
         await self.rest(0.3)
 
 
+# How long the reviewer waits for a person to answer its question once the demo has settled.
+ASK_WAIT_SECONDS = 45.0
+
+
 class Reviewer(SimAgent):
     """Claims fenced, and passes its lease_token on every holder call."""
 
@@ -252,11 +256,14 @@ class Reviewer(SimAgent):
         if what == "ask":
             await self.work(1.0)
             held = self.held
-            await held.interrupt("input_required")
-            self.say("interrupt", held.data, "waiting for input; the attempt stays open")
-            await self.pause(2.5)
-            await held.resume()
-            self.say("resumed", held.data, "input arrived")
+            self.say("asks", held.data, "merge or hold? (answer in the todo's drawer on the Board)")
+            # Waits for a person only once the demo has settled; before, it goes on at once.
+            answers = await held.ask("Merge this change as it is?", choices=["merge", "hold"],
+                                     timeout=ASK_WAIT_SECONDS if self.demo.settled else 2.5)
+            if answers:
+                self.say("resumed", held.data, f"{answers[-1]['who']} answered {answers[-1]['text'][:40]!r}")
+            else:
+                self.say("resumed", held.data, "no answer in time; going on without one")
             await self.work(1.5)
             await self.complete()
         elif what == "fail":

@@ -218,3 +218,17 @@ async def test_a_waiting_claim_wakes_on_the_doorbell_in_either_protocol_generati
             print(f"\n[worker] {protocol}: from add_todo to claimed {latency:.3f} s (safety poll 30 s)")
             assert todo.id == row["id"] and latency < 2 + LOAD_SLACK_SECONDS
             await todo.complete()
+
+
+async def test_ask_with_a_timeout_goes_on_without_an_answer_and_the_todo_is_held_again(live_server):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        row = await add(client, "deploy")
+        async with Worker(live_server.url, ep.token) as worker:
+            todo = await worker.claim()
+            assert await todo.ask("Deploy now?", choices=["yes", "no"], timeout=0.5) == []
+            assert (await history(client, row["id"]))["state"] == "claimed" and not todo.interrupted
+            await todo.complete(summary="went on with the default")
+        got = await history(client, row["id"])
+    [attempt] = got["attempts"]
+    assert attempt["question"]["text"] == "Deploy now?" and attempt["question"]["answers"] == []
