@@ -174,15 +174,14 @@ SELECT t.state::text AS state,
   FROM todos t
  WHERE t.id = %(continues)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
 
+-- name: todos_add
+-- description: An agent adds several todos at once: each -> pending in the order given (a continuing one linked to its predecessor), with hook events, one notification per todo
 -- add_todos: many todos in one statement, all or nothing. The items come as one JSON array
 -- (ord is the item's index); created_at steps one microsecond per item so claim_next takes
 -- them in the order given. A continuing item is linked as todo_add_continuing links one; an
 -- item whose predecessor is not the caller's, is live or was continued already gets no link
 -- and is not inserted, so the store compares the rows returned with the items sent and rolls
 -- the whole transaction back on a shortfall (no notification is delivered from it).
-
--- name: todos_add
--- description: An agent adds several todos at once: each -> pending in the order given (a continuing one linked to its predecessor), with hook events, one notification per todo
 WITH item AS (
   SELECT x.ord, x.queue, x.title, x.payload, x.routing, x.max_attempts, x.continues
     FROM jsonb_to_recordset(%(todos)s::jsonb) AS x(ord int, queue text, title text, payload jsonb, routing jsonb,

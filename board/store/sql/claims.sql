@@ -549,16 +549,15 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
   'kind', 'claimed')::text)
   FROM upd, ins;
 
--- claim_next with a limit above 1: up to %(limit)s todos in one statement, each opening its
+-- name: todos_claim_next_fast
+-- description: A batched claim_next's first try: the oldest pending todos of the agent's queues whose history needs no pruning -> claimed, each opening an attempt
+-- claim_next with a limit above 1: up to limit todos in one statement, each opening its
 -- own attempt, with its own lease token hash (token_hashes[n], null when not fenced) and its
 -- own notification. As claim_next's, a fast statement first (pending todos whose history
 -- needs no pruning), then the full one for what is left of the limit (a capped history, a
 -- lapsed lease taken over only when no pending todo is left). The rows come back in no order;
 -- each carries its attempt's lease_token_hash, so the store gives each its token. Both probe
 -- queue_pauses, pause cache or not: a batch pays the probe once per candidate, not per call.
-
--- name: todos_claim_next_fast
--- description: A batched claim_next's first try: the oldest pending todos of the agent's queues whose history needs no pruning -> claimed, each opening an attempt
 WITH cand AS (
   SELECT t.id, t.attempts_total AS prev_total, t.attempt AS prev_attempt
     FROM todos t
