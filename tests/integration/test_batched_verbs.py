@@ -220,3 +220,19 @@ async def test_concurrent_batched_claims_never_claim_one_todo_twice(store, agent
                                   " FROM attempts GROUP BY 1")
     assert len(rows) == total and all(r["n"] == 1 and r["open"] == 1 for r in rows)
     assert await count(db_url, "SELECT count(*) AS n FROM todos WHERE state <> 'claimed'") == 0
+
+
+async def test_the_batched_claims_reach_rows_by_key_past_a_big_backlog(store, agent, db_url):
+    """The pool plans generically, where a LIMIT taken from a parameter is guessed at a tenth
+    of the rows: without a bound the batched claims joined todos and attempts by hashing
+    whole tables once the backlog was big."""
+    from tests.integration.test_plans import generic_plan, seed_history, unkeyed_scans
+    from board.store.queries import QUERIES
+    await seed_history(store, db_url)  # finished todos with their attempts, some claimed
+    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
+        await conn.execute("INSERT INTO todos (endpoint_id, queue, title, created_at) SELECT %s, 'q', 'job ' || g, "
+                           "now() + g * interval '1 us' FROM generate_series(1, 30000) g", (agent.endpoint_id,))
+        await conn.execute("VACUUM ANALYZE")
+        for name in ("todos_claim_next_fast", "todos_claim_next", "todos_add"):
+            plan = await generic_plan(conn, QUERIES[name].sql)
+            assert unkeyed_scans(plan) == [], (name, "\n".join(plan))

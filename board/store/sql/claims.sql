@@ -568,8 +568,8 @@ WITH cand AS (
    LIMIT %(limit)s
    FOR UPDATE OF t SKIP LOCKED
 ),
-numbered AS (
-  SELECT cand.*, row_number() OVER () AS n FROM cand WHERE cand.prev_total < %(history_max)s
+numbered AS (  -- LIMIT 50 (claim_next's most) bounds the generic plan's row estimate: keyed joins below
+  SELECT cand.*, row_number() OVER () AS n FROM cand WHERE cand.prev_total < %(history_max)s LIMIT 50
 ),
 ins AS (
   INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
@@ -626,6 +626,7 @@ cand AS (
     UNION ALL
     (SELECT * FROM lapsed_cand WHERE (SELECT count(*) FROM pending_cand) < %(limit)s
       LIMIT %(limit)s - (SELECT count(*) FROM pending_cand))) c
+   LIMIT 50  -- claim_next's most: bounds the generic plan's row estimate, so the joins below stay keyed
 ),
 lapsed AS (
   UPDATE attempts a
