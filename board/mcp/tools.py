@@ -26,7 +26,7 @@ from board.store.liveness import LEVELS as LIVENESS_LEVELS
 from board.store.vocabulary import (ATTEMPTS_LIMIT_DEFAULT, ATTEMPTS_LIMIT_MAX, CHOICE_MAX_BYTES, LIST_LIMIT_DEFAULT,
                                     LIST_LIMIT_MAX, NOTES_LIMIT_DEFAULT, NOTES_LIMIT_MAX, PRIOR_ATTEMPTS, PRIOR_NOTES,
                                     QUESTION_CHOICES_MAX, QUESTION_EXPIRES_MAX_SECONDS)
-from board.store.vocabulary import CLAIM_NEXT_LIMIT_MAX, TODOS_ADD_MAX
+from board.store.vocabulary import CLAIM_NEXT_LIMIT_MAX, COMPLETE_TODOS_MAX, TODOS_ADD_MAX
 
 STATES = list(vocabulary.STATES)
 OUTCOMES = list(vocabulary.OUTCOMES)
@@ -657,6 +657,7 @@ SPECS: tuple[ToolSpec, ...] = (
     ),
 )
 
+# The batched verbs, each granted with the verb it batches (vocabulary.IMPLIED_BY).
 # add_todos: add_todo's arguments once per item, listed right after add_todo.
 _ADD = next(spec for spec in SPECS if spec.name == "add_todo")
 ADD_ITEM_ARGUMENTS = _ADD.arguments
@@ -678,6 +679,31 @@ SPECS = SPECS[:SPECS.index(_ADD) + 1] + (
         lambda s, a, x: s.todos_add(a, x.get("todos")),
     ),
 ) + SPECS[SPECS.index(_ADD) + 1:]
+
+# complete_todos: complete's arguments once per item, listed right after complete.
+_COMPLETE = next(spec for spec in SPECS if spec.name == "complete")
+COMPLETES_OUT = _object({"todos": {"type": "array", "items": _COMPLETE.output | {"description": "A todo completed."},
+                                   "maxItems": COMPLETE_TODOS_MAX,
+                                   "description": "The todos completed, in the order given, each with the attempt "
+                                                  "it closed."}},
+                        ["todos"], "The todos completed.")
+SPECS = SPECS[:SPECS.index(_COMPLETE) + 1] + (
+    ToolSpec(
+        "complete_todos", "Complete several todos",
+        f"Finish 1 to {COMPLETE_TODOS_MAX} todos this agent holds in one call (for example what one claim_next with "
+        "a limit returned), all or nothing: every item is checked first, and one that cannot be completed (not held, "
+        "a wrong or missing lease_token, bad input) fails the call naming it (todos[3].id ...) with nothing "
+        "changed. Each item takes complete's arguments. Granted with complete. Unlike complete, a repeat after a "
+        "lost reply is a conflict naming the first todo already done: read them with get_todo.",
+        {"todos": {"type": "array", "minItems": 1, "maxItems": COMPLETE_TODOS_MAX,
+                   "items": {"type": "object", "properties": _COMPLETE.arguments, "required": ["id"],
+                             "additionalProperties": False, "description": "One completion, as complete takes it."},
+                   "description": f"The todos to complete (1 to {COMPLETE_TODOS_MAX}), each as complete's "
+                                  "arguments."}},
+        ("todos",), COMPLETES_OUT,
+        lambda s, a, x: s.todos_complete(a, x.get("todos")),
+    ),
+) + SPECS[SPECS.index(_COMPLETE) + 1:]
 
 BY_NAME: dict[str, ToolSpec] = {spec.name: spec for spec in SPECS}
 TOOLS: dict[str, types.Tool] = {spec.name: spec.tool() for spec in SPECS}

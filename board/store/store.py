@@ -75,6 +75,7 @@ from board.store.vocabulary import (
     BULK_MAX,
     CHAIN_MAX,
     CLAIM_NEXT_LIMIT_MAX,
+    COMPLETE_TODOS_MAX,
     CLOSED_BY,
     HOLDER_STATES,
     INTERRUPT_STATES,
@@ -238,6 +239,8 @@ def _list_row(row: dict) -> dict:
 
 # The fields an add_todos item takes (add_todo's arguments).
 _ADD_ITEM_FIELDS = frozenset({"queue", "title", "payload", "routing", "max_attempts", "continues"})
+# The fields a complete_todos item takes (complete's arguments).
+_COMPLETE_ITEM_FIELDS = frozenset({"id", "result", "summary", "artifact", "lease_token", "usage"})
 
 # The statements of board/store/sql/ that each caller runs, where the caller's kind or the verb picks one.
 _CLASSIFY = {"agent": query("todo_classify_miss"), "human": query("todo_classify_miss_human")}
@@ -890,6 +893,99 @@ class Store(Accounts, Grants):
         """claimed -> done; closes the attempt completed/done (with the usage reported)."""
         return await self._close(caller, "complete", todo_id, result=result, summary=summary, artifact=artifact,
                                  lease_token=lease_token, usage=usage, now=now)
+
+    async def todos_complete(self, caller: Agent, todos: Any, *, now=None) -> dict:
+        """claimed -> done for up to COMPLETE_TODOS_MAX held todos in one statement, all or
+        nothing: every item is checked first (an error names it, todos[i].field), fenced
+        items' tokens are compared in constant time with their todos locked, and the
+        transaction commits only when every todo closed. No replay: an item already closed
+        is a conflict naming it."""
+        caller.require("complete_todos")
+        if not isinstance(todos, list) or not 1 <= len(todos) <= COMPLETE_TODOS_MAX:
+            raise Invalid(f"todos must be an array of 1 to {COMPLETE_TODOS_MAX} completions", argument="todos",
+                          op="complete_todos")
+        items, tokens, reported, first = [], {}, {}, {}
+        for i, item in enumerate(todos):
+            checked, token, usage = self._complete_item(i, item)
+            if checked["id"] in first:
+                raise Invalid(f"todos[{i}].id repeats todos[{first[checked['id']]}].id", argument=f"todos[{i}].id",
+                              op="complete_todos")
+            first[checked["id"]] = i
+            items.append(checked)
+            if token is not None:
+                tokens[checked["id"]] = token
+            if usage:
+                reported[checked["id"]] = usage
+        ids = list(first)
+        params = self._params(caller, ids=ids, now=now)
+        rows = None
+        try:
+            async with self._connection() as conn:
+                async with conn.transaction():
+                    if tokens:
+                        cur = await execute(conn, query("attempts_fence_lookup_many"), dict(params, ids=list(tokens)))
+                        stored = {r["id"]: r["lease_token_hash"] for r in await cur.fetchall()}
+                        for item in items:
+                            token = tokens.get(item["id"])
+                            if token is not None and item["id"] in stored:  # not held: the statement misses it
+                                held = stored[item["id"]]  # None: an unfenced attempt, which no token matches
+                                if held is None or not hmac.compare_digest(bytes(held), hash_token(token)):
+                                    i = first[item["id"]]
+                                    raise Conflict(f"todos[{i}].lease_token: the lease does not match this attempt",
+                                                   argument=f"todos[{i}].lease_token", op="complete_todos",
+                                                   todo_id=item["id"])
+                                item["token_checked"] = True
+                    cur = await execute(conn, query("todos_complete"), dict(params, todos=Jsonb(items)))
+                    rows = await cur.fetchall()
+                    if len(rows) != len(items):
+                        closed = {r["id"] for r in rows}
+                        missed = next(item["id"] for item in items if item["id"] not in closed)
+                        rows = None
+                        raise psycopg.Rollback()
+        except (psycopg.Error, UnicodeEncodeError) as err:
+            raise _translate(err, "complete_todos", None) from None
+        if rows is None:  # classified after the rollback, as a single complete's miss is
+            i = first[missed]
+            e = await self._classify(caller, missed, "complete", dict(params, from_states=["claimed"]))
+            e.op, e.argument, e.message = "complete_todos", f"todos[{i}].id", f"todos[{i}].id: {e.message}"
+            raise e
+        by_id = {r["id"]: r for r in rows}
+        return {"todos": [self._closed("complete", todo_id, by_id[todo_id], usage=reported.get(todo_id))
+                          for todo_id in ids]}
+
+    def _complete_item(self, i: int, item: Any) -> tuple[dict, str | None, dict]:
+        """One complete_todos item checked as complete checks its arguments, every error
+        naming todos[i] and the field: (the item for the statement, its lease_token, the
+        usage it reported)."""
+        at = f"todos[{i}]"
+        if not isinstance(item, dict):
+            raise Invalid(f"{at} must be an object with id", argument=at, op="complete_todos")
+        unknown = [k for k in item if k not in _COMPLETE_ITEM_FIELDS]
+        if unknown:
+            raise Invalid(f"{at} takes no field {unknown[0]!r}", argument=f"{at}.{unknown[0]}", op="complete_todos")
+        try:
+            todo_id = checked_todo_id(item.get("id"))
+            token = item.get("lease_token")
+            if token is not None:
+                if not isinstance(token, str):
+                    raise Invalid("lease_token must be a string", argument="lease_token")
+                storable(token, "lease_token")
+            inputs = self._closing(item.get("summary"), item.get("artifact"), item.get("result"), with_result=True,
+                                   op="complete_todos", todo_id=todo_id)
+            usage = clean_usage(item.get("usage"))
+        except SwitchboardError as e:
+            field_name = e.argument or "id"
+            e.op, e.argument = "complete_todos", f"{at}.{field_name}"
+            e.message = (f"{at}.{e.message}" if e.message.startswith(field_name)
+                         else f"{at}.{field_name}: {e.message}")
+            raise
+        result = item.get("result")
+        checked = {"id": todo_id, "result": result, "summary": inputs["summary"],
+                   "summary_truncated": inputs["summary_truncated"], "artifact": inputs["artifact"],
+                   "input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"],
+                   "cost_usd": None if usage["cost_usd"] is None else str(usage["cost_usd"]), "model": usage["model"],
+                   "token_checked": False}
+        return checked, token, {k: v for k, v in usage.items() if v is not None}
 
     async def todo_fail(self, caller: Caller, todo_id: Any, *, result=None, summary=None, artifact=None,
                         lease_token=None, usage=None, now=None) -> dict:

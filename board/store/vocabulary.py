@@ -32,8 +32,9 @@ VERBS = (
 # consent screen tick these at first (a worker's loop; never release, never a producer's verb).
 DEFAULT_GRANT = ("list_todos", "get_todo", "claim_next", "heartbeat", "complete", "fail")
 # A verb another implies: an endpoint that may keep a lease alive may say what it is doing;
-# one that may add a todo may add several at once (add_todos is no verb of its own to grant).
-IMPLIED_BY = {"note": "heartbeat", "add_todos": "add_todo"}
+# one that may add a todo, or complete one, may do several at once (add_todos and
+# complete_todos are no verbs of their own to grant).
+IMPLIED_BY = {"note": "heartbeat", "add_todos": "add_todo", "complete_todos": "complete"}
 
 # What each committed transition is called wherever it is reported.
 TRANSITION_KINDS = (
@@ -97,9 +98,11 @@ SWEEP_BATCH = 500
 BULK_BATCH = 100
 BULK_CONCURRENCY = 4
 BULK_MAX = 1000
-# The batched verbs: todos per add_todos call, todos one claim_next may claim at once.
+# The batched verbs: todos per add_todos call, todos one claim_next may claim at once, and
+# todos one complete_todos may close.
 TODOS_ADD_MAX = 1000
 CLAIM_NEXT_LIMIT_MAX = 50
+COMPLETE_TODOS_MAX = 50
 
 
 # -- callers and transitions ---------------------------------------------------------

@@ -41,9 +41,15 @@ async def test_a_batch_added_then_claimed_ten_at_a_time_each_with_its_own_fence(
         # A token fences its own attempt only.
         assert (await call_error(client, "complete", {"id": claims[1]["todo"]["id"],
                                                       "lease_token": claims[2]["lease_token"]}))["code"] == "conflict"
-        for c in claims:
-            done = await call(client, "complete", {"id": c["todo"]["id"], "lease_token": c["lease_token"]})
-            assert done["state"] == "done"
+        done = await call(client, "complete", {"id": claims[0]["todo"]["id"], "lease_token": claims[0]["lease_token"]})
+        assert done["state"] == "done"
+        # The rest in one call; the first is done already, so with it the call changes nothing.
+        rest_of_batch = [{"id": c["todo"]["id"], "lease_token": c["lease_token"], "summary": "ok"} for c in claims]
+        error = await call_error(client, "complete_todos", {"todos": rest_of_batch})
+        assert (error["code"], error["argument"]) == ("conflict", "todos[0].id")
+        closed = await call(client, "complete_todos", {"todos": rest_of_batch[1:]})
+        assert [t["id"] for t in closed["todos"]] == [c["todo"]["id"] for c in claims[1:]]
+        assert all(t["state"] == "done" and t["closed_attempt"]["outcome"] == "completed" for t in closed["todos"])
         rest = await call(client, "claim_next", {"limit": 50})
         assert len(rest["claims"]) == 14
         assert await call(client, "claim_next", {"limit": 50}) == {"todo": None, "claims": []}
@@ -101,14 +107,16 @@ async def test_a_claim_next_limit_outside_1_to_50_is_invalid(mcp_server, limit):
     assert (error["code"], error["argument"]) == ("invalid", "limit")
 
 
-async def test_add_todos_is_listed_and_allowed_with_add_todo_and_not_without(mcp_server):
+async def test_each_batched_verb_is_listed_and_allowed_with_the_verb_it_batches_only(mcp_server):
     producer = await vend(mcp_server.store, agent_id="producer", scope=("add_todo",))
     worker = await vend(mcp_server.store, agent_id="worker", scope=("claim_next", "complete"))
     async with connect(mcp_server, producer.token) as client:
         assert {t.name for t in (await client.list_tools()).tools} == {"add_todo", "add_todos"}
-        await call(client, "add_todos", {"todos": items(2)})
+        added = await call(client, "add_todos", {"todos": items(2)})
+        assert (await call_error(client, "complete_todos", {"todos": [{"id": added["todos"][0]["id"]}]}))["code"] \
+            == "forbidden"
     async with connect(mcp_server, worker.token) as client:
-        assert "add_todos" not in {t.name for t in (await client.list_tools()).tools}
+        assert {t.name for t in (await client.list_tools()).tools} == {"claim_next", "complete", "complete_todos"}
         assert (await call_error(client, "add_todos", {"todos": items(2)}))["code"] == "forbidden"
 
 
@@ -146,6 +154,12 @@ async def test_the_typescript_client_accepts_batched_adds_and_claims(mcp_server)
         assert batch["claims"][1]["continues"]["id"] == first["id"]
         assert [p["outcome"] for p in batch["claims"][2]["prior_attempts"]] == ["released"]
         assert ok(await client.call_tool("claim_next", {"limit": 5})) == {"todo": None, "claims": []}
+        closed = ok(await client.call_tool("complete_todos", {"todos": [
+            {"id": c["todo"]["id"], "lease_token": c["lease_token"], "result": {"i": i}, "summary": "done",
+             "usage": {"input_tokens": 10, "model": "m"}} for i, c in enumerate(batch["claims"])]}))
+        assert [t["result"] for t in closed["todos"]] == [{"i": 0}, {"i": 1}, {"i": 2}]
+        error = tool_error(await client.call_tool("complete_todos", {"todos": [{"id": batch["todo"]["id"]}]}))
+        assert (error["code"], error["argument"]) == ("conflict", "todos[0].id")
         error = tool_error(await client.call_tool("add_todos", {"todos": [{"queue": "q", "title": "ok"},
                                                                           {"queue": "q", "title": ""}]}))
         assert error["argument"] == "todos[1].title"

@@ -233,6 +233,115 @@ async def test_the_batched_claims_reach_rows_by_key_past_a_big_backlog(store, ag
         await conn.execute("INSERT INTO todos (endpoint_id, queue, title, created_at) SELECT %s, 'q', 'job ' || g, "
                            "now() + g * interval '1 us' FROM generate_series(1, 30000) g", (agent.endpoint_id,))
         await conn.execute("VACUUM ANALYZE")
-        for name in ("todos_claim_next_fast", "todos_claim_next", "todos_add"):
+        for name in ("todos_claim_next_fast", "todos_claim_next", "todos_add", "todos_complete",
+                     "attempts_fence_lookup_many"):
             plan = await generic_plan(conn, QUERIES[name].sql)
             assert unkeyed_scans(plan) == [], (name, "\n".join(plan))
+
+
+# -- complete_todos ----------------------------------------------------------------------------
+
+async def claimed(store, agent, n: int, **kw) -> list[dict]:
+    await store.todos_add(agent, items(n))
+    return (await store.todo_claim_next(agent, limit=n, **kw))["claims"]
+
+
+async def test_a_batch_of_completes_closes_every_attempt_with_what_each_reported(store, agent, db_url):
+    claims = await claimed(store, agent, 5)
+    out = await store.todos_complete(agent, [
+        {"id": c["todo"]["id"], "result": {"n": i} if i % 2 else None, "summary": f"did {i}",
+         "usage": {"input_tokens": i, "cost_usd": 0.25}} for i, c in enumerate(claims)])
+    assert [t["id"] for t in out["todos"]] == [c["todo"]["id"] for c in claims]
+    assert all(t["state"] == "done" and t["closed_attempt"]["outcome"] == "completed" for t in out["todos"])
+    assert [t["result"] for t in out["todos"]] == [None, {"n": 1}, None, {"n": 3}, None]
+    rows = await sql_rows(db_url, "SELECT t.title, t.result, a.summary, a.input_tokens, a.cost_usd::float8 AS cost, "
+                                  "a.outcome::text AS outcome FROM attempts a JOIN todos t ON t.id = a.todo_id "
+                                  "ORDER BY t.created_at")
+    assert [(r["summary"], r["input_tokens"], r["cost"], r["outcome"]) for r in rows] == [
+        (f"did {i}", i, 0.25, "completed") for i in range(5)]
+    assert rows[0]["result"] is None and rows[1]["result"] == {"n": 1}
+    assert await sql_rows(db_url, RULE_BREAKERS) == []
+
+
+async def test_a_batch_of_completes_with_one_not_held_changes_nothing_and_names_it(store, agent, db_url):
+    claims = await claimed(store, agent, 4)
+    other = await store.todo_add(agent, queue="q", title="never claimed")
+    todos = [{"id": c["todo"]["id"]} for c in claims]
+    todos.insert(2, {"id": other["id"]})
+    with pytest.raises(Conflict) as caught:
+        await store.todos_complete(agent, todos)
+    assert caught.value.argument == "todos[2].id" and "pending" in caught.value.message
+    assert await count(db_url, "SELECT count(*) AS n FROM attempts WHERE ended_at IS NULL") == 4
+    with pytest.raises(NotFound) as caught:
+        await store.todos_complete(agent, [{"id": claims[0]["todo"]["id"]}, {"id": "never-minted"}])
+    assert caught.value.argument == "todos[1].id"
+    assert await count(db_url, "SELECT count(*) AS n FROM todos WHERE state = 'done'") == 0
+
+
+@pytest.mark.parametrize("bad, field, error", [
+    ({"summary": 5}, "summary", Invalid),
+    ({"artifact": "ftp://x"}, "artifact", Invalid),
+    ({"usage": {"input_tokens": -1}}, "usage", Invalid),
+    ({"lease_token": 7}, "lease_token", Invalid),
+    ({"colour": "red"}, "colour", Invalid),
+])
+async def test_a_bad_completion_at_index_k_changes_nothing_and_names_k(store, agent, db_url, bad, field, error):
+    claims = await claimed(store, agent, 4)
+    todos = [{"id": c["todo"]["id"]} for c in claims]
+    todos[3].update(bad)
+    with pytest.raises(error) as caught:
+        await store.todos_complete(agent, todos)
+    assert caught.value.argument == f"todos[3].{field}" and caught.value.message.startswith("todos[3]")
+    assert await count(db_url, "SELECT count(*) AS n FROM todos WHERE state = 'done'") == 0
+
+
+async def test_fenced_completes_need_each_its_own_token(store, agent, db_url):
+    claims = await claimed(store, agent, 3, require_fence=True)
+    ids, tokens = [c["todo"]["id"] for c in claims], [c["lease_token"] for c in claims]
+    for swapped in ([tokens[0], tokens[2], tokens[1]], [tokens[0], None, tokens[2]]):
+        with pytest.raises(Conflict) as caught:
+            await store.todos_complete(agent, [{"id": i, "lease_token": t} for i, t in zip(ids, swapped)])
+        assert caught.value.argument.startswith("todos[1].")
+        assert await count(db_url, "SELECT count(*) AS n FROM todos WHERE state = 'done'") == 0
+    out = await store.todos_complete(agent, [{"id": i, "lease_token": t} for i, t in zip(ids, tokens)])
+    assert [t["state"] for t in out["todos"]] == ["done"] * 3
+    # A token presented for an unfenced attempt matches nothing, as complete's does.
+    plain = await claimed(store, agent, 2)
+    with pytest.raises(Conflict) as caught:
+        await store.todos_complete(agent, [{"id": plain[0]["todo"]["id"]},
+                                           {"id": plain[1]["todo"]["id"], "lease_token": tokens[0]}])
+    assert caught.value.argument == "todos[1].lease_token"
+    assert await count(db_url, "SELECT count(*) AS n FROM todos WHERE state = 'done'") == 3
+
+
+async def test_a_repeated_id_or_an_oversized_batch_is_refused(store, agent):
+    claims = await claimed(store, agent, 2)
+    with pytest.raises(Invalid) as caught:
+        await store.todos_complete(agent, [{"id": claims[0]["todo"]["id"]}, {"id": claims[0]["todo"]["id"]}])
+    assert caught.value.argument == "todos[1].id"
+    for todos in ([], [{"id": "x"}] * 51, "x"):
+        with pytest.raises(Invalid) as caught:
+            await store.todos_complete(agent, todos)
+        assert caught.value.argument == "todos"
+
+
+async def test_concurrent_batched_drains_complete_every_todo_exactly_once(store, agent, db_url):
+    total = 400
+    await store.todos_add(agent, items(total))
+
+    async def worker(i: int) -> int:
+        me = agent.on_session(f"w{i}")
+        done = 0
+        while True:
+            claims = (await store.todo_claim_next(me, limit=10, require_fence=i % 2 == 1))["claims"]
+            if not claims:
+                return done
+            out = await store.todos_complete(me, [{"id": c["todo"]["id"], "lease_token": c.get("lease_token")}
+                                                  for c in claims])
+            done += len(out["todos"])
+
+    assert sum(await asyncio.gather(*(worker(i) for i in range(8)))) == total
+    rows = await sql_rows(db_url, "SELECT count(*) AS n, count(*) FILTER (WHERE outcome = 'completed') AS completed "
+                                  "FROM attempts")
+    assert rows == [{"n": total, "completed": total}]
+    assert await count(db_url, "SELECT count(*) AS n FROM todos WHERE state = 'done'") == total
