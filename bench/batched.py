@@ -4,6 +4,7 @@ Drains through the store at several worker counts (one pooled connection each), 
 
   single   - claim_next + complete, one todo per call (claim_contention.py's attempts variant)
   batched  - claim_next(limit=--limit) once, then complete each todo claimed, one call each
+  batched-close - claim_next(limit=--limit) once, then complete_todos for all of them
 
 and producers adding --produce todos: add_todo once per todo vs add_todos --batch at a time.
 
@@ -40,9 +41,9 @@ from board.store.db import EmbeddedPostgres  # noqa: E402
 class DrainCase(cc.Case):
     """A claim_contention Case whose workers claim `limit` at a time (1: claim_next as shipped)."""
 
-    def __init__(self, *args, limit: int, **kwargs):
+    def __init__(self, *args, limit: int, close_together: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
-        self.limit = limit
+        self.limit, self.close_together = limit, close_together
         self.claim_seconds = self.complete_seconds = 0.0
 
     async def run_slice(self, seconds: float) -> float:
@@ -62,8 +63,11 @@ class DrainCase(cc.Case):
                 if not ids:
                     raise SystemExit("the bench ran out of pending todos: raise --pending")
                 t1 = time.perf_counter()
-                for todo_id in ids:
-                    await self.store.todo_complete(me, todo_id)
+                if self.close_together:
+                    await self.store.todos_complete(me, [{"id": todo_id} for todo_id in ids])
+                else:
+                    for todo_id in ids:
+                        await self.store.todo_complete(me, todo_id)
                 t2 = time.perf_counter()
                 self.claim_seconds += t1 - t0
                 self.complete_seconds += t2 - t1
@@ -111,8 +115,8 @@ async def main() -> None:
     ap.add_argument("--batch", type=int, default=100, help="todos per add_todos call")
     args = ap.parse_args()
     if args.pending is None:
-        args.pending = max(60_000, int(args.slices * args.seconds * 4_000))
-    variants = {"single": 1, "batched": args.limit}
+        args.pending = max(60_000, int(args.slices * args.seconds * 8_000))
+    variants = {"single": 1, "batched": args.limit, "batched-close": args.limit}
 
     embedded = None
     admin = os.environ.get("DATABASE_URL")
@@ -135,22 +139,24 @@ async def main() -> None:
         url, token = await cc.prepare_template(admin, "bench_batched", args.history, args.pending)
         template = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
         for workers in args.workers:
-            cases = {v: DrainCase(admin, template, token, v, workers, limit=limit) for v, limit in variants.items()}
+            cases = {v: DrainCase(admin, template, token, v, workers, limit=limit, close_together=v == "batched-close")
+                     for v, limit in variants.items()}
             for case in cases.values():
                 await case.open()
             try:
-                ratios = []
+                ratios, close_ratios = [], []
                 names = list(variants)
                 for i in range(args.slices):
                     order = names[i % len(names):] + names[:i % len(names)]
                     rate = {v: await cases[v].run_slice(args.seconds) for v in order}
                     ratios.append(rate["batched"] / rate["single"])
+                    close_ratios.append(rate["batched-close"] / rate["single"])
                     print(f"  {workers:3} workers, slice {i + 1:2}: " + "  ".join(f"{v} {rate[v]:6.0f}/s" for v in names)
-                          + f"  ratio {ratios[-1]:.2f}", flush=True)
+                          + f"  ratios {ratios[-1]:.2f} {close_ratios[-1]:.2f}", flush=True)
             finally:
                 for case in cases.values():
                     await case.close()
-            rows.append((workers, cases, ratios))
+            rows.append((workers, cases, ratios, close_ratios))
         if args.produce:
             produced = await produce(admin, template, token, args.produce, args.batch)
         cc.drop(admin, template)
@@ -164,18 +170,24 @@ async def main() -> None:
     print(f"drain through the store: claim_next + complete, {args.slices} rotating slices of {args.seconds:g} s, "
           f"{args.history:,} finished todos of history, PostgreSQL {version}; load average after "
           f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
-    print(f"{'workers':>7} | {'single/s':>9} {'p50 ms':>7} | {'batched/s':>9} {'p50 ms':>7} | {'ratio':>5} | "
-          f"{'95% CI':>11} | {'batched: claim share':>20} {'complete share':>14}")
-    print("-" * 108)
-    for workers, cases, ratios in rows:
-        s, b = cases["single"], cases["batched"]
-        _, lo, hi = cc.ratio_interval(ratios)
-        busy = b.claim_seconds + b.complete_seconds
-        print(f"{workers:>7} | {s.rate:>9.0f} {s.pct(0.5):>7.2f} | {b.rate:>9.0f} {b.pct(0.5):>7.2f} | "
-              f"{b.rate / s.rate:>5.2f} | {lo:>4.2f} - {hi:<4.2f} | {b.claim_seconds / busy:>20.0%} "
-              f"{b.complete_seconds / busy:>14.0%}")
-    print(f"ratio = batched (claim_next limit {args.limit}, then one complete per todo) / single, todos per second over "
-          "all slices; p50 is per todo; shares are of a batched worker's time in the store.")
+    print(f"{'workers':>7} | {'single/s':>9} {'p50 ms':>7} | {'batched/s':>9} {'p50 ms':>7} {'ratio':>5} "
+          f"{'95% CI':>11} {'claim':>5} {'close':>5} | {'+close/s':>9} {'p50 ms':>7} {'ratio':>5} {'95% CI':>11} "
+          f"{'claim':>5} {'close':>5}")
+    print("-" * 128)
+    for workers, cases, ratios, close_ratios in rows:
+        s = cases["single"]
+        line = f"{workers:>7} | {s.rate:>9.0f} {s.pct(0.5):>7.2f}"
+        for name, rs in (("batched", ratios), ("batched-close", close_ratios)):
+            b = cases[name]
+            _, lo, hi = cc.ratio_interval(rs)
+            busy = b.claim_seconds + b.complete_seconds
+            line += (f" | {b.rate:>9.0f} {b.pct(0.5):>7.2f} {b.rate / s.rate:>5.2f} {lo:>4.2f} - {hi:<4.2f} "
+                     f"{b.claim_seconds / busy:>5.0%} {b.complete_seconds / busy:>5.0%}")
+        print(line)
+    print(f"batched: claim_next limit {args.limit}, then one complete per todo; +close: the same claim, then one "
+          "complete_todos for them all.")
+    print("ratio = todos per second over all slices / single's; 95% CI of the slice pairs' ratio; p50 per todo; claim "
+          "and close: shares of a worker's time in the store.")
     if produced:
         print()
         print(f"producers, {args.produce:,} todos each: add_todo {produced['add_todo']:,.0f}/s, add_todos "
