@@ -345,3 +345,11 @@ async def test_concurrent_batched_drains_complete_every_todo_exactly_once(store,
                                   "FROM attempts")
     assert rows == [{"n": total, "completed": total}]
     assert await count(db_url, "SELECT count(*) AS n FROM todos WHERE state = 'done'") == total
+
+
+async def test_each_todo_of_a_batch_writes_its_ready_hook_event(store, agent, db_url):
+    from tests.integration.test_hooks import hooked
+    out = await hooked(store).todos_add(agent, items(30))
+    rows = await sql_rows(db_url, "SELECT todo_id, event FROM hook_events ORDER BY todo_id")
+    assert sorted(r["todo_id"] for r in rows) == sorted(t["id"] for t in out["todos"])
+    assert {r["event"] for r in rows} == {"todo.ready"}
