@@ -26,6 +26,7 @@ from board.store.liveness import LEVELS as LIVENESS_LEVELS
 from board.store.vocabulary import (ATTEMPTS_LIMIT_DEFAULT, ATTEMPTS_LIMIT_MAX, CHOICE_MAX_BYTES, LIST_LIMIT_DEFAULT,
                                     LIST_LIMIT_MAX, NOTES_LIMIT_DEFAULT, NOTES_LIMIT_MAX, PRIOR_ATTEMPTS, PRIOR_NOTES,
                                     QUESTION_CHOICES_MAX, QUESTION_EXPIRES_MAX_SECONDS)
+from board.store.vocabulary import CLAIM_NEXT_LIMIT_MAX, COMPLETE_TODOS_MAX, TODOS_ADD_MAX
 
 STATES = list(vocabulary.STATES)
 OUTCOMES = list(vocabulary.OUTCOMES)
@@ -301,6 +302,17 @@ CLAIM_OUT = _object(
     ["todo"],
     "The claim: the todo, the attempt it opened and what earlier attempts did.",
 )
+# claim_next with a limit above 1 adds claims: every todo it claimed, each shaped as one claim.
+CLAIM_ITEM = CLAIM_OUT["properties"] | {"todo": TODO_SCHEMA | {"description": "The claimed todo."}}
+CLAIM_OUT["properties"]["claims"] = {
+    "type": "array", "maxItems": CLAIM_NEXT_LIMIT_MAX,
+    "items": _object(CLAIM_ITEM, ["todo", "attempt_seq", "attempts_total", "prior_attempts"],
+                     "One claim: the todo, the attempt it opened (with its own lease_token when fenced) and what "
+                     "earlier attempts did."),
+    "description": "Present only when claim_next was called with a limit above 1: every todo it claimed, oldest "
+                   "first (empty when there was nothing to claim); the other fields repeat the first of them. "
+                   "Each claim has its own attempt and, with require_fence, its own lease_token.",
+}
 GET_OUT = _object(
     TODO_PROPERTIES | {
         "attempts": {"type": "array", "items": ATTEMPT_SCHEMA,
@@ -522,11 +534,16 @@ SPECS: tuple[ToolSpec, ...] = (
         "agent and a new attempt opens. Returns the todo with its prior attempts, or {\"todo\": null} when there "
         "is nothing to claim.",
         {"queue": {"type": "string", "description": "Optional: claim only from this granted queue."},
-         "claimant": A_CLAIMANT, "require_fence": A_FENCE, "lease_seconds": A_LEASE},
+         "claimant": A_CLAIMANT, "require_fence": A_FENCE, "lease_seconds": A_LEASE,
+         "limit": {"type": "integer", "minimum": 1, "maximum": CLAIM_NEXT_LIMIT_MAX, "default": 1,
+                   "description": f"Optional: claim up to this many todos at once, 1 to {CLAIM_NEXT_LIMIT_MAX} "
+                                  "(default 1, the single claim). Above 1 the result adds claims, every todo claimed "
+                                  "oldest first, each with its own attempt (and lease_token when fenced): work "
+                                  "them all, or release the ones you will not."}},
         (), CLAIM_OUT,
         lambda s, a, x: s.todo_claim_next(a, queue=x.get("queue"), claimant=x.get("claimant"),
                                           require_fence=x.get("require_fence", False),
-                                          lease_seconds=x.get("lease_seconds")),
+                                          lease_seconds=x.get("lease_seconds"), limit=x.get("limit")),
     ),
     ToolSpec(
         "heartbeat", "Extend a lease",
@@ -640,6 +657,54 @@ SPECS: tuple[ToolSpec, ...] = (
     ),
 )
 
+# The batched verbs, each granted with the verb it batches (vocabulary.IMPLIED_BY).
+# add_todos: add_todo's arguments once per item, listed right after add_todo.
+_ADD = next(spec for spec in SPECS if spec.name == "add_todo")
+ADD_ITEM_ARGUMENTS = _ADD.arguments
+ADDS_OUT = _object({"todos": {"type": "array", "items": _ADD.output | {"description": "A todo added."},
+                              "maxItems": TODOS_ADD_MAX, "description": "The todos added, in the order given."}},
+                   ["todos"], "The todos added.")
+SPECS = SPECS[:SPECS.index(_ADD) + 1] + (
+    ToolSpec(
+        "add_todos", "Add several todos",
+        f"Add 1 to {TODOS_ADD_MAX} pending todos in one call, all or nothing: every item is checked before any is "
+        "added, and a bad one fails the call naming it (todos[17].queue ...) with nothing added. Each item takes "
+        "add_todo's arguments. They are added in the order given (claim_next takes them in that order), and each "
+        "rings the doorbell once. Granted with add_todo. Returns the todos added, in the order given.",
+        {"todos": {"type": "array", "minItems": 1, "maxItems": TODOS_ADD_MAX,
+                   "items": {"type": "object", "properties": ADD_ITEM_ARGUMENTS, "required": ["queue", "title"],
+                             "additionalProperties": False, "description": "One todo, as add_todo takes it."},
+                   "description": f"The todos to add (1 to {TODOS_ADD_MAX}), each as add_todo's arguments."}},
+        ("todos",), ADDS_OUT,
+        lambda s, a, x: s.todos_add(a, x.get("todos")),
+    ),
+) + SPECS[SPECS.index(_ADD) + 1:]
+
+# complete_todos: complete's arguments once per item, listed right after complete.
+_COMPLETE = next(spec for spec in SPECS if spec.name == "complete")
+COMPLETES_OUT = _object({"todos": {"type": "array", "items": _COMPLETE.output | {"description": "A todo completed."},
+                                   "maxItems": COMPLETE_TODOS_MAX,
+                                   "description": "The todos completed, in the order given, each with the attempt "
+                                                  "it closed."}},
+                        ["todos"], "The todos completed.")
+SPECS = SPECS[:SPECS.index(_COMPLETE) + 1] + (
+    ToolSpec(
+        "complete_todos", "Complete several todos",
+        f"Finish 1 to {COMPLETE_TODOS_MAX} todos this agent holds in one call (for example what one claim_next with "
+        "a limit returned), all or nothing: every item is checked first, and one that cannot be completed (not held, "
+        "a wrong or missing lease_token, bad input) fails the call naming it (todos[3].id ...) with nothing "
+        "changed. Each item takes complete's arguments. Granted with complete. Unlike complete, a repeat after a "
+        "lost reply is a conflict naming the first todo already done: read them with get_todo.",
+        {"todos": {"type": "array", "minItems": 1, "maxItems": COMPLETE_TODOS_MAX,
+                   "items": {"type": "object", "properties": _COMPLETE.arguments, "required": ["id"],
+                             "additionalProperties": False, "description": "One completion, as complete takes it."},
+                   "description": f"The todos to complete (1 to {COMPLETE_TODOS_MAX}), each as complete's "
+                                  "arguments."}},
+        ("todos",), COMPLETES_OUT,
+        lambda s, a, x: s.todos_complete(a, x.get("todos")),
+    ),
+) + SPECS[SPECS.index(_COMPLETE) + 1:]
+
 BY_NAME: dict[str, ToolSpec] = {spec.name: spec for spec in SPECS}
 TOOLS: dict[str, types.Tool] = {spec.name: spec.tool() for spec in SPECS}
 
@@ -657,7 +722,8 @@ def tools_for(agent: Agent) -> list[types.Tool]:
 # Arguments whose own cleaning in the store removes control characters, NUL among them (a
 # claimant, a note's text, usage's model), or answers an unknown id: the store checks what
 # is left, so a NUL there is removed rather than refused.
-_CLEANED_BY_STORE = frozenset({"id", "claimant", "text", "usage"})
+_CLEANED_BY_STORE = frozenset({"id", "claimant", "text", "usage",
+                               "todos"})  # add_todos: the store checks each item, naming its index
 
 
 def clean_arguments(spec: ToolSpec, arguments: dict[str, Any] | None) -> dict[str, Any]:

@@ -74,6 +74,8 @@ from board.store.vocabulary import (
     BULK_CONCURRENCY,
     BULK_MAX,
     CHAIN_MAX,
+    CLAIM_NEXT_LIMIT_MAX,
+    COMPLETE_TODOS_MAX,
     CLOSED_BY,
     HOLDER_STATES,
     INTERRUPT_STATES,
@@ -89,6 +91,7 @@ from board.store.vocabulary import (
     QUEUE_RULE,
     SUMMARY_MAX_BYTES,
     SWEEP_BATCH,
+    TODOS_ADD_MAX,
 )
 
 log = logging.getLogger("switchboard.store")
@@ -233,6 +236,11 @@ def _list_row(row: dict) -> dict:
             "summary": row["last_summary"], "summary_cut": bool(row["last_summary_cut"])}
     return out
 
+
+# The fields an add_todos item takes (add_todo's arguments).
+_ADD_ITEM_FIELDS = frozenset({"queue", "title", "payload", "routing", "max_attempts", "continues"})
+# The fields a complete_todos item takes (complete's arguments).
+_COMPLETE_ITEM_FIELDS = frozenset({"id", "result", "summary", "artifact", "lease_token", "usage"})
 
 # The statements of board/store/sql/ that each caller runs, where the caller's kind or the verb picks one.
 _CLASSIFY = {"agent": query("todo_classify_miss"), "human": query("todo_classify_miss_human")}
@@ -441,6 +449,102 @@ class Store(Accounts, Grants):
                             "todo can be continued", argument="continues", op="add_todo", todo_id=params["continues"])
         return not_granted  # a human with no live endpoint of the predecessor's granted the queue
 
+    async def todos_add(self, caller: Agent, todos: Any, *, now: datetime | None = None) -> dict:
+        """-> pending, up to TODOS_ADD_MAX todos in one statement, all or nothing: every item is
+        checked first (an error names it, todos[i].field), then one statement inserts them all
+        in the order given, one notification (one doorbell ring) per todo. Items that continue
+        a todo run in a transaction rolled back when any predecessor is refused."""
+        caller.require("add_todos")
+        if not isinstance(todos, list) or not 1 <= len(todos) <= TODOS_ADD_MAX:
+            raise Invalid(f"todos must be an array of 1 to {TODOS_ADD_MAX} todos", argument="todos", op="add_todos")
+        continuing: dict[str, int] = {}  # predecessor id -> the index of the item continuing it
+        items = [self._add_item(caller, i, item, continuing) for i, item in enumerate(todos)]
+        params = self._params(caller, todos=Jsonb(items), continues=list(continuing), now=now)
+        if not continuing:  # one autocommit statement: it inserts every item or fails whole
+            rows = await self._fetch(query("todos_add"), params, op="add_todos")
+        else:
+            rows = await self._add_all_or_nothing(params, len(items))
+            if rows is None:
+                raise await self._continuing_miss(caller, params, continuing)
+        rows.sort(key=lambda r: r["created_at"])  # created_at steps a microsecond per item
+        self._emit([Transition("added", r["id"], str(r["endpoint_id"]), r["queue"], r["state"]) for r in rows])
+        out = []
+        for row in rows:
+            todo = todo_out(row)
+            if row["continues_id"] is not None:
+                todo["continues_id"] = row["continues_id"]
+            out.append(todo)
+        return {"todos": out}
+
+    def _add_item(self, caller: Agent, i: int, item: Any, continuing: dict[str, int]) -> dict:
+        """One add_todos item checked as add_todo checks its arguments, every error naming
+        todos[i] and the field."""
+        at = f"todos[{i}]"
+        if not isinstance(item, dict):
+            raise Invalid(f"{at} must be an object with queue and title", argument=at, op="add_todos")
+        unknown = [k for k in item if k not in _ADD_ITEM_FIELDS]
+        if unknown:
+            raise Invalid(f"{at} takes no field {unknown[0]!r}", argument=f"{at}.{unknown[0]}", op="add_todos")
+        queue, title, continues = item.get("queue"), item.get("title"), item.get("continues")
+        if not isinstance(queue, str) or not QUEUE_PATTERN.fullmatch(queue):
+            raise Invalid(f"{at}.queue must be {QUEUE_RULE}", argument=f"{at}.queue", op="add_todos")
+        if queue not in caller.queues:
+            raise Forbidden(f"{at}.queue: this endpoint is not granted queue {queue}", argument=f"{at}.queue",
+                            op="add_todos")
+        if not isinstance(title, str) or not 1 <= len(title) <= 500:
+            raise Invalid(f"{at}.title must be a string of 1 to 500 characters", argument=f"{at}.title",
+                          op="add_todos")
+        try:
+            storable(title, f"{at}.title")
+            payload = json_object(item.get("payload"), f"{at}.payload")
+            routing = json_object(item.get("routing"), f"{at}.routing")
+            max_attempts = item.get("max_attempts")
+            max_attempts = 5 if max_attempts is None else positive_int(max_attempts, f"{at}.max_attempts", 1, 1000)
+        except SwitchboardError as e:
+            e.op = "add_todos"
+            raise
+        if continues is not None:
+            if not isinstance(continues, str) or not continues:
+                raise Invalid(f"{at}.continues must be a todo id (a non-empty string)", argument=f"{at}.continues",
+                              op="add_todos")
+            try:
+                checked_todo_id(continues)
+            except NotFound:  # an id no todo can have: the body of any unknown id
+                raise NotFound(argument=f"{at}.continues", op="add_todos") from None
+            if continues in continuing:
+                raise Conflict(f"{at}.continues names the todo todos[{continuing[continues]}].continues continues; "
+                               "a todo has one successor", argument=f"{at}.continues", op="add_todos")
+            continuing[continues] = i
+        return {"ord": i, "queue": queue, "title": title, "payload": payload, "routing": routing,
+                "max_attempts": max_attempts, "continues": continues}
+
+    async def _add_all_or_nothing(self, params: dict, expected: int) -> list[dict] | None:
+        """todos_add in a transaction, committed only when every item was inserted (a
+        predecessor refused leaves its item out): the rows, or None after a rollback."""
+        rows = None
+        try:
+            async with self._connection() as conn:
+                async with conn.transaction():
+                    cur = await execute(conn, query("todos_add"), params)
+                    rows = await cur.fetchall()
+                    if len(rows) != expected:
+                        rows = None
+                        raise psycopg.Rollback()
+        except (psycopg.Error, UnicodeEncodeError) as err:
+            raise _translate(err, "add_todos", None) from None
+        return rows
+
+    async def _continuing_miss(self, caller: Agent, params: dict, continuing: dict[str, int]) -> SwitchboardError:
+        """Why add_todos added nothing: the first item whose predecessor is refused, named."""
+        not_refused = Conflict("", op="add_todos")  # what _continues_miss returns for a predecessor it would take
+        for pred, i in sorted(continuing.items(), key=lambda kv: kv[1]):
+            e = await self._continues_miss(caller, dict(params, continues=pred), not_refused)
+            if e is not not_refused:
+                e.op, e.argument, e.message = "add_todos", f"todos[{i}].continues", f"todos[{i}].continues: {e.message}"
+                return e
+        return Conflict("a todo this call continues changed while it ran; nothing was added, try again",
+                        argument="todos", op="add_todos")
+
     async def todo_list(self, caller: Caller, *, state: Any = None, queue: Any = None, dead_letter: bool = False,
                         title: Any = None, claimant: Any = None, payload_key: Any = None, payload_value: Any = None,
                         sort: Any = "created", limit: Any = None, cursor: Any = None) -> dict:
@@ -538,9 +642,11 @@ class Store(Accounts, Grants):
 
     async def todo_claim_next(self, caller: Agent, *, queue: Any = None, claimant: Any = None,
                               require_fence: Any = False, lease_seconds: Any = None,
-                              now: datetime | None = None) -> dict:
-        """The oldest claimable todo in the caller's queues -> claimed (SKIP LOCKED)."""
+                              now: datetime | None = None, limit: Any = None) -> dict:
+        """The oldest claimable todo in the caller's queues -> claimed (SKIP LOCKED). With a
+        limit above 1, up to that many at once (_claim_many)."""
         caller.require("claim_next")
+        limit = 1 if limit is None else positive_int(limit, "limit", 1, CLAIM_NEXT_LIMIT_MAX)
         storable(queue, "queue")
         if queue is None:
             queues = list(caller.queues)
@@ -550,6 +656,8 @@ class Store(Accounts, Grants):
             raise Forbidden(f"this endpoint is not granted queue {queue}", argument="queue", op="claim_next")
         else:
             raise Invalid("queue must be a string", argument="queue", op="claim_next")
+        if limit > 1:
+            return await self._claim_many(caller, queues, limit, claimant, require_fence, lease_seconds, now)
         sqls = (query("todo_claim_next_fast"), query("todo_claim_next"))
         paused = await self.pauses.paused_queues(caller.user_id) if self.pauses is not None else None
         if paused is not None:  # the cache vouches for them: ask for the open queues only
@@ -606,6 +714,52 @@ class Store(Accounts, Grants):
         if token:
             out["lease_token"] = token
         return out
+
+    async def _claim_many(self, caller: Agent, queues: list[str], limit: int, claimant, require_fence,
+                          lease_seconds, now) -> dict:
+        """claim_next with a limit above 1: up to limit todos, oldest first, the fast statement
+        and then the full one for what is left, each todo with its own attempt and, fenced, its
+        own lease token. The result is the single claim_next result of the first todo claimed
+        ({"todo": null} when none) plus claims: every claim, oldest first, each shaped as one."""
+        if not isinstance(require_fence, bool):
+            raise Invalid("require_fence must be true or false", argument="require_fence", op="claim_next")
+        tokens = {}
+        if require_fence:  # 256 random bits each, by the hash the statement stores
+            tokens = {hash_token(t): t for t in (secrets.token_urlsafe(32) for _ in range(limit))}
+        hashes = list(tokens)
+        params = self._params(
+            caller, claim_queues=queues, limit=limit, claimant=clean_claimant(claimant),
+            lease_seconds=self._lease(lease_seconds),
+            history_max=max(5, int(self.settings.attempt_history_max_per_todo)), claimer_session=caller.session_id,
+            token_hashes=hashes or None, now=now, prior_attempts=PRIOR_ATTEMPTS, prior_notes=PRIOR_NOTES,
+        )
+        order = lambda r: (r.get("lapsed") is not None, r["created_at"], r["id"])  # noqa: E731
+        rows = sorted(await self._fetch(query("todos_claim_next_fast"), params, op="claim_next"), key=order)
+        if len(rows) < limit:
+            used = {bytes(r["lease_token_hash"]) for r in rows if r["lease_token_hash"] is not None}
+            rest = [h for h in hashes if h not in used]
+            more = await self._fetch(query("todos_claim_next"),
+                                     dict(params, limit=limit - len(rows), token_hashes=rest or None), op="claim_next")
+            rows += sorted(more, key=order)
+        claims, transitions = [], []
+        for row in rows:
+            row.update(state="claimed", owner=params["owner"], next_retry_at=None, dead_letter=False)
+            seq = row["attempts_total"]
+            endpoint = str(row["endpoint_id"])
+            if row.get("lapsed"):
+                transitions.append(Transition("lease_expired", row["id"], endpoint, row["queue"], "claimed",
+                                              closed=dict(row["lapsed"]), attempts_total=seq - 1))
+            transitions.append(Transition("claimed", row["id"], endpoint, row["queue"], "claimed",
+                                          attempts_total=seq, opened_seq=seq))
+            claim = {"todo": todo_out(row), "attempt_seq": seq, "attempts_total": seq,
+                     "prior_attempts": self._prior(row["prior_attempts"])}
+            if row.get("continues") is not None:
+                claim["continues"] = _continuation(row["continues"])
+            if row["lease_token_hash"] is not None:
+                claim["lease_token"] = tokens[bytes(row["lease_token_hash"])]
+            claims.append(claim)
+        self._emit(transitions)
+        return (dict(claims[0]) if claims else {"todo": None}) | {"claims": claims}
 
     async def _fenced(self, caller: Agent, sql: Query, params: dict, lease_token: Any,
                       *, op: str, todo_id: str, from_states: Iterable[str]):
@@ -739,6 +893,99 @@ class Store(Accounts, Grants):
         """claimed -> done; closes the attempt completed/done (with the usage reported)."""
         return await self._close(caller, "complete", todo_id, result=result, summary=summary, artifact=artifact,
                                  lease_token=lease_token, usage=usage, now=now)
+
+    async def todos_complete(self, caller: Agent, todos: Any, *, now=None) -> dict:
+        """claimed -> done for up to COMPLETE_TODOS_MAX held todos in one statement, all or
+        nothing: every item is checked first (an error names it, todos[i].field), fenced
+        items' tokens are compared in constant time with their todos locked, and the
+        transaction commits only when every todo closed. No replay: an item already closed
+        is a conflict naming it."""
+        caller.require("complete_todos")
+        if not isinstance(todos, list) or not 1 <= len(todos) <= COMPLETE_TODOS_MAX:
+            raise Invalid(f"todos must be an array of 1 to {COMPLETE_TODOS_MAX} completions", argument="todos",
+                          op="complete_todos")
+        items, tokens, reported, first = [], {}, {}, {}
+        for i, item in enumerate(todos):
+            checked, token, usage = self._complete_item(i, item)
+            if checked["id"] in first:
+                raise Invalid(f"todos[{i}].id repeats todos[{first[checked['id']]}].id", argument=f"todos[{i}].id",
+                              op="complete_todos")
+            first[checked["id"]] = i
+            items.append(checked)
+            if token is not None:
+                tokens[checked["id"]] = token
+            if usage:
+                reported[checked["id"]] = usage
+        ids = list(first)
+        params = self._params(caller, ids=ids, now=now)
+        rows = None
+        try:
+            async with self._connection() as conn:
+                async with conn.transaction():
+                    if tokens:
+                        cur = await execute(conn, query("attempts_fence_lookup_many"), dict(params, ids=list(tokens)))
+                        stored = {r["id"]: r["lease_token_hash"] for r in await cur.fetchall()}
+                        for item in items:
+                            token = tokens.get(item["id"])
+                            if token is not None and item["id"] in stored:  # not held: the statement misses it
+                                held = stored[item["id"]]  # None: an unfenced attempt, which no token matches
+                                if held is None or not hmac.compare_digest(bytes(held), hash_token(token)):
+                                    i = first[item["id"]]
+                                    raise Conflict(f"todos[{i}].lease_token: the lease does not match this attempt",
+                                                   argument=f"todos[{i}].lease_token", op="complete_todos",
+                                                   todo_id=item["id"])
+                                item["token_checked"] = True
+                    cur = await execute(conn, query("todos_complete"), dict(params, todos=Jsonb(items)))
+                    rows = await cur.fetchall()
+                    if len(rows) != len(items):
+                        closed = {r["id"] for r in rows}
+                        missed = next(item["id"] for item in items if item["id"] not in closed)
+                        rows = None
+                        raise psycopg.Rollback()
+        except (psycopg.Error, UnicodeEncodeError) as err:
+            raise _translate(err, "complete_todos", None) from None
+        if rows is None:  # classified after the rollback, as a single complete's miss is
+            i = first[missed]
+            e = await self._classify(caller, missed, "complete", dict(params, from_states=["claimed"]))
+            e.op, e.argument, e.message = "complete_todos", f"todos[{i}].id", f"todos[{i}].id: {e.message}"
+            raise e
+        by_id = {r["id"]: r for r in rows}
+        return {"todos": [self._closed("complete", todo_id, by_id[todo_id], usage=reported.get(todo_id))
+                          for todo_id in ids]}
+
+    def _complete_item(self, i: int, item: Any) -> tuple[dict, str | None, dict]:
+        """One complete_todos item checked as complete checks its arguments, every error
+        naming todos[i] and the field: (the item for the statement, its lease_token, the
+        usage it reported)."""
+        at = f"todos[{i}]"
+        if not isinstance(item, dict):
+            raise Invalid(f"{at} must be an object with id", argument=at, op="complete_todos")
+        unknown = [k for k in item if k not in _COMPLETE_ITEM_FIELDS]
+        if unknown:
+            raise Invalid(f"{at} takes no field {unknown[0]!r}", argument=f"{at}.{unknown[0]}", op="complete_todos")
+        try:
+            todo_id = checked_todo_id(item.get("id"))
+            token = item.get("lease_token")
+            if token is not None:
+                if not isinstance(token, str):
+                    raise Invalid("lease_token must be a string", argument="lease_token")
+                storable(token, "lease_token")
+            inputs = self._closing(item.get("summary"), item.get("artifact"), item.get("result"), with_result=True,
+                                   op="complete_todos", todo_id=todo_id)
+            usage = clean_usage(item.get("usage"))
+        except SwitchboardError as e:
+            field_name = e.argument or "id"
+            e.op, e.argument = "complete_todos", f"{at}.{field_name}"
+            e.message = (f"{at}.{e.message}" if e.message.startswith(field_name)
+                         else f"{at}.{field_name}: {e.message}")
+            raise
+        result = item.get("result")
+        checked = {"id": todo_id, "result": result, "summary": inputs["summary"],
+                   "summary_truncated": inputs["summary_truncated"], "artifact": inputs["artifact"],
+                   "input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"],
+                   "cost_usd": None if usage["cost_usd"] is None else str(usage["cost_usd"]), "model": usage["model"],
+                   "token_checked": False}
+        return checked, token, {k: v for k, v in usage.items() if v is not None}
 
     async def todo_fail(self, caller: Caller, todo_id: Any, *, result=None, summary=None, artifact=None,
                         lease_token=None, usage=None, now=None) -> dict:

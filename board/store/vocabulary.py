@@ -31,8 +31,10 @@ VERBS = (
 # What a new credential is granted unless the person ticks more: the vend wizard and the
 # consent screen tick these at first (a worker's loop; never release, never a producer's verb).
 DEFAULT_GRANT = ("list_todos", "get_todo", "claim_next", "heartbeat", "complete", "fail")
-# A verb another implies: an endpoint that may keep a lease alive may say what it is doing.
-IMPLIED_BY = {"note": "heartbeat"}
+# A verb another implies: an endpoint that may keep a lease alive may say what it is doing;
+# one that may add a todo, or complete one, may do several at once (add_todos and
+# complete_todos are no verbs of their own to grant).
+IMPLIED_BY = {"note": "heartbeat", "add_todos": "add_todo", "complete_todos": "complete"}
 
 # What each committed transition is called wherever it is reported.
 TRANSITION_KINDS = (
@@ -96,6 +98,11 @@ SWEEP_BATCH = 500
 BULK_BATCH = 100
 BULK_CONCURRENCY = 4
 BULK_MAX = 1000
+# The batched verbs: todos per add_todos call, todos one claim_next may claim at once, and
+# todos one complete_todos may close.
+TODOS_ADD_MAX = 1000
+CLAIM_NEXT_LIMIT_MAX = 50
+COMPLETE_TODOS_MAX = 50
 
 
 # -- callers and transitions ---------------------------------------------------------

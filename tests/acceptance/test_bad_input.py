@@ -152,7 +152,9 @@ def cases(tool: str) -> list[tuple[str, str, object]]:
     return out
 
 
-@pytest.mark.parametrize("tool", [spec.name for spec in mcp_tools.SPECS])
+# The batched verbs take their text inside their items, each error naming the item (test_mcp_batched.py).
+@pytest.mark.parametrize("tool", [spec.name for spec in mcp_tools.SPECS
+                                  if spec.name not in ("add_todos", "complete_todos")])
 async def test_nul_and_lone_surrogates_in_any_argument_are_invalid_naming_it_and_change_nothing(mcp_server, tool):
     """Through the Python SDK client over HTTP: each text argument of the tool, with a NUL and
     with a lone surrogate, is `invalid` naming that argument; an id that cannot exist is

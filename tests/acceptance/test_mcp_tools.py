@@ -14,13 +14,14 @@ from tests.acceptance.mcp_helpers import CREDENTIALS, GENERATIONS, call, call_er
 DRAIN = ("claim_next", "heartbeat", "complete", "fail")
 
 SCOPES = [
-    (VERBS, set(VERBS)),
-    (DRAIN, set(DRAIN) | {"note"}),                        # release is implied by nothing (REQ-9); heartbeat
+    (VERBS, set(VERBS) | {"add_todos", "complete_todos"}),  # each batched verb comes with its verb
+    (DRAIN, set(DRAIN) | {"note", "complete_todos"}),     # release is implied by nothing (REQ-9); heartbeat
                                                            # implies note
     (("list_todos",), {"list_todos", "get_todo"}),         # REQ-8: list_todos brings get_todo
     (("get_todo",), {"get_todo"}),
     (("release",), {"release"}),
-    (("add_todo", "claim", "complete", "release"), {"add_todo", "claim", "complete", "release"}),
+    (("add_todo", "claim", "complete", "release"), {"add_todo", "add_todos", "claim", "complete",
+                                                    "complete_todos", "release"}),
 ]
 
 
@@ -38,7 +39,7 @@ async def test_every_argument_is_described_and_every_tool_has_an_output_schema(m
     ep = await vend(mcp_server.store)
     async with connect(mcp_server, ep.token) as client:
         tools = (await client.list_tools()).tools
-    assert {t.name for t in tools} == set(VERBS)
+    assert {t.name for t in tools} == set(VERBS) | {"add_todos", "complete_todos"}
     for tool in tools:
         assert tool.description and tool.input_schema["type"] == "object", tool.name
         assert tool.input_schema.get("additionalProperties") is False, tool.name
@@ -51,7 +52,7 @@ async def test_every_argument_is_described_and_every_tool_has_an_output_schema(m
     assert (limit["default"], limit["maximum"]) == (20, 50)
     assert set(by_name["claim"].input_schema["properties"]) == {"id", "claimant", "require_fence", "lease_seconds"}
     assert set(by_name["claim_next"].input_schema["properties"]) == {"queue", "claimant", "require_fence",
-                                                                    "lease_seconds"}
+                                                                    "lease_seconds", "limit"}
     assert set(by_name["release"].input_schema["properties"]) == {"id", "summary", "artifact", "lease_token", "usage"}
     for verb in ("complete", "fail"):
         assert set(by_name[verb].input_schema["properties"]) == {"id", "result", "summary", "artifact",

@@ -173,3 +173,58 @@ SELECT t.state::text AS state,
        (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS successor
   FROM todos t
  WHERE t.id = %(continues)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
+
+-- name: todos_add
+-- description: An agent adds several todos at once: each -> pending in the order given (a continuing one linked to its predecessor), with hook events, one notification per todo
+-- add_todos: many todos in one statement, all or nothing. The items come as one JSON array
+-- (ord is the item's index); created_at steps one microsecond per item so claim_next takes
+-- them in the order given. A continuing item is linked as todo_add_continuing links one; an
+-- item whose predecessor is not the caller's, is live or was continued already gets no link
+-- and is not inserted, so the store compares the rows returned with the items sent and rolls
+-- the whole transaction back on a shortfall (no notification is delivered from it).
+WITH item AS (
+  SELECT x.ord, x.queue, x.title, x.payload, x.routing, x.max_attempts, x.continues
+    FROM jsonb_to_recordset(%(todos)s::jsonb) AS x(ord int, queue text, title text, payload jsonb, routing jsonb,
+                                                  max_attempts int, continues text)
+),
+pred AS (
+  SELECT t.id FROM todos t
+   WHERE t.id = ANY(%(continues)s::text[]) AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+     AND todo_ended(t.state, t.next_retry_at)
+   FOR SHARE OF t
+),
+link AS (
+  INSERT INTO todo_successors (todo_id, successor_id)
+  SELECT pred.id, gen_random_uuid()::text FROM pred
+  ON CONFLICT (todo_id) DO NOTHING
+  RETURNING todo_id, successor_id
+),
+upd AS (
+  INSERT INTO todos AS t (id, endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at,
+                          updated_at)
+  SELECT coalesce(link.successor_id, gen_random_uuid()::text), %(endpoint_id)s, i.queue, i.title, i.payload,
+         i.routing, i.max_attempts, link.todo_id,
+         coalesce(%(now)s::timestamptz, now()) + i.ord * interval '1 microsecond',
+         coalesce(%(now)s::timestamptz, now()) + i.ord * interval '1 microsecond'
+    FROM item i LEFT JOIN link ON link.todo_id = i.continues
+   WHERE i.continues IS NULL OR link.todo_id IS NOT NULL
+  RETURNING t.*
+),
+outbox AS (
+  INSERT INTO hook_events (event, url, todo_id, payload)
+  SELECT ev.event, h.url, u.id,
+         hook_payload(ev.event, coalesce(%(now)s::timestamptz, now()), u.id, u.queue, u.title, u.state,
+                      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id)
+    FROM upd u
+    CROSS JOIN LATERAL (SELECT hook_event(u.state, u.next_retry_at) AS event) ev
+    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
+   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  RETURNING 1
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
+       upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
+       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.continues_id,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'added')::text) FROM upd;

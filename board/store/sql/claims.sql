@@ -548,3 +548,156 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
   'kind', 'claimed')::text)
   FROM upd, ins;
+
+-- name: todos_claim_next_fast
+-- description: A batched claim_next's first try: the oldest pending todos of the agent's queues whose history needs no pruning -> claimed, each opening an attempt
+-- claim_next with a limit above 1: up to limit todos in one statement, each opening its
+-- own attempt, with its own lease token hash (token_hashes[n], null when not fenced) and its
+-- own notification. As claim_next's, a fast statement first (pending todos whose history
+-- needs no pruning), then the full one for what is left of the limit (a capped history, a
+-- lapsed lease taken over only when no pending todo is left). The rows come back in no order;
+-- each carries its attempt's lease_token_hash, so the store gives each its token. Both probe
+-- queue_pauses, pause cache or not: a batch pays the probe once per candidate, not per call.
+WITH cand AS (
+  SELECT t.id, t.attempts_total AS prev_total, t.attempt AS prev_attempt
+    FROM todos t
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s)
+     AND t.state = 'pending'
+     AND NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)
+   ORDER BY t.created_at, t.id
+   LIMIT %(limit)s
+   FOR UPDATE OF t SKIP LOCKED
+),
+numbered AS (  -- LIMIT 50 (claim_next's most) bounds the generic plan's row estimate: keyed joins below
+  SELECT cand.*, row_number() OVER () AS n FROM cand WHERE cand.prev_total < %(history_max)s LIMIT 50
+),
+ins AS (
+  INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
+                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
+  SELECT numbered.id, numbered.prev_total + 1, numbered.prev_attempt + 1, 'endpoint'::attempt_claimer_kind,
+         %(endpoint_id)s::uuid, %(claimer_session)s::text, %(owner)s, %(claimant)s::text,
+         coalesce(%(now)s::timestamptz, now()),
+         coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second',
+         (%(token_hashes)s::bytea[])[numbered.n]
+    FROM numbered
+  RETURNING todo_id, seq, lease_token_hash
+)
+UPDATE todos t
+   SET state = 'claimed', owner = %(owner)s,
+       lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second',
+       attempt = t.attempt + 1, attempts_total = t.attempts_total + 1,
+       updated_at = coalesce(%(now)s::timestamptz, now())
+  FROM ins
+ WHERE t.id = ins.todo_id
+RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.lease_expires_at, t.payload,
+          t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, ins.lease_token_hash,
+       CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, %(prior_attempts)s::int, %(prior_notes)s::int) END AS prior_attempts,
+       CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id, %(prior_notes)s::int) END AS continues,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'claimed')::text);
+
+-- name: todos_claim_next
+-- description: A batched claim_next's full path: the oldest pending todos, then lapsed leases to take over -> claimed; closes each lapsed attempt, prunes each history, opens an attempt each
+WITH pending_cand AS (
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
+    FROM todos t
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s)
+     AND t.state = 'pending'
+     AND NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)
+   ORDER BY t.created_at, t.id
+   LIMIT %(limit)s
+   FOR UPDATE OF t SKIP LOCKED
+),
+lapsed_cand AS (
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
+    FROM todos t
+   WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s)
+     AND t.state = 'claimed' AND t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
+     AND t.attempt < t.max_attempts
+     AND NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)
+   ORDER BY t.lease_expires_at
+   LIMIT %(limit)s
+   FOR UPDATE OF t SKIP LOCKED
+),
+cand AS (
+  SELECT c.*, row_number() OVER () AS n FROM (
+    SELECT * FROM pending_cand
+    UNION ALL
+    (SELECT * FROM lapsed_cand WHERE (SELECT count(*) FROM pending_cand) < %(limit)s
+      LIMIT %(limit)s - (SELECT count(*) FROM pending_cand))) c
+   LIMIT 50  -- claim_next's most: bounds the generic plan's row estimate, so the joins below stay keyed
+),
+lapsed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'lease_expired', disposition = 'requeued'
+    FROM cand
+   WHERE cand.prev_state = 'claimed' AND a.todo_id = cand.id AND a.seq = cand.prev_total
+     AND a.outcome IS NULL
+  RETURNING a.todo_id, a.seq, a.attempt, a.claimant, a.claimer_kind, a.claimed_at, a.last_heartbeat_at,
+            a.lease_expires_at, a.ended_at, a.outcome, a.disposition, a.summary,
+            a.summary_truncated, a.artifact, attempt_died(a.outcome) AS died,
+            attempt_public_notes(a, %(prior_notes)s::int) AS public
+),
+pruned AS (
+  DELETE FROM attempts a USING cand
+   WHERE cand.prev_total >= %(history_max)s
+     AND a.todo_id = cand.id AND a.seq <= cand.prev_total + 1 - %(history_max)s
+     AND a.ended_at IS NOT NULL
+  RETURNING a.todo_id, a.seq, a.outcome, a.input_tokens, a.output_tokens, a.cost_usd
+),
+upd AS (
+  UPDATE todos t
+     SET state = 'claimed', owner = %(owner)s,
+         lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second',
+         attempt = t.attempt + 1, attempts_total = t.attempts_total + 1,
+         attempts_pruned = t.attempts_pruned + (SELECT count(*) FROM pruned p WHERE p.todo_id = t.id),
+         pruned_outcomes = CASE WHEN cand.prev_total < %(history_max)s THEN t.pruned_outcomes
+           ELSE t.pruned_outcomes || coalesce((
+             SELECT jsonb_object_agg(p.outcome, p.n + coalesce((t.pruned_outcomes ->> p.outcome)::int, 0))
+               FROM (SELECT outcome::text AS outcome, count(*) AS n FROM pruned WHERE pruned.todo_id = t.id
+                      GROUP BY 1) p), '{}') END,
+         pruned_usage = CASE WHEN cand.prev_total < %(history_max)s THEN t.pruned_usage
+           ELSE (SELECT CASE WHEN count(p.input_tokens) + count(p.output_tokens) + count(p.cost_usd) = 0 THEN t.pruned_usage
+             ELSE coalesce(t.pruned_usage, '{}'::jsonb) || jsonb_strip_nulls(jsonb_build_object(
+               'input_tokens', CASE WHEN count(p.input_tokens) > 0
+                 THEN coalesce((t.pruned_usage ->> 'input_tokens')::numeric, 0) + sum(p.input_tokens) END,
+               'output_tokens', CASE WHEN count(p.output_tokens) > 0
+                 THEN coalesce((t.pruned_usage ->> 'output_tokens')::numeric, 0) + sum(p.output_tokens) END,
+               'cost_usd', CASE WHEN count(p.cost_usd) > 0
+                 THEN coalesce((t.pruned_usage ->> 'cost_usd')::numeric, 0) + sum(p.cost_usd) END)) END
+             FROM pruned p WHERE p.todo_id = t.id) END,
+         updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM cand
+   WHERE t.id = cand.id
+     AND (cand.prev_state = 'pending' OR EXISTS (SELECT 1 FROM lapsed l WHERE l.todo_id = cand.id))
+  RETURNING t.*, cand.n
+),
+ins AS (
+  INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
+                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
+  SELECT upd.id, upd.attempts_total, upd.attempt, 'endpoint'::attempt_claimer_kind, %(endpoint_id)s::uuid,
+         %(claimer_session)s::text, %(owner)s, %(claimant)s::text, coalesce(%(now)s::timestamptz, now()),
+         upd.lease_expires_at, (%(token_hashes)s::bytea[])[upd.n]
+    FROM upd
+  RETURNING todo_id, seq, lease_token_hash
+)
+SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attempts, upd.lease_expires_at,
+       upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at,
+       upd.updated_at, ins.lease_token_hash,
+       (SELECT to_jsonb(l) - 'public' - 'todo_id' FROM lapsed l WHERE l.todo_id = upd.id) AS lapsed,
+       CASE WHEN upd.attempts_total > 1 THEN  -- a first claim has no prior attempts (null: none)
+       (SELECT coalesce(json_agg(x.p ORDER BY x.seq DESC), '[]'::json) FROM (
+          SELECT y.seq, y.p FROM (
+            SELECT l.seq, l.public AS p FROM lapsed l WHERE l.todo_id = upd.id
+            UNION ALL
+            (SELECT a.seq, attempt_public_notes(a, %(prior_notes)s::int) FROM attempts a
+              WHERE a.todo_id = upd.id AND a.ended_at IS NOT NULL
+                AND a.seq NOT IN (SELECT p.seq FROM pruned p WHERE p.todo_id = upd.id)
+              ORDER BY a.seq DESC LIMIT %(prior_attempts)s::int)
+          ) y ORDER BY y.seq DESC LIMIT %(prior_attempts)s::int) x) END AS prior_attempts,
+       CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id, %(prior_notes)s::int) END AS continues,
+       pg_notify('switchboard_v1', json_build_object(
+  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
+  'kind', 'claimed')::text)
+  FROM upd JOIN ins ON ins.todo_id = upd.id;

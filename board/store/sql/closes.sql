@@ -466,3 +466,54 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
    AND a.outcome = %(outcome)s::attempt_outcome
    AND a.claimer_endpoint_id = %(endpoint_id)s AND a.owner = %(owner)s AND a.lease_token_hash IS NOT NULL
  ORDER BY a.seq DESC;
+
+-- name: attempts_fence_lookup_many
+-- description: The open attempts' lease_token_hash of several held todos, each todo row locked, for complete_todos' constant-time token checks
+SELECT t.id, a.lease_token_hash
+  FROM todos t JOIN attempts a ON a.todo_id = t.id AND a.seq = t.attempts_total AND a.outcome IS NULL
+ WHERE t.id = ANY(%(ids)s::text[]) AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+   AND t.state = 'claimed' AND t.owner = %(owner)s
+ FOR UPDATE OF t;
+
+-- name: todos_complete
+-- description: The holder completes several todos at once: each claimed -> done, closing its attempt completed/done with the summary, artifact and usage given for it
+-- complete_todos: the items come as one JSON array; token_checked is true for an item whose
+-- lease_token the store has just checked against attempts_fence_lookup_many in the same
+-- transaction. An item that misses (not held, fenced without its token) is left out, and
+-- the store rolls the transaction back when any is. LIMIT 50 (complete_todos' most) bounds
+-- the generic plan's row estimate, so the joins stay keyed.
+WITH item AS (
+  SELECT x.id, x.result, x.summary, x.summary_truncated, x.artifact, x.input_tokens, x.output_tokens, x.cost_usd,
+         x.model, x.token_checked
+    FROM jsonb_to_recordset(%(todos)s::jsonb) AS x(id text, result jsonb, summary text, summary_truncated boolean,
+                                                  artifact text, input_tokens bigint, output_tokens bigint,
+                                                  cost_usd numeric, model text, token_checked boolean)
+   LIMIT 50
+),
+locked AS (
+  SELECT t.id, t.attempts_total FROM todos t
+   WHERE t.id = ANY(%(ids)s::text[]) AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+     AND t.state = 'claimed' AND t.owner = %(owner)s
+   FOR UPDATE OF t
+),
+closed AS (
+  UPDATE attempts a
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'completed'::attempt_outcome,
+         disposition = 'done'::attempt_disposition,
+         summary = i.summary, summary_truncated = i.summary_truncated, artifact = i.artifact::attempt_artifact,
+         input_tokens = i.input_tokens::attempt_tokens, output_tokens = i.output_tokens::attempt_tokens,
+         cost_usd = i.cost_usd::attempt_cost_usd, model = i.model::attempt_model
+    FROM locked l JOIN item i ON i.id = l.id
+   WHERE a.todo_id = l.id AND a.seq = l.attempts_total AND a.outcome IS NULL
+     AND (i.token_checked OR a.lease_token_hash IS NULL)
+  RETURNING a.todo_id, a.attempt, i.result
+)
+UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result = c.result,
+    updated_at = coalesce(%(now)s::timestamptz, now())
+  FROM closed c
+ WHERE t.id = c.todo_id AND t.endpoint_id = %(endpoint_id)s AND t.state = 'claimed' AND t.owner = %(owner)s
+RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result,
+          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt,
+          pg_notify('switchboard_v1', json_build_object(
+  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
+  'kind', 'completed')::text);
