@@ -189,7 +189,7 @@ async def test_the_owners_answer_on_the_board_rings_the_waiting_session_and_resu
         note = attempt["notes"][0]
         assert (note["kind"], note["author_kind"], note["text"], note["choices"]) == (
             "question", "endpoint", QUESTION, CHOICES)
-        assert note["expires_at"] == asked["question"]["expires_at"]
+        assert datetime.fromisoformat(note["expires_at"]) == datetime.fromisoformat(asked["question"]["expires_at"])
         assert attempt["question"]["current"] is True and attempt["question"]["answers"] == []
 
         again = await call_error(agent, "interrupt", {"id": todo_id, "question": "and now?"})
