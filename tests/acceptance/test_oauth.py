@@ -86,7 +86,7 @@ async def test_a_registered_client_approved_on_the_board_gets_tokens_that_list_e
     assert grant["client_name"] == "Test Host" and grant["queues"] == ["builds"]
     async with connect(live_server, tokens["access_token"]) as session:
         listed = {t.name for t in (await session.list_tools()).tools}
-    assert listed == {"list_todos", "get_todo", "claim_next", "complete"}  # list_todos allows get_todo
+    assert listed == {"list_todos", "get_todo", "claim_next", "complete", "complete_todos"}  # list_todos allows get_todo, complete its batch
     stored = await sql_rows(live_server.settings.database_url, "SELECT token_hash FROM oauth_tokens")
     assert all(tokens["access_token"].encode() not in bytes(r["token_hash"]) for r in stored)
 

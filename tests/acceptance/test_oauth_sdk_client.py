@@ -53,7 +53,7 @@ async def test_the_python_sdk_client_registers_consents_works_refreshes_and_is_r
         storage = MemoryStorage()
         async with sdk_session(live_server.url, sdk_provider(live_server.url, storage, consent), generation) as client:
             listed = {t.name for t in (await client.list_tools()).tools}
-            assert listed == {*GRANTED, "note"}  # narrowed on the consent screen; heartbeat allows note
+            assert listed == {*GRANTED, "note", "add_todos", "complete_todos"}  # narrowed on consent; a verb allows its companions
             done = await fenced_cycle(client)
             # Access tokens live ACCESS_SECONDS here: once it has passed, the client refreshes
             # before its next call, and both tokens rotate.

@@ -49,7 +49,7 @@ async def test_the_typescript_sdk_client_signs_in_through_the_consent_screen_ref
         assert done.status_code == 303
         await ts.request("finishAuth", code=query_of(done.headers["location"])["code"])
         tools = {t["name"] for t in (await ts.request("listTools"))["tools"]}
-        assert tools == {"add_todo", "claim", "get_todo", "complete"}
+        assert tools == {"add_todo", "add_todos", "claim", "get_todo", "complete", "complete_todos"}
         todo = ok(await ts.call_tool("add_todo", {"queue": "ts", "title": "From a TypeScript host"}))
         held = ok(await ts.call_tool("claim", {"id": todo["id"], "require_fence": True, "claimant": "ts-host/1"}))
         first = await ts.request("tokens")
