@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what the tests need (a virtualenv with the test extras, Debian's chromium for the
 # browser tests, the pinned npm MCP clients) and run every test. The tests start their own embedded Postgres unless
-# DATABASE_URL is set. Extra arguments go to pytest.
+# DATABASE_URL is set. Extra arguments go to pytest; the suite runs in two processes
+# (pytest-xdist), each with its own template database on the one server; -n 0 runs it in one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -28,4 +29,4 @@ if ! cmp -s tests/clients/package-lock.json tests/clients/node_modules/.installe
   npm install --prefix tests/clients --no-save --no-audit --no-fund --loglevel=error >/dev/null
   cp tests/clients/package-lock.json tests/clients/node_modules/.installed-package-lock.json
 fi
-exec .venv/bin/python -m pytest "$@"
+exec .venv/bin/python -m pytest -n 2 "$@"

@@ -92,6 +92,7 @@ async def test_a_ten_second_command_on_a_three_second_lease_keeps_its_lease(live
         started = time.monotonic()
         async with working(live_server.url, ep.token, write_command(tmp_path), "--lease-seconds", "3",
                            "--max-todos", "1") as worker:
+            await worker.wait_for_line(f"claimed {todo['id']}")
             # Meanwhile the reaper runs every 0.2 s and another worker keeps trying to take it.
             while worker.proc.poll() is None:
                 assert (await call(client, "claim_next", {"queue": "q", "lease_seconds": 3}))["todo"] is None
