@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from typing import Iterable
 
 
@@ -16,3 +17,21 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Task | None]) -> None:
     for task in running:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
+
+
+def shared_future(coro, log: logging.Logger, what: str, expected: tuple[type[BaseException], ...] = ()) -> asyncio.Future:
+    """A read that several streams await, or none: a stream that leaves before it finishes,
+    or a newer read that replaces it, would leave its failure unretrieved (asyncio's "Task
+    exception was never retrieved"). The failure is taken here once: an expected one (the
+    streams report it to their browsers) silently, any other logged once."""
+    fut = asyncio.ensure_future(coro)
+
+    def taken(done: asyncio.Future) -> None:
+        if done.cancelled():
+            return
+        err = done.exception()
+        if err is not None and not isinstance(err, expected):
+            log.error("%s failed: %s", what, type(err).__name__, exc_info=err)
+
+    fut.add_done_callback(taken)
+    return fut

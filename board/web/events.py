@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections import OrderedDict
 from dataclasses import replace
 from typing import AsyncIterator
@@ -36,6 +37,7 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 from board.errors import Invalid, NotFound, Unavailable
 from board.store.store import Human, call_deadline, deadline_after
 from board.store.vocabulary import QUEUE_KINDS
+from board.tasks import shared_future
 from board.web.context import ATTEMPTS_SHOWN, Filters, require_human, runtime, web_state
 from board.web.overview import RefreshSchedule, chart_window_of, overview_reads, render_overview
 from board.web.view import render
@@ -47,6 +49,8 @@ WATCH_REFRESH_SECONDS = 5.0
 # How long a browser waits before it reconnects a stream that ended (the `retry:` field):
 # short, so a stream that ended in an outage is back within 2 s of Postgres.
 RETRY_MS = 1000
+
+log = logging.getLogger("switchboard.live")
 
 
 class SharedReads:
@@ -62,7 +66,7 @@ class SharedReads:
         entry = self._entries.get(full)
         if entry is not None and entry[0] is event:  # the same notification, not a reused id
             return entry[1]
-        fut = asyncio.ensure_future(make())
+        fut = shared_future(make(), log, "a live update's read", (Unavailable,))
         self._entries[full] = (event, fut)
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)

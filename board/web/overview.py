@@ -12,12 +12,15 @@ refresh within that time (OverviewReads).
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from board.errors import Unavailable
 from board.store.store import Human
+from board.tasks import shared_future
 from board.web.context import Filters
 from board.web.view import render
 
@@ -44,6 +47,8 @@ WINDOWS = {w.key: w for w in (ChartWindow("hour", "Last hour", 300, 12, "5 minut
                               ChartWindow("day", "Last day", 3600, 24, "hour"),
                               ChartWindow("week", "Last week", 6 * 3600, 28, "6 hours"))}
 DEFAULT_WINDOW = "hour"
+
+log = logging.getLogger("switchboard.web")
 # The window a human chose, kept like the colour scheme: a cookie the pages and the live
 # stream read (the choice is posted to /chart, board/web/queues.py).
 CHART_COOKIE = "sb_chart"
@@ -200,7 +205,7 @@ class OverviewReads:
         entry = self._entries.get(key)
         if entry is not None and not fresh and now - entry[0] < self.max_age:
             return entry[1]
-        fut = asyncio.ensure_future(overview_data(store, human, window=window))
+        fut = shared_future(overview_data(store, human, window=window), log, "the overview's read", (Unavailable,))
         self._entries[key] = (now, fut)
         if len(self._entries) > 1024:  # bound memory: forget stale humans
             for k in [k for k, (at, _) in self._entries.items() if now - at >= self.max_age]:

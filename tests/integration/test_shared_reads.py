@@ -1,0 +1,79 @@
+"""The live Board's shared reads (one overview read per human, one fragment per notification)
+when the database goes away under them: a failure nobody is left to await is taken, never
+"Task exception was never retrieved", and the streams that do await it see Unavailable."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+
+import pytest
+
+from board.errors import Unavailable
+from board.store import store as st
+from board.store.db import open_pool
+from board.web.events import SharedReads
+from board.web.overview import OverviewReads
+from tests.conftest import make_user
+
+
+@pytest.fixture
+async def closing_store(db_url, settings):
+    """A store on its own pool, which the test closes to take the database away from it."""
+    pool = await open_pool(db_url, min_size=1, max_size=2)
+    yield st.Store(pool, settings), pool
+    await pool.close()
+
+
+async def _unretrieved_during(action) -> list[dict]:
+    loop = asyncio.get_running_loop()
+    seen: list[dict] = []
+    before = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: seen.append(context))
+    try:
+        await action()
+        gc.collect()  # a dropped future reports its unretrieved exception when it is collected
+        await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(before)
+    return seen
+
+
+async def test_an_overview_read_that_fails_after_its_streams_left_is_taken_not_left_unretrieved(closing_store, caplog):
+    store, pool = closing_store
+    human = await make_user(store)
+    await pool.close()
+    reads = OverviewReads()
+
+    async def streams_come_and_go():
+        awaited = reads.get(store, human, fresh=True)
+        with pytest.raises(Unavailable):
+            await asyncio.shield(awaited)  # a stream that stays hears the outage
+        # Streams that asked and left before the read ended, each replaced by a fresh read.
+        for _ in range(3):
+            reads.get(store, human, fresh=True)
+        await asyncio.sleep(0.05)
+
+    with caplog.at_level(logging.ERROR):
+        seen = await _unretrieved_during(streams_come_and_go)
+    assert [c.get("message") for c in seen] == []
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []  # an outage is expected
+
+
+async def test_a_shared_fragment_read_that_fails_unexpectedly_is_logged_once_and_never_unretrieved(caplog):
+    shared = SharedReads()
+    event = {"kind": "claimed", "todo": "t", "endpoint": "e"}
+
+    async def broken():
+        raise RuntimeError("the template could not render")
+
+    async def one_stream_leaves():
+        shared.get(event, ("u", "view"), broken)
+        await asyncio.sleep(0.05)
+
+    with caplog.at_level(logging.ERROR, logger="switchboard.live"):
+        seen = await _unretrieved_during(one_stream_leaves)
+    assert [c.get("message") for c in seen] == []
+    failures = [r for r in caplog.records if r.name == "switchboard.live" and r.levelno == logging.ERROR]
+    assert [r.getMessage() for r in failures] == ["a live update's read failed: RuntimeError"]
