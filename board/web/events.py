@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections import OrderedDict
 from dataclasses import replace
 from typing import AsyncIterator
@@ -157,8 +158,10 @@ async def events(request: Request) -> ServerSentEvent:
     async def live() -> AsyncIterator[ServerSentEventMessage]:
         watching = watched
         async with fanout.subscription() as sub:
-            # Subscribed first, then the snapshot: nothing committed in between is missed.
-            first = await snapshot(store, human, filters, watching, csrf, overviews.get(store, human, window, fresh=True))
+            # Subscribed first, then the snapshot: nothing committed in between is missed. The
+            # overview is shared with the streams of this human that subscribed meanwhile.
+            first = await snapshot(store, human, filters, watching, csrf,
+                                   overviews.get(store, human, window, since=time.monotonic()))
             yield message("snapshot", first)
             if first.get("gone"):
                 watching = None  # absent, or not this human's: nothing more to watch
@@ -193,7 +196,7 @@ async def events(request: Request) -> ServerSentEvent:
                     return  # the server is stopping: end the stream; the browser reconnects
                 if event.get("kind") == "resync":
                     yield message("snapshot", await snapshot(store, human, filters, watching, csrf,
-                                                             overviews.get(store, human, window, fresh=True)))
+                                                             overviews.get(store, human, window, since=time.monotonic())))
                     overview.sent(loop.time())
                     continue
                 if event.get("kind") in QUEUE_KINDS:

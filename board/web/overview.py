@@ -199,11 +199,15 @@ class OverviewReads:
         self._entries: dict[tuple[int, str], tuple[float, asyncio.Future]] = {}
 
     def get(self, store, human: Human, window: ChartWindow = WINDOWS[DEFAULT_WINDOW], *,
-            fresh: bool = False) -> asyncio.Future:
+            since: float | None = None) -> asyncio.Future:
+        """The shared read; with `since` (a time.monotonic() reading), only a read that started
+        at or after it: a stream that subscribed at `since` may share a read begun after its
+        subscription (whose snapshot misses nothing it will not be told of), never one before.
+        So streams connecting together share one read."""
         now = time.monotonic()
         key = (human.user_id, window.key)
         entry = self._entries.get(key)
-        if entry is not None and not fresh and now - entry[0] < self.max_age:
+        if entry is not None and (entry[0] >= since if since is not None else now - entry[0] < self.max_age):
             return entry[1]
         fut = shared_future(overview_data(store, human, window=window), log, "the overview's read", (Unavailable,))
         self._entries[key] = (now, fut)

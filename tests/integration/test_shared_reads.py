@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import time
 
 import pytest
 
@@ -47,12 +48,13 @@ async def test_an_overview_read_that_fails_after_its_streams_left_is_taken_not_l
     reads = OverviewReads()
 
     async def streams_come_and_go():
-        awaited = reads.get(store, human, fresh=True)
+        awaited = reads.get(store, human, since=time.monotonic())
         with pytest.raises(Unavailable):
             await asyncio.shield(awaited)  # a stream that stays hears the outage
-        # Streams that asked and left before the read ended, each replaced by a fresh read.
+        # Streams that asked and left before the read ended, each replaced by a newer read.
         for _ in range(3):
-            reads.get(store, human, fresh=True)
+            reads.get(store, human, since=time.monotonic())
+            await asyncio.sleep(0.01)
         await asyncio.sleep(0.05)
 
     with caplog.at_level(logging.ERROR):
@@ -77,3 +79,17 @@ async def test_a_shared_fragment_read_that_fails_unexpectedly_is_logged_once_and
     assert [c.get("message") for c in seen] == []
     failures = [r for r in caplog.records if r.name == "switchboard.live" and r.levelno == logging.ERROR]
     assert [r.getMessage() for r in failures] == ["a live update's read failed: RuntimeError"]
+
+
+async def test_streams_connecting_together_share_one_overview_read_but_never_one_begun_before_they_subscribed(store):
+    human = await make_user(store)
+    reads = OverviewReads()
+    first_subscribed = time.monotonic()
+    first = reads.get(store, human, since=first_subscribed)
+    second = reads.get(store, human, since=first_subscribed)  # subscribed before the first read began
+    assert second is first
+    await first
+    later_subscribed = time.monotonic()
+    third = reads.get(store, human, since=later_subscribed)  # the first read began before it subscribed
+    assert third is not first
+    assert (await third)["queues"] == (await first)["queues"]
