@@ -13,7 +13,9 @@ one of their queues is paused or resumed, and every OVERVIEW_IDLE_SECONDS regard
 
 On connect, and whenever the fan-out asks for a resync (its LISTEN connection came back,
 or this stream fell behind), the stream sends a full snapshot of what the page shows, so a
-reconnecting browser and a reconnecting database both end in a full refresh. A read that
+reconnecting browser and a reconnecting database both end in a full refresh. Streams of one
+human that connect together (a restart's reconnects) share the snapshot's overview read, but
+only one begun after they subscribed. A read that
 finds the database away ends the stream cleanly with a `retry:` hint; the browser's
 reconnect starts with a snapshot again.
 
