@@ -254,7 +254,10 @@ class EmbeddedPostgres:
                 # "postgres") must exist already.
                 if self.database != EMBEDDED_DATABASE:
                     raise RuntimeError(f"the embedded server has no database {self.database!r}")
-                execute_sync(conn, query("embedded_database_create"))
+                # Another process starting on the same data dir (a second serve, the other
+                # test process) may create it between the check and here: that is success.
+                with contextlib.suppress(psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
+                    execute_sync(conn, query("embedded_database_create"))
         return self.url(self.database)
 
     def url(self, database: str) -> str:
