@@ -50,6 +50,11 @@ CREATE DOMAIN public.attempt_tokens AS bigint
 	CONSTRAINT attempt_tokens_check CHECK (((VALUE >= 0) AND (VALUE <= '1000000000000'::bigint)));
 CREATE DOMAIN public.lease_token_sha256 AS bytea
 	CONSTRAINT lease_token_sha256_check CHECK ((length(VALUE) = 32));
+CREATE TYPE public.todo_count_kind AS ENUM (
+    'all',
+    'canceled',
+    'dead'
+);
 CREATE TYPE public.todo_state AS ENUM (
     'pending',
     'claimed',
@@ -306,6 +311,15 @@ BEGIN
           DETAIL = 'continues_id never changes after insert';
 END
 $$;
+CREATE FUNCTION public.todos_count_added() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  INSERT INTO todo_counts (endpoint_id, queue, kind, n)
+  SELECT a.endpoint_id, a.queue, 'all', count(*) FROM added a GROUP BY 1, 2;
+  RETURN NULL;
+END
+$$;
 CREATE FUNCTION public.todos_count_deleted_attempts() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -340,6 +354,20 @@ BEGIN
   RETURN NEW;
 END
 $_$;
+CREATE FUNCTION public.todos_uncount_deleted() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  INSERT INTO todo_counts (endpoint_id, queue, kind, n)
+  SELECT g.endpoint_id, g.queue, k.kind, -count(*)
+    FROM gone g
+   CROSS JOIN LATERAL (VALUES ('all'::todo_count_kind), ('canceled'), ('dead')) k(kind)
+   WHERE k.kind = 'all' OR (k.kind = 'canceled' AND g.state = 'canceled')
+      OR (k.kind = 'dead' AND todo_dead_letter(g.state, g.next_retry_at))
+   GROUP BY 1, 2, 3;
+  RETURN NULL;
+END
+$$;
 CREATE TABLE public.attempt_notes (
     todo_id text NOT NULL COLLATE pg_catalog."C",
     seq public.attempt_number NOT NULL,
@@ -439,6 +467,12 @@ CREATE TABLE public.queue_pauses (
     paused_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT queue_pauses_queue_check CHECK ((queue ~ '^[A-Za-z0-9_.:-]{1,64}$'::text))
 );
+CREATE TABLE public.todo_counts (
+    endpoint_id uuid NOT NULL,
+    queue text NOT NULL COLLATE pg_catalog."C",
+    kind public.todo_count_kind NOT NULL,
+    n bigint NOT NULL
+);
 CREATE TABLE public.todo_successors (
     todo_id text NOT NULL COLLATE pg_catalog."C",
     successor_id text NOT NULL COLLATE pg_catalog."C"
@@ -517,6 +551,7 @@ CREATE INDEX hook_events_due_idx ON public.hook_events USING btree (next_attempt
 CREATE INDEX oauth_codes_expires_idx ON public.oauth_codes USING btree (expires_at);
 CREATE INDEX oauth_tokens_endpoint_idx ON public.oauth_tokens USING btree (endpoint_id);
 CREATE INDEX oauth_tokens_expires_idx ON public.oauth_tokens USING btree (expires_at);
+CREATE INDEX todo_counts_endpoint_idx ON public.todo_counts USING btree (endpoint_id);
 CREATE INDEX todo_successors_successor_idx ON public.todo_successors USING btree (successor_id);
 CREATE INDEX todos_claimed_idx ON public.todos USING btree (endpoint_id) WHERE (state = 'claimed'::public.todo_state);
 CREATE INDEX todos_endpoint_created_idx ON public.todos USING btree (endpoint_id, created_at DESC, id) INCLUDE (queue, state, next_retry_at);
@@ -527,8 +562,10 @@ CREATE INDEX todos_updated_brin ON public.todos USING brin (updated_at);
 CREATE TRIGGER attempts_count_deleted AFTER DELETE ON public.attempts FOR EACH ROW WHEN ((old.outcome IS NOT NULL)) EXECUTE FUNCTION public.attempts_count_deleted();
 CREATE TRIGGER todos_consistent BEFORE INSERT OR UPDATE OF state, owner, lease_expires_at, next_retry_at, attempt, attempts_total, attempts_pruned ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_consistent();
 CREATE TRIGGER todos_continues_fixed BEFORE UPDATE OF continues_id ON public.todos FOR EACH ROW WHEN ((old.continues_id IS DISTINCT FROM new.continues_id)) EXECUTE FUNCTION public.todos_continues_fixed();
+CREATE TRIGGER todos_count_added AFTER INSERT ON public.todos REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.todos_count_added();
 CREATE TRIGGER todos_count_deleted_attempts BEFORE DELETE ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_count_deleted_attempts();
 CREATE TRIGGER todos_fields_valid BEFORE INSERT OR UPDATE OF queue, title, max_attempts ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_fields_valid();
+CREATE TRIGGER todos_uncount_deleted AFTER DELETE ON public.todos REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.todos_uncount_deleted();
 ALTER TABLE ONLY public.attempt_notes
     ADD CONSTRAINT attempt_notes_todo_id_seq_fkey FOREIGN KEY (todo_id, seq) REFERENCES public.attempts(todo_id, seq) ON DELETE CASCADE;
 ALTER TABLE ONLY public.attempts

@@ -46,6 +46,7 @@ METRICS = "tests/acceptance/test_metrics.py"
 PRUNE = "tests/integration/test_prune_counts.py"
 OAUTH = "tests/acceptance/test_oauth.py"
 CHARTS = "tests/acceptance/test_board_charts.py"
+COUNTS = "tests/integration/test_todo_counts.py"
 
 
 # How a claim counts the attempts it prunes, by outcome, into todos.pruned_outcomes.
@@ -267,7 +268,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "WHERE t.token_hash = %(token_hash)s AND t.kind = 'access' AND", "WHERE t.token_hash = %(token_hash)s AND",
            (OAUTH,), "a refresh token is accepted at /mcp as an access token", "endpoint_auth"),
     Mutant("overview-counts-scope", "pause", SQL + "board.sql",
-           "     WHERE e.user_id = %(user_id)s\n     GROUP BY x.queue) c", "     GROUP BY x.queue) c",
+           "   WHERE c.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))\n),",
+           "   WHERE c.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e))\n),",
            (PAUSES,), "the overview counts another human's todos", "overview_counts"),
     Mutant("overview-chart-scope", "pause", SQL + "board.sql",
            "           AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))",
@@ -287,6 +289,26 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("chart-without-deleted", "chart", SQL + "board.sql",
            "        SELECT c.queue, c.outcome, c.bucket, c.n\n", "        SELECT c.queue, c.outcome, c.bucket, 0\n",
            (CHARTS,), "the chart counts only the attempt rows that survive pruning and retention", "overview_outcomes"),
+    # -- the todos' counts (migration 0010) ---------------------------------------------------
+    Mutant("counts-added", "counts", "migrations/0010_todo_counts.sql",
+           "SELECT a.endpoint_id, a.queue, 'all', count(*) FROM added a GROUP BY 1, 2",
+           "SELECT a.endpoint_id, a.queue, 'all', count(*) FROM added a WHERE a.title = '' GROUP BY 1, 2",
+           (COUNTS,), "an added todo is not counted"),
+    Mutant("counts-deleted", "counts", "migrations/0010_todo_counts.sql",
+           "  SELECT g.endpoint_id, g.queue, k.kind, -count(*)\n", "  SELECT g.endpoint_id, g.queue, k.kind, 0\n",
+           (COUNTS,), "a deleted todo stays counted"),
+    Mutant("counts-canceled-unheld", "counts", SQL + "closes.sql",
+           "SELECT u.endpoint_id, u.queue, 'canceled', count(*) FROM upd u GROUP BY 1, 2",
+           "SELECT u.endpoint_id, u.queue, 'canceled', 0 FROM upd u GROUP BY 1, 2",
+           (COUNTS,), "a todo nobody held, canceled by its human, is counted done", "todo_cancel_unheld_human"),
+    Mutant("counts-dead-reaped", "counts", SQL + "sweeps.sql",
+           "FROM upd u WHERE todo_dead_letter(u.state, u.next_retry_at) GROUP BY 1, 2",
+           "FROM upd u WHERE false GROUP BY 1, 2",
+           (COUNTS,), "a todo the reaper dead-letters is counted done", "attempts_reap_lapsed"),
+    Mutant("counts-dead-retried", "counts", SQL + "closes.sql",
+           "SELECT u.endpoint_id, u.queue, 'dead', -count(*) FROM upd u GROUP BY 1, 2",
+           "SELECT u.endpoint_id, u.queue, 'dead', 0 FROM upd u GROUP BY 1, 2",
+           (COUNTS,), "a dead letter the human retries stays counted dead", "todo_retry_human"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the

@@ -1,4 +1,4 @@
-"""Background sweeps: the reaper, the retry scheduler and retention.
+"""Background sweeps: the reaper, the retry scheduler, the counts roll-up and retention.
 
 Each is a loop calling one store function. The statements use SKIP LOCKED, so every server
 process can run every sweep against one database at once. An interval of 0 turns a sweep
@@ -31,6 +31,8 @@ class Sweeps:
             # Expired questions release their todos on the reaper's period.
             ("questions", self.settings.reaper_interval_seconds, self.store.sweep_questions),
             ("retry", self.settings.retry_interval_seconds, self.store.sweep_retry),
+            # Ended todos rolled up into the overview's counts, on the reaper's period too.
+            ("counts", self.settings.reaper_interval_seconds, self.store.sweep_counts),
             ("retention", self.settings.retention_interval_seconds, self.store.sweep_retention),
         ]
         for name, interval, fn in plan:

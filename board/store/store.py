@@ -1284,6 +1284,12 @@ class Store(Accounts, Grants):
                               attempts_total=r["attempts_total"]) for r in rows)
         return len(rows)
 
+    async def sweep_counts(self) -> int:
+        """Counts sweep: each key's deltas in todo_counts (the overview's and /metrics' counts)
+        folded into one row. One pass a period: returns 0, so the sweep loop does not repeat it."""
+        await self._fetch(query("todo_counts_compact"), {}, op="counts")
+        return 0
+
     async def sweep_retention(self, *, now: datetime | None = None, batch: int = SWEEP_BATCH) -> int:
         """Retention: terminal todos past the age bound are deleted with their attempts; then
         delivered hook events past it, the charts' closed-attempt counts older than their

@@ -18,6 +18,8 @@ SMALLEST = {
                    "--produce", "200"],
     "mcp_roundtrip.py": ["--clients", "1", "--slices", "1", "--seconds", "0.3", "--backlog", "5000",
                          "--generations", "modern", "--client", "raw"],
+    "million.py": ["--small", "100", "--big", "1000", "--attempts", "2", "--old", "500", "--pending", "3000",
+                   "--rounds", "1", "--seconds", "0.3", "--requests", "3", "--workers", "2"],
     "processes.py": ["--processes", "1", "2", "--clients", "2", "--slices", "1", "--seconds", "0.3",
                      "--backlog", "3000"],
 }

@@ -20,7 +20,8 @@ ENDPOINTS = 60
 
 # Statements that read a table whole by design, and why.
 WHOLE_TABLE = {
-    "todos_count_by_queue_state": "the metrics scrape counts every todo by queue and state",
+    "todos_count_by_queue_state": "the metrics scrape counts every live todo by queue and state (through the live "
+                                  "states' partial indexes) beside todo_counts",
     "todos_delete_expired": "the retention sweep looks for old terminal rows; a LIMITed scan stops at the first batch",
     "hook_events_prune": "the hook sweep deletes every delivered event past retention",
     "endpoint_revoke": "a revocation is a rare operator action that reads the endpoint's rows once",
@@ -185,10 +186,11 @@ async def test_the_list_reads_its_rows_in_bounded_shapes(store, db_url):
 
 async def test_the_overview_reads_only_the_humans_index_entries_and_the_windows_attempts(store, db_url):
     """The Board's overview on a shared table: forty humans' todos, each with a closed attempt
-    spread over two days. The counts read each of the human's endpoints' index entries only
-    (an index-only scan keyed by the endpoint, never the other humans' rows), and the chart
-    the attempts closed in its window (keyed by ended_at) and the counts of those deleted
-    (keyed by the human's endpoints and the window's first bucket)."""
+    spread over two days. The counts read each of the human's endpoints' live todos through
+    their partial indexes, keyed by the endpoint, and its rows of todo_counts (never the other
+    humans' todos, never the history: the endpoint's created index is not read), and the chart the attempts closed in
+    its window (keyed by ended_at) and the counts of those deleted (keyed by the human's
+    endpoints and the window's first bucket)."""
     endpoints = []
     for i in range(40):
         user = await make_user(store, f"h{i}")
@@ -212,13 +214,18 @@ async def test_the_overview_reads_only_the_humans_index_entries_and_the_windows_
             """, {"eps": endpoints})
         # Vacuumed, so the visibility map is set, as autovacuum leaves a table whose old rows
         # no longer change.
-        await conn.execute("VACUUM ANALYZE todos, attempts")
+        await conn.execute("VACUUM ANALYZE todos, attempts, todo_counts")
         counts = await generic_plan(conn, QUERIES["overview_counts"].sql)
         outcomes = await generic_plan(conn, QUERIES["overview_outcomes"].sql)
     text = "\n".join(counts)
-    assert re.search(r"Index Only Scan using todos_endpoint_created_idx on todos t\n\s+Index Cond: "
-                     r"\(endpoint_id = e(_\d+)?\.id\)", text), text
-    assert unkeyed_scans(counts) == [], text
+    for index in ("todos_pending_idx", "todos_claimed_idx", "todos_interrupted_idx"):
+        assert re.search(index + r" on todos \w+\n\s+Index Cond: \(endpoint_id = e(_\d+)?\.id\)", text), (index, text)
+    # The counts: a row per endpoint, queue and kind, whatever the history (read by the
+    # endpoint index, or whole while it is this small).
+    assert "on todo_counts c" in text, text
+    assert "todos_endpoint_created_idx" not in text and "Seq Scan on todos" not in text, text
+    # The retrying todos through their index, filtered to the human's endpoints: few in all.
+    assert [index for index, _ in unkeyed_scans(counts)] == ["todos_retry_idx"], text
     text = "\n".join(outcomes)
     assert re.search(r"Bitmap Index Scan on attempts_ended_brin\n\s+Index Cond: \(\(ended_at >=", text), text
     assert re.search(r"Index Scan using attempt_outcome_counts_pkey on attempt_outcome_counts c\n\s+Index Cond: "

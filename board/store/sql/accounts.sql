@@ -75,6 +75,11 @@ upd AS (
     FROM closed WHERE t.id = closed.todo_id
   RETURNING t.*
 ),
+counted AS (  -- todo_counts (migration 0010)
+  INSERT INTO todo_counts (endpoint_id, queue, kind, n)
+  SELECT u.endpoint_id, u.queue, 'dead', count(*) FROM upd u WHERE todo_dead_letter(u.state, u.next_retry_at) GROUP BY 1, 2
+  RETURNING 1
+),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
   SELECT ev.event, h.url, u.id,

@@ -1,8 +1,8 @@
 -- Queue pauses (migration 0003), the Board's overview and the counts /metrics and /readyz
 -- read, each scoped to the owning human in the statement where it has one. The overview's
--- counts are an index-only scan of each of the human's endpoints' created index (an
--- aggregate per endpoint); its chart reads attempts closed in the window through the BRIN
--- index on ended_at.
+-- counts read the live todos through their partial indexes and the rest from todo_counts
+-- (migration 0010), so they do not grow with history; its chart reads
+-- attempts closed in the window through the BRIN index on ended_at.
 
 -- name: queue_pause
 -- description: The human pauses a queue of their endpoints (already paused: no row, nothing notified)
@@ -43,35 +43,82 @@ SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s;
 SELECT p.queue, count(*) AS n FROM queue_pauses p GROUP BY 1;
 
 -- name: todos_count_by_queue_state
--- description: Every todo counted by queue and state, for /metrics
-SELECT queue, state::text AS state, count(*) AS n FROM todos GROUP BY 1, 2;
+-- description: Every todo counted by queue and state, for /metrics: the live ones through their partial indexes, the ended ones from todo_counts (done: all, less the live, canceled and dead)
+WITH live AS (
+  SELECT t.queue, t.state FROM todos t WHERE t.state = 'pending'
+  UNION ALL
+  SELECT t.queue, t.state FROM todos t WHERE t.state = 'claimed'
+  UNION ALL
+  SELECT t.queue, t.state FROM todos t WHERE t.state IN ('input_required', 'auth_required')
+  UNION ALL
+  SELECT t.queue, t.state FROM todos t WHERE t.state = 'failed' AND t.next_retry_at IS NOT NULL
+)
+SELECT x.queue, x.state::text AS state, sum(x.n)::bigint AS n
+  FROM (SELECT l.queue, v.state, v.n
+          FROM live l CROSS JOIN LATERAL (VALUES (l.state, 1), ('done'::todo_state, -1)) v(state, n)
+        UNION ALL
+        SELECT c.queue, v.state, v.n
+          FROM todo_counts c
+         CROSS JOIN LATERAL (VALUES (CASE c.kind WHEN 'all' THEN 'done' WHEN 'canceled' THEN 'canceled'
+                                                 ELSE 'failed' END::todo_state, c.n),
+                                    ('done'::todo_state, CASE WHEN c.kind = 'all' THEN 0 ELSE -c.n END)) v(state, n)) x
+ GROUP BY 1, 2
+HAVING sum(x.n) <> 0;
 
 -- name: overview_counts
 -- description: The Board's overview: the human's todos counted by queue and state, every queue of theirs listed
+WITH live AS (
+  -- Per endpoint of the human, its live todos through their partial indexes; then the todos
+  -- waiting out a retry's backoff, few in all, read once for the human's endpoints.
+  SELECT x.queue, x.state, x.next_retry_at
+    FROM endpoints e
+    CROSS JOIN LATERAL (
+      SELECT t.queue, t.state, t.next_retry_at FROM todos t WHERE t.endpoint_id = e.id AND t.state = 'pending'
+      UNION ALL
+      SELECT t.queue, t.state, t.next_retry_at FROM todos t WHERE t.endpoint_id = e.id AND t.state = 'claimed'
+      UNION ALL
+      SELECT t.queue, t.state, t.next_retry_at
+        FROM todos t WHERE t.endpoint_id = e.id AND t.state IN ('input_required', 'auth_required')) x
+   WHERE e.user_id = %(user_id)s
+  UNION ALL
+  SELECT t.queue, t.state, t.next_retry_at FROM todos t
+   WHERE t.state = 'failed' AND t.next_retry_at IS NOT NULL
+     AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
+),
+rows AS (
+  -- Each live todo counts in its state and against done; todo_counts (migration 0010) gives
+  -- the todos there are (as done), the canceled and the dead letters (each against done).
+  SELECT l.queue, v.state, v.next_retry_at, v.n
+    FROM live l
+   CROSS JOIN LATERAL (VALUES (l.state, l.next_retry_at, 1::bigint), ('done'::todo_state, NULL, -1)) v(state, next_retry_at, n)
+  UNION ALL
+  SELECT c.queue, v.state, NULL, v.n
+    FROM todo_counts c
+   CROSS JOIN LATERAL (VALUES (CASE c.kind WHEN 'all' THEN 'done' WHEN 'canceled' THEN 'canceled'
+                                           ELSE 'failed' END::todo_state, c.n),
+                              ('done'::todo_state, CASE WHEN c.kind = 'all' THEN 0 ELSE -c.n END)) v(state, n)
+   WHERE c.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
+),
+counts AS (
+  SELECT r.queue,
+         coalesce(sum(r.n) FILTER (WHERE r.state = 'pending'), 0)::bigint AS pending,
+         coalesce(sum(r.n) FILTER (WHERE r.state = 'claimed'), 0)::bigint AS claimed,
+         coalesce(sum(r.n) FILTER (WHERE r.state = 'input_required'), 0)::bigint AS input_required,
+         coalesce(sum(r.n) FILTER (WHERE r.state = 'auth_required'), 0)::bigint AS auth_required,
+         coalesce(sum(r.n) FILTER (WHERE r.state = 'failed' AND r.next_retry_at IS NOT NULL), 0)::bigint AS retrying,
+         coalesce(sum(r.n) FILTER (WHERE todo_dead_letter(r.state, r.next_retry_at)), 0)::bigint AS dead,
+         coalesce(sum(r.n) FILTER (WHERE r.state = 'done'), 0)::bigint AS done,
+         coalesce(sum(r.n) FILTER (WHERE r.state = 'canceled'), 0)::bigint AS canceled,
+         sum(r.n) AS todos
+    FROM rows r
+   GROUP BY r.queue
+)
 SELECT coalesce(c.queue, g.queue) AS queue, coalesce(c.pending, 0) AS pending,
        coalesce(c.claimed, 0) AS claimed,
        coalesce(c.input_required, 0) AS input_required, coalesce(c.auth_required, 0) AS auth_required,
        coalesce(c.retrying, 0) AS retrying, coalesce(c.dead, 0) AS dead, coalesce(c.done, 0) AS done,
        coalesce(c.canceled, 0) AS canceled, p.paused_at
-  FROM (
-    SELECT x.queue, sum(x.pending)::bigint AS pending, sum(x.claimed)::bigint AS claimed,
-           sum(x.input_required)::bigint AS input_required, sum(x.auth_required)::bigint AS auth_required,
-           sum(x.retrying)::bigint AS retrying, sum(x.dead)::bigint AS dead, sum(x.done)::bigint AS done,
-           sum(x.canceled)::bigint AS canceled
-      FROM endpoints e
-      CROSS JOIN LATERAL (
-        SELECT t.queue,
-               count(*) FILTER (WHERE t.state = 'pending') AS pending,
-               count(*) FILTER (WHERE t.state = 'claimed') AS claimed,
-               count(*) FILTER (WHERE t.state = 'input_required') AS input_required,
-               count(*) FILTER (WHERE t.state = 'auth_required') AS auth_required,
-               count(*) FILTER (WHERE t.state = 'failed' AND t.next_retry_at IS NOT NULL) AS retrying,
-               count(*) FILTER (WHERE todo_dead_letter(t.state, t.next_retry_at)) AS dead,
-               count(*) FILTER (WHERE t.state = 'done') AS done,
-               count(*) FILTER (WHERE t.state = 'canceled') AS canceled
-          FROM todos t WHERE t.endpoint_id = e.id GROUP BY t.queue) x
-     WHERE e.user_id = %(user_id)s
-     GROUP BY x.queue) c
+  FROM (SELECT * FROM counts WHERE todos <> 0) c
   FULL JOIN (
     SELECT unnest(e.queues) AS queue FROM endpoints e WHERE e.user_id = %(user_id)s AND e.revoked_at IS NULL
     UNION SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s) g ON g.queue = c.queue

@@ -93,6 +93,11 @@ upd AS (
      AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
   RETURNING t.*
 ),
+counted AS (  -- todo_counts (migration 0010)
+  INSERT INTO todo_counts (endpoint_id, queue, kind, n)
+  SELECT u.endpoint_id, u.queue, 'dead', count(*) FROM upd u WHERE todo_dead_letter(u.state, u.next_retry_at) GROUP BY 1, 2
+  RETURNING 1
+),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
   SELECT ev.event, h.url, u.id,
@@ -191,17 +196,26 @@ WITH closed AS (
                    FOR UPDATE OF t)
      AND a.outcome IS NULL
   RETURNING a.attempt
+),
+upd AS (
+  UPDATE todos t SET state = 'canceled', owner = NULL, lease_expires_at = NULL,
+      updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed c
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+     AND t.state = ANY(%(from_states)s::todo_state[])
+  RETURNING t.*, c.attempt AS closed_attempt
+),
+counted AS (  -- todo_counts (migration 0010)
+  INSERT INTO todo_counts (endpoint_id, queue, kind, n)
+  SELECT u.endpoint_id, u.queue, 'canceled', count(*) FROM upd u GROUP BY 1, 2
+  RETURNING 1
 )
-UPDATE todos t SET state = 'canceled', owner = NULL, lease_expires_at = NULL,
-    updated_at = coalesce(%(now)s::timestamptz, now())
-  FROM closed c
- WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
-   AND t.state = ANY(%(from_states)s::todo_state[])
-RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result,
-          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt,
+SELECT u.endpoint_id, u.queue, u.title, u.attempt, u.max_attempts, u.payload, u.routing, u.result,
+          u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at, u.closed_attempt,
           pg_notify('switchboard_v1', json_build_object(
-  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'canceled')::text);
+  'todo', u.id, 'endpoint', u.endpoint_id, 'queue', u.queue, 'state', u.state,
+  'kind', 'canceled')::text)
+  FROM upd u;
 
 -- name: todo_complete_human
 -- description: The owning human completes their own claim: claimed -> done, closing the attempt and voiding its token
@@ -260,6 +274,11 @@ upd AS (
    WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
      AND t.state = ANY(%(from_states)s::todo_state[])
   RETURNING t.*
+),
+counted AS (  -- todo_counts (migration 0010)
+  INSERT INTO todo_counts (endpoint_id, queue, kind, n)
+  SELECT u.endpoint_id, u.queue, 'dead', count(*) FROM upd u WHERE todo_dead_letter(u.state, u.next_retry_at) GROUP BY 1, 2
+  RETURNING 1
 ),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
@@ -358,45 +377,72 @@ WITH closed AS (
                    FOR UPDATE OF t)
      AND a.outcome IS NULL
   RETURNING a.attempt
+),
+upd AS (
+  UPDATE todos t SET state = 'canceled', owner = NULL, lease_expires_at = NULL,
+      updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM closed c
+   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+     AND t.state = ANY(%(from_states)s::todo_state[])
+  RETURNING t.*, c.attempt AS closed_attempt
+),
+counted AS (  -- todo_counts (migration 0010)
+  INSERT INTO todo_counts (endpoint_id, queue, kind, n)
+  SELECT u.endpoint_id, u.queue, 'canceled', count(*) FROM upd u GROUP BY 1, 2
+  RETURNING 1
 )
-UPDATE todos t SET state = 'canceled', owner = NULL, lease_expires_at = NULL,
-    updated_at = coalesce(%(now)s::timestamptz, now())
-  FROM closed c
- WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
-   AND t.state = ANY(%(from_states)s::todo_state[])
-RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result,
-          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt,
+SELECT u.endpoint_id, u.queue, u.title, u.attempt, u.max_attempts, u.payload, u.routing, u.result,
+          u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at, u.closed_attempt,
           pg_notify('switchboard_v1', json_build_object(
-  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'canceled')::text);
+  'todo', u.id, 'endpoint', u.endpoint_id, 'queue', u.queue, 'state', u.state,
+  'kind', 'canceled')::text)
+  FROM upd u;
 
 -- name: todo_cancel_unheld
 -- description: An agent cancels a todo nobody holds: pending, or failed waiting for a retry -> canceled
-UPDATE todos t SET state = 'canceled', next_retry_at = NULL,
-    updated_at = coalesce(%(now)s::timestamptz, now())
- WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
-   AND (t.state = 'pending' OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
-RETURNING t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
-          t.lease_expires_at, t.next_retry_at,
-          todo_dead_letter(t.state, t.next_retry_at) AS dead_letter, t.payload, t.routing, t.result,
-          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
+WITH upd AS (
+  UPDATE todos t SET state = 'canceled', next_retry_at = NULL,
+      updated_at = coalesce(%(now)s::timestamptz, now())
+   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+     AND (t.state = 'pending' OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
+  RETURNING t.*
+),
+counted AS (  -- todo_counts (migration 0010)
+  INSERT INTO todo_counts (endpoint_id, queue, kind, n)
+  SELECT u.endpoint_id, u.queue, 'canceled', count(*) FROM upd u GROUP BY 1, 2
+  RETURNING 1
+)
+SELECT u.id, u.endpoint_id, u.queue, u.title, u.state::text AS state, u.owner, u.attempt, u.max_attempts,
+          u.lease_expires_at, u.next_retry_at,
+          todo_dead_letter(u.state, u.next_retry_at) AS dead_letter, u.payload, u.routing, u.result,
+          u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at,
           pg_notify('switchboard_v1', json_build_object(
-  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'canceled')::text);
+  'todo', u.id, 'endpoint', u.endpoint_id, 'queue', u.queue, 'state', u.state,
+  'kind', 'canceled')::text)
+  FROM upd u;
 
 -- name: todo_cancel_unheld_human
 -- description: The owning human cancels a todo nobody holds: pending, or failed waiting for a retry -> canceled
-UPDATE todos t SET state = 'canceled', next_retry_at = NULL,
-    updated_at = coalesce(%(now)s::timestamptz, now())
- WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
-   AND (t.state = 'pending' OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
-RETURNING t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
-          t.lease_expires_at, t.next_retry_at,
-          todo_dead_letter(t.state, t.next_retry_at) AS dead_letter, t.payload, t.routing, t.result,
-          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
+WITH upd AS (
+  UPDATE todos t SET state = 'canceled', next_retry_at = NULL,
+      updated_at = coalesce(%(now)s::timestamptz, now())
+   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+     AND (t.state = 'pending' OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
+  RETURNING t.*
+),
+counted AS (  -- todo_counts (migration 0010)
+  INSERT INTO todo_counts (endpoint_id, queue, kind, n)
+  SELECT u.endpoint_id, u.queue, 'canceled', count(*) FROM upd u GROUP BY 1, 2
+  RETURNING 1
+)
+SELECT u.id, u.endpoint_id, u.queue, u.title, u.state::text AS state, u.owner, u.attempt, u.max_attempts,
+          u.lease_expires_at, u.next_retry_at,
+          todo_dead_letter(u.state, u.next_retry_at) AS dead_letter, u.payload, u.routing, u.result,
+          u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at,
           pg_notify('switchboard_v1', json_build_object(
-  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'canceled')::text);
+  'todo', u.id, 'endpoint', u.endpoint_id, 'queue', u.queue, 'state', u.state,
+  'kind', 'canceled')::text)
+  FROM upd u;
 
 -- name: todo_retry
 -- description: An agent's manual retry: a dead letter -> pending with its attempt counter reset, history kept
@@ -406,6 +452,11 @@ WITH upd AS (
    WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
      AND todo_dead_letter(t.state, t.next_retry_at)
   RETURNING t.*
+),
+counted AS (  -- todo_counts (migration 0010)
+  INSERT INTO todo_counts (endpoint_id, queue, kind, n)
+  SELECT u.endpoint_id, u.queue, 'dead', -count(*) FROM upd u GROUP BY 1, 2
+  RETURNING 1
 ),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
@@ -434,6 +485,11 @@ WITH upd AS (
    WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
      AND todo_dead_letter(t.state, t.next_retry_at)
   RETURNING t.*
+),
+counted AS (  -- todo_counts (migration 0010)
+  INSERT INTO todo_counts (endpoint_id, queue, kind, n)
+  SELECT u.endpoint_id, u.queue, 'dead', -count(*) FROM upd u GROUP BY 1, 2
+  RETURNING 1
 ),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)

@@ -32,6 +32,11 @@ upd AS (
     FROM closed WHERE t.id = closed.todo_id
   RETURNING t.*
 ),
+counted AS (  -- todo_counts (migration 0010)
+  INSERT INTO todo_counts (endpoint_id, queue, kind, n)
+  SELECT u.endpoint_id, u.queue, 'dead', count(*) FROM upd u WHERE todo_dead_letter(u.state, u.next_retry_at) GROUP BY 1, 2
+  RETURNING 1
+),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
   SELECT ev.event, h.url, u.id,
@@ -187,3 +192,16 @@ DELETE FROM hook_events WHERE delivered_at < now() - %(retention_seconds)s * int
 DELETE FROM attempt_outcome_counts
  WHERE bucket < coalesce(%(now)s::timestamptz, now()) - interval '8 days'
 RETURNING bucket;
+
+-- name: todo_counts_compact
+-- description: Folds each key's deltas in todo_counts (migration 0010) into one row, and drops the keys that sum to zero
+WITH folded AS (
+  DELETE FROM todo_counts c
+   USING (SELECT endpoint_id, queue, kind FROM todo_counts
+           GROUP BY 1, 2, 3 HAVING count(*) > 1 OR sum(n) = 0) k
+   WHERE c.endpoint_id = k.endpoint_id AND c.queue = k.queue AND c.kind = k.kind
+  RETURNING c.endpoint_id, c.queue, c.kind, c.n
+)
+INSERT INTO todo_counts (endpoint_id, queue, kind, n)
+SELECT f.endpoint_id, f.queue, f.kind, sum(f.n) FROM folded f GROUP BY 1, 2, 3 HAVING sum(f.n) <> 0
+RETURNING n;
