@@ -12,7 +12,8 @@ Then, in rounds whose order rotates:
   get_todo   - --requests get_todo calls through the store, for finished todos picked at random
   board      - --requests GETs of the Board's / (overview and first page) over HTTP
   retention  - on the big database only: the claims again while the store's retention sweep
-               deletes the old todos (in its bounded batches) beside them
+               deletes the old todos beside them, in its bounded batches, paced as the
+               server paces it (board/ops/sweeps.py: RETENTION_DUTY)
 
 and prints each measure at both sizes with the ratio, and the claims during retention beside
 the claims without it. It asserts nothing.
@@ -46,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import claim_contention as cc  # noqa: E402
 import live_latency as ll  # noqa: E402
 from board.config import Settings  # noqa: E402
+from board.ops.sweeps import RETENTION_DUTY, run_batches  # noqa: E402
 from board.store import vocabulary  # noqa: E402
 from board.store.auth import hash_password  # noqa: E402
 from board.store.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
@@ -169,11 +171,9 @@ class Side:
         stop = asyncio.Event()
 
         async def retention() -> None:
-            while not stop.is_set():
-                n = await self.store.sweep_retention()
-                self.deleted += n
-                if n == 0:
-                    await asyncio.sleep(0.05)
+            while not stop.is_set():  # paced as the server's retention sweep is
+                self.deleted += await run_batches(self.store.sweep_retention, RETENTION_DUTY, stop)
+                await asyncio.sleep(0.05)
 
         sweeper = asyncio.create_task(retention())
         try:
