@@ -13,11 +13,11 @@ one of their queues is paused or resumed, and every OVERVIEW_IDLE_SECONDS regard
 
 On connect, and whenever the fan-out asks for a resync (its LISTEN connection came back,
 or this stream fell behind), the stream sends a full snapshot of what the page shows, so a
-reconnecting browser and a reconnecting database both end in a full refresh. Streams of one
-human that connect together (a restart's reconnects) share the snapshot's overview read, but
-only one begun after they subscribed. A read that
-finds the database away ends the stream cleanly with a `retry:` hint; the browser's
-reconnect starts with a snapshot again.
+reconnecting browser and a reconnecting database both end in a full refresh. Streams that
+connect together (a restart's reconnects, many tabs) share snapshots, but only ones begun
+after they subscribed: one snapshot per session and view (SnapshotReads), one overview read
+per human. A read that finds the database away ends the stream cleanly with a `retry:`
+hint; the browser's reconnect starts with a snapshot again.
 
 Streams of the same human that receive the same notification share one store read and one
 rendering (keyed by the notification object itself, which the fan-out hands to every
@@ -74,6 +74,39 @@ class SharedReads:
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)
         return fut
+
+
+class SnapshotReads:
+    """A stream's first snapshot, shared by the streams of one session and view that
+    subscribed before it began: a burst of connections (a restart's reconnects, many tabs)
+    makes one read and rendering per session and view, not one per stream. A stream never
+    takes a snapshot begun before it subscribed, so it misses nothing it will not be told of."""
+
+    def __init__(self, size: int = 1024):
+        self.size = size
+        self._entries: dict[tuple, tuple[float, asyncio.Future]] = {}
+
+    def get(self, key: tuple, since: float, make) -> asyncio.Future:
+        """The shared snapshot for key begun at or after `since` (a time.monotonic() reading
+        taken once the stream had subscribed), else a new one from make()."""
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] >= since:
+            return entry[1]
+        begun = time.monotonic()  # before the read starts: the entry never claims a later start
+        fut = shared_future(make(), log, "a stream's snapshot", (Unavailable,))
+        self._entries[key] = (begun, fut)
+        if len(self._entries) > self.size:  # bound memory: forget the snapshots already taken
+            for k in [k for k, (_, f) in self._entries.items() if f.done()]:
+                del self._entries[k]
+        return fut
+
+
+def _snapshots(app) -> SnapshotReads:
+    reads = app.state.get("board_snapshot_reads")
+    if reads is None:
+        reads = SnapshotReads()
+        app.state["board_snapshot_reads"] = reads
+    return reads
 
 
 def _shared(app) -> SharedReads:
@@ -154,16 +187,24 @@ async def events(request: Request) -> ServerSentEvent:
                                          retry=RETRY_MS)
 
     overviews = overview_reads(request.app)
+    snapshots = _snapshots(request.app)
     window = chart_window_of(request)
     back = "/" + filters.query()
+
+    def first_snapshot(watching: str | None) -> asyncio.Future:
+        """Called once subscribed: a snapshot begun after now, shared with the streams of this
+        session and view that subscribed meanwhile (and its overview with every stream of the
+        human's)."""
+        since = time.monotonic()
+        return snapshots.get((human.user_id, filters.query(), watching, csrf, window.key), since,
+                             lambda: snapshot(store, human, filters, watching, csrf,
+                                              overviews.get(store, human, window, since=since)))
 
     async def live() -> AsyncIterator[ServerSentEventMessage]:
         watching = watched
         async with fanout.subscription() as sub:
-            # Subscribed first, then the snapshot: nothing committed in between is missed. The
-            # overview is shared with the streams of this human that subscribed meanwhile.
-            first = await snapshot(store, human, filters, watching, csrf,
-                                   overviews.get(store, human, window, since=time.monotonic()))
+            # Subscribed first, then the snapshot: nothing committed in between is missed.
+            first = await asyncio.shield(first_snapshot(watching))
             yield message("snapshot", first)
             if first.get("gone"):
                 watching = None  # absent, or not this human's: nothing more to watch
@@ -197,8 +238,7 @@ async def events(request: Request) -> ServerSentEvent:
                 if event.get("kind") == "shutdown":
                     return  # the server is stopping: end the stream; the browser reconnects
                 if event.get("kind") == "resync":
-                    yield message("snapshot", await snapshot(store, human, filters, watching, csrf,
-                                                             overviews.get(store, human, window, since=time.monotonic())))
+                    yield message("snapshot", await asyncio.shield(first_snapshot(watching)))
                     overview.sent(loop.time())
                     continue
                 if event.get("kind") in QUEUE_KINDS:

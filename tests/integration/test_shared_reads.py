@@ -14,7 +14,7 @@ import pytest
 from board.errors import Unavailable
 from board.store import store as st
 from board.store.db import open_pool
-from board.web.events import SharedReads
+from board.web.events import SharedReads, SnapshotReads
 from board.web.overview import OverviewReads
 from tests.conftest import make_user
 
@@ -93,3 +93,26 @@ async def test_streams_connecting_together_share_one_overview_read_but_never_one
     third = reads.get(store, human, since=later_subscribed)  # the first read began before it subscribed
     assert third is not first
     assert (await third)["queues"] == (await first)["queues"]
+
+
+async def test_streams_of_a_session_connecting_together_share_one_snapshot_but_never_one_begun_before_they_subscribed():
+    snapshots = SnapshotReads()
+    made = []
+
+    async def read(n: int) -> dict:
+        made.append(n)
+        await asyncio.sleep(0.01)
+        return {"rows": f"snapshot {n}"}
+
+    key = (1, "state=pending", None, "csrf", "hour")
+    subscribed = time.monotonic()
+    first = snapshots.get(key, subscribed, lambda: read(1))
+    together = [snapshots.get(key, subscribed, lambda: read(2)) for _ in range(50)]
+    assert all(f is first for f in together)
+    other_view = snapshots.get((1, "state=done", None, "csrf", "hour"), subscribed, lambda: read(3))
+    assert other_view is not first
+    assert (await first)["rows"] == "snapshot 1"
+    later = snapshots.get(key, time.monotonic(), lambda: read(4))  # subscribed after the first began
+    assert later is not first and (await later)["rows"] == "snapshot 4"
+    await other_view
+    assert made == [1, 3, 4]
