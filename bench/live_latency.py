@@ -68,6 +68,7 @@ class Subscriber:
         self.query = query
         self.arrivals: list[float] = []
         self.ready = asyncio.Event()
+        self.unavailable = 0  # streams the server ended as unavailable (a browser would come back)
         self.changed = asyncio.Event()
         self.task: asyncio.Task | None = None
 
@@ -82,6 +83,8 @@ class Subscriber:
                     now = time.perf_counter()
                     if event == "snapshot":
                         self.ready.set()
+                    elif event == "unavailable":
+                        self.unavailable += 1
                     elif event == "todo" and json.loads(line[5:])["id"] == todo_id:
                         self.arrivals.append(now)
                         self.changed.set()
@@ -147,7 +150,19 @@ async def bench(args) -> int:
             subscribers.append(Subscriber(n, clients[n % len(clients)], query))
         for s in subscribers:
             s.task = asyncio.create_task(s.run(todo["id"]))
-        await asyncio.wait_for(asyncio.gather(*(s.ready.wait() for s in subscribers)), timeout=60)
+        connecting = time.perf_counter()
+        try:
+            await asyncio.wait_for(asyncio.gather(*(s.ready.wait() for s in subscribers)),
+                                   timeout=args.connect_timeout)
+        except asyncio.TimeoutError:
+            ready = sum(s.ready.is_set() for s in subscribers)
+            ended = sum(1 for s in subscribers if s.task.done() and not s.ready.is_set())
+            told = sum(1 for s in subscribers if s.unavailable)
+            raise SystemExit(f"after {args.connect_timeout:g} s: {ready} streams had their snapshot, {ended} had "
+                             f"ended without one ({told} told unavailable), {args.subscribers - ready - ended} "
+                             "were still waiting") from None
+        print(f"all {args.subscribers} streams had their snapshot {time.perf_counter() - connecting:.1f} s after "
+              "connecting at once", flush=True)
 
         latencies: list[float] = []
         statement: list[float] = []
@@ -212,6 +227,8 @@ def main() -> int:
     p.add_argument("--sessions", type=int, default=20, help="signed-in sessions the streams share (default 20)")
     p.add_argument("--transitions", type=int, default=60, help="transitions to time (default 60)")
     p.add_argument("--filler", type=int, default=40, help="other todos on the Board (default 40)")
+    p.add_argument("--connect-timeout", type=float, default=60.0,
+                   help="seconds to wait for every stream's first snapshot (default 60)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for one fragment everywhere")
     args = p.parse_args()
     if args.watchers is None:

@@ -5,6 +5,7 @@ this module, never each other."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -18,9 +19,10 @@ from litestar.datastructures import Cookie
 from litestar.enums import MediaType
 from litestar.response import Redirect
 
-from board.errors import Invalid
+from board.errors import Invalid, Unavailable
 from board.store.inputs import list_filters, read_list_cursor, text_problem
 from board.store.store import Human
+from board.tasks import shared_future
 from board.web.auth import CSRF_FIELD, SESSION_COOKIE, Session, SessionCodec, SignInThrottle
 from board.store.vocabulary import BOARD_PAGE_SIZES, BOARD_SORTS, QUEUE_PATTERN, QUEUE_RULE
 from board.web.view import render
@@ -48,6 +50,24 @@ class WebState:
     # user id -> username of the humans signed in here, for pages rendered where the store
     # cannot be awaited (the error handlers); bounded, and a miss only drops the name.
     usernames: dict[int, str] = field(default_factory=dict)
+
+    # user id -> the read of that user in flight: a burst of one human's requests (every
+    # tab's stream reconnecting after a restart) shares one read instead of queueing a read
+    # each on the pool. Only reads in flight are shared; none is kept after it ends.
+    user_reads: dict[int, asyncio.Future] = field(default_factory=dict)
+
+    async def user(self, store, user_id: int) -> dict | None:
+        fut = self.user_reads.get(user_id)
+        if fut is None:
+            fut = shared_future(store.user_by_id(user_id), log, "a user's read", (Unavailable,))
+            self.user_reads[user_id] = fut
+
+            def ended(done: asyncio.Future) -> None:
+                if self.user_reads.get(user_id) is done:
+                    del self.user_reads[user_id]
+
+            fut.add_done_callback(ended)
+        return await asyncio.shield(fut)
 
     async def owner_of(self, store, endpoint_id: str) -> int | None:
         if endpoint_id not in self.endpoint_owners:
@@ -90,10 +110,11 @@ async def require_human(request: Request) -> tuple[Human, Session]:
     session = read_session(request)
     if session is None or session.user_id is None:
         raise SignInRequired()
-    user = await runtime(request).store.user_by_id(session.user_id)
+    state = web_state(request.app)
+    user = await state.user(runtime(request).store, session.user_id)
     if user is None:
         raise SignInRequired()
-    names = web_state(request.app).usernames
+    names = state.usernames
     if len(names) > 10000:
         names.clear()
     names[user["id"]] = user["username"]

@@ -116,3 +116,26 @@ async def test_streams_of_a_session_connecting_together_share_one_snapshot_but_n
     assert later is not first and (await later)["rows"] == "snapshot 4"
     await other_view
     assert made == [1, 3, 4]
+
+
+async def test_a_burst_of_one_humans_requests_shares_one_read_of_the_user_in_flight(store):
+    """Every tab's stream reconnecting at once (a restart) looks its human up once, not once
+    a stream: reads in flight are shared, and none outlives its read (a later request reads
+    anew, so a deleted user is not kept)."""
+    from board.web.auth import SessionCodec
+    from board.web.context import WebState
+
+    human = await make_user(store, "burst")
+    reads = []
+
+    class Counting:
+        async def user_by_id(self, user_id):
+            reads.append(user_id)
+            return await store.user_by_id(user_id)
+
+    state = WebState(SessionCodec("k" * 32))
+    users = await asyncio.gather(*(state.user(Counting(), human.user_id) for _ in range(200)))
+    assert {u["username"] for u in users} == {"burst"} and reads == [human.user_id]
+    assert state.user_reads == {}
+    await state.user(Counting(), human.user_id)
+    assert reads == [human.user_id, human.user_id]
