@@ -84,6 +84,8 @@ class Settings:
     allowed_hosts: tuple[str, ...] = field(default_factory=lambda: ("127.0.0.1:*", "localhost:*", "[::1]:*"))
     doorbell_gate_seconds: float = 60.0
     doorbell_heartbeat_seconds: float = 30.0
+    doorbell_ring_margin: int = 1
+    doorbell_rering_seconds: float = 1.0
     # MCP (board/mcp/server.py): Origin values allowed on /mcp; empty means http:// and
     # https:// of each allowed host. Long-lived MCP streams re-check their bearer token this
     # often, so a revoked endpoint stops hearing the doorbell.
@@ -155,6 +157,8 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         "SWITCHBOARD_METRICS_QUEUE_LABEL_MAX": ("metrics_queue_label_max", int, 1),
         "SWITCHBOARD_DOORBELL_GATE_SECONDS": ("doorbell_gate_seconds", float, 0),
         "SWITCHBOARD_DOORBELL_HEARTBEAT_SECONDS": ("doorbell_heartbeat_seconds", float, 0),
+        "SWITCHBOARD_DOORBELL_RING_MARGIN": ("doorbell_ring_margin", int, 0),
+        "SWITCHBOARD_DOORBELL_RERING_SECONDS": ("doorbell_rering_seconds", float, 0),
         "SWITCHBOARD_HOOK_POLL_SECONDS": ("hook_poll_seconds", float, 0.05),
         "SWITCHBOARD_HOOK_RETRY_BASE_SECONDS": ("hook_retry_base_seconds", float, 0),
         "SWITCHBOARD_HOOK_RETRY_MAX_SECONDS": ("hook_retry_max_seconds", float, 0),

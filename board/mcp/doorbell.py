@@ -34,6 +34,12 @@ legacy session's GET stream hears every todo of its queues), in both generations
 gate (and the gate is left as it was). The agent then calls resume, which returns the
 answers. A ring is a hint to re-read: another worker of the same endpoint that hears it
 spends one claim_next that finds nothing.
+A ready todo rings only 1 + doorbell_ring_margin of the doorways that listen to the whole
+collection, taken in turn per endpoint (a doorway listening for that todo alone is always
+rung): with a hundred agents listening, one todo wakes two, not a hundred racing for it. If
+it is still pending doorbell_rering_seconds later (one read of the todos waiting), the next
+ones in turn are rung, until it is claimed or every doorway has been rung once; the
+heartbeat rings it again after that. So no ready todo waits while an agent listens.
 A per-todo gate (doorbell_gate_seconds) suppresses a second ring of the same todo inside
 its window; a re-queue by the retry scheduler clears the todo's gate entry, so it rings
 again (REQ-16). The doorbell heartbeat (doorbell_heartbeat_seconds, 0 = off) rings pending
@@ -47,6 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -69,6 +76,7 @@ READY_KINDS = frozenset({"added", "released", "requeued", "retried"})
 OUTBOX_SIZE = 256
 SWEEP_RETRY_SECONDS = 0.5
 SUBSCRIPTION_ID_META_KEY = "io.modelcontextprotocol/subscriptionId"
+RERINGS_MAX = 10000  # todos waiting for a re-ring; past it the oldest is left to the heartbeat
 
 
 def todo_uri(todo_id: str) -> str:
@@ -93,6 +101,11 @@ class Doorway:
     read_queues: frozenset[str] = frozenset()  # queues whose todos it may read (get_todo): A2UI changes
     session_id: str | None = None  # a legacy session's GET stream: its subscriptions say what changes it hears
     outbox: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(maxsize=OUTBOX_SIZE))
+    seq: int = 0  # the order doorways opened in: the turn order of the endpoint's rings
+
+    def wants_all(self) -> bool:
+        """Listens to the whole collection (its share of rings is budgeted), not to chosen todos."""
+        return self.uris is None or TODOS_URI in self.uris
 
     def wants(self, queue: str, uri: str) -> bool:
         if queue not in self.queues:
@@ -111,6 +124,16 @@ class Doorway:
             self.outbox.put_nowait(uri)
         except asyncio.QueueFull:  # a level trigger: the heartbeat rings it again later
             log.debug("doorway outbox full; ring dropped")
+
+
+@dataclass
+class Rering:
+    """A ready todo rung on some of its endpoint's doorways, to ring on more if still pending."""
+
+    endpoint_id: str
+    queue: str
+    due: float
+    rung: set[int]  # the seq of each doorway rung for it
 
 
 @dataclass(eq=False)
@@ -141,12 +164,17 @@ class Doorbell:
         self.closing = asyncio.Event()
         self._last_prune = time.monotonic()
         self._tasks: list[asyncio.Task] = []
+        self._seq = itertools.count()
+        self._turn: dict[str, int] = {}  # endpoint -> where its next ring starts in the turn order
+        self._rerings: dict[str, Rering] = {}  # todo id -> its rings so far, while it may need more
+        self._rering_now = asyncio.Event()
 
     # -- lifecycle ---------------------------------------------------------------------
 
     def start(self) -> None:
         self._tasks = [asyncio.create_task(self._consume(), name="doorbell-listen"),
-                       asyncio.create_task(self._heartbeat(), name="doorbell-heartbeat")]
+                       asyncio.create_task(self._heartbeat(), name="doorbell-heartbeat"),
+                       asyncio.create_task(self._rering_loop(), name="doorbell-rering")]
 
     async def stop(self) -> None:
         self.closing.set()
@@ -160,7 +188,8 @@ class Doorbell:
 
     def open(self, agent: Agent, uris: frozenset[str] | None = None, session_id: str | None = None) -> Doorway:
         doorway = Doorway(agent.endpoint_id, frozenset(agent.queues) if may_drain(agent) else frozenset(), uris,
-                          frozenset(agent.queues) if agent.allows("get_todo") else frozenset(), session_id)
+                          frozenset(agent.queues) if agent.allows("get_todo") else frozenset(), session_id,
+                          seq=next(self._seq))
         self._doorways.setdefault(agent.endpoint_id, set()).add(doorway)
         self._endpoint_user[agent.endpoint_id] = agent.user_id
         if doorway.queues:
@@ -222,10 +251,80 @@ class Doorbell:
         if self.gate.get(todo_id, 0.0) > now:
             return False
         self.gate[todo_id] = now + self.settings.doorbell_gate_seconds
-        for doorway in targets:
+        budgeted = sorted((d for d in targets if d.wants_all()), key=lambda d: d.seq)
+        chosen = self._next_in_turn(endpoint_id, budgeted, set())
+        for doorway in [d for d in targets if not d.wants_all()] + chosen:
             doorway.ring(uri)
+        if len(chosen) < len(budgeted) and self.settings.doorbell_rering_seconds > 0:
+            self._rerings.pop(todo_id, None)
+            self._rerings[todo_id] = Rering(endpoint_id, queue, now + self.settings.doorbell_rering_seconds,
+                                            {d.seq for d in chosen})
+            if len(self._rerings) > RERINGS_MAX:
+                del self._rerings[next(iter(self._rerings))]
+            self._rering_now.set()
         self._prune_gate(now)
         return True
+
+    def _next_in_turn(self, endpoint_id: str, doorways: list[Doorway], rung: set[int]) -> list[Doorway]:
+        """The next 1 + doorbell_ring_margin of these doorways (in the order they opened) not
+        rung yet for this todo, starting where the endpoint's last ring stopped."""
+        candidates = [d for d in doorways if d.seq not in rung]
+        if not candidates:
+            return []
+        start = self._turn.get(endpoint_id, 0) % len(candidates)
+        chosen = (candidates[start:] + candidates[:start])[:1 + self.settings.doorbell_ring_margin]
+        self._turn[endpoint_id] = start + len(chosen)
+        return chosen
+
+    async def rering_due(self, now: float | None = None) -> int:
+        """Ring more doorways for each todo due whose rung agents have not claimed it (still
+        pending); returns how many doorways were rung."""
+        now = time.monotonic() if now is None else now
+        due = [t for t, r in self._rerings.items() if r.due <= now]
+        if not due:
+            return 0
+        try:
+            pending = await self.store.todos_still_pending(due)
+        except Unavailable:  # asked again a period later
+            for todo_id in due:
+                self._rerings[todo_id].due = now + self.settings.doorbell_rering_seconds
+            return 0
+        rung = 0
+        for todo_id in due:
+            entry = self._rerings.pop(todo_id, None)
+            if entry is None or todo_id not in pending:
+                continue  # claimed, canceled or gone: nobody else needs waking
+            uri = todo_uri(todo_id)
+            budgeted = sorted((d for d in self._doorways.get(entry.endpoint_id, ())
+                               if d.wants_all() and d.wants(entry.queue, uri)), key=lambda d: d.seq)
+            chosen = self._next_in_turn(entry.endpoint_id, budgeted, entry.rung)
+            if not chosen:
+                continue  # every doorway has heard it once: the heartbeat rings it again
+            for doorway in chosen:
+                doorway.ring(uri)
+            rung += len(chosen)
+            entry.rung.update(d.seq for d in chosen)
+            entry.due = now + self.settings.doorbell_rering_seconds
+            self._rerings[todo_id] = entry
+        return rung
+
+    async def _rering_loop(self) -> None:
+        while True:
+            if not self._rerings:
+                await self._rering_now.wait()
+            self._rering_now.clear()
+            wait = min(r.due for r in self._rerings.values()) - time.monotonic() if self._rerings else 0.0
+            if wait > 0:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._rering_now.wait(), timeout=wait)
+                continue
+            try:
+                await self.rering_due()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # one failed pass never stops the re-rings
+                log.exception("doorbell re-ring failed")
+                await asyncio.sleep(self.settings.doorbell_rering_seconds)
 
     def ring_answered(self, todo_id: str, endpoint_id: str, queue: str) -> int:
         """Tell the endpoint's doorways that a person answered this todo's question: at once,

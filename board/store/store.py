@@ -273,6 +273,7 @@ READS = frozenset((
     query("todos_count_by_queue_state"), query("todos_ready"), query("attempt_summary"), query("queue_pause_state"),
     query("queue_pauses_count"), query("queues_paused_by"), query("overview_counts"), query("overview_outcomes"),
     query("oauth_client_get"), query("oauth_code_get"), query("oauth_refresh_get"), query("oauth_access_get"),
+    query("todos_still_pending"),
 ))
 
 
@@ -1330,6 +1331,11 @@ class Store(Accounts, Grants):
         if not ids:
             return []
         return await self._fetch(query("todos_ready"), {"endpoint_ids": ids, "limit": limit, "queue": queue}, op="ready")
+
+    async def todos_still_pending(self, todo_ids: Iterable[str]) -> set[str]:
+        """Which of these todos are still pending (ids only, no caller: the doorbell's)."""
+        rows = await self._fetch(query("todos_still_pending"), {"ids": list(todo_ids)}, op="doorbell")
+        return {r["id"] for r in rows}
 
     async def queue_paused_counts(self) -> list[dict]:
         """Aggregates only, for /metrics: how many humans paused each queue."""

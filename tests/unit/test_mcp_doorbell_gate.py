@@ -112,3 +112,69 @@ def test_every_transition_kind_the_store_reports_is_in_the_vocabulary():
     assert emitted <= set(TRANSITION_KINDS), emitted - set(TRANSITION_KINDS)
     assert notified <= set(TRANSITION_KINDS) | set(CONTROL_KINDS) | set(QUEUE_KINDS) | set(NOTE_KINDS), (
         notified - set(TRANSITION_KINDS))
+
+
+class Pending:
+    """The store's one read the re-rings make: which todos are still pending."""
+
+    def __init__(self, *pending: str):
+        self.pending = set(pending)
+
+    async def todos_still_pending(self, ids):
+        return {i for i in ids if i in self.pending}
+
+
+def budget_bell(margin=1, rering=1.0, store=None) -> Doorbell:
+    return Doorbell(Settings(doorbell_gate_seconds=0, doorbell_ring_margin=margin, doorbell_rering_seconds=rering),
+                    store=store, fanout=None, session_idle_seconds=1800)
+
+
+def test_a_ready_todo_rings_one_plus_the_margin_of_the_listeners_taking_turns():
+    b = budget_bell(margin=1)
+    doors = [b.open(agent()) for _ in range(10)]
+    b.on_event(event("added", todo="t1"))
+    b.on_event(event("added", todo="t2"))
+    heard = [rings(d) for d in doors]
+    assert heard[:4] == [["switchboard://todos/t1"]] * 2 + [["switchboard://todos/t2"]] * 2
+    assert heard[4:] == [[]] * 6
+
+
+def test_as_many_todos_as_listeners_ring_every_listener_and_a_margin_of_0_rings_one():
+    b = budget_bell(margin=0)
+    doors = [b.open(agent()) for _ in range(4)]
+    for i in range(4):
+        b.on_event(event("added", todo=f"t{i}"))
+    assert [rings(d) for d in doors] == [[f"switchboard://todos/t{i}"] for i in range(4)]
+
+
+def test_a_listener_for_one_todo_is_always_rung_for_it_beside_the_budget():
+    b = budget_bell(margin=0)
+    first, second = b.open(agent()), b.open(agent())
+    mine = b.open(agent(), frozenset({"switchboard://todos/t1"}))
+    b.on_event(event("added", todo="t1"))
+    assert rings(mine) == ["switchboard://todos/t1"]
+    assert rings(first) + rings(second) == ["switchboard://todos/t1"]
+
+
+def test_a_todo_still_pending_rings_the_next_listeners_until_each_heard_it_once():
+    import asyncio
+
+    b = budget_bell(margin=0, store=Pending("t1"))
+    doors = [b.open(agent()) for _ in range(3)]
+    b.on_event(event("added", todo="t1"))
+    later = 10**9  # a re-ring pass long after every due time
+    for _ in range(4):
+        asyncio.run(b.rering_due(now=later))
+        later += 10
+    assert [rings(d) for d in doors] == [["switchboard://todos/t1"]] * 3
+    assert b._rerings == {}  # all heard it: the heartbeat rings it again from here
+
+
+def test_a_claimed_todo_rings_nobody_more():
+    import asyncio
+
+    b = budget_bell(margin=0, store=Pending())
+    doors = [b.open(agent()) for _ in range(3)]
+    b.on_event(event("added", todo="t1"))
+    assert asyncio.run(b.rering_due(now=10**9)) == 0
+    assert sum(len(rings(d)) for d in doors) == 1 and b._rerings == {}

@@ -305,3 +305,7 @@ SELECT coalesce(q.choices, '[]'::jsonb) AS choices
   LEFT JOIN attempt_notes q ON q.todo_id = a.todo_id AND q.seq = a.seq AND q.n = a.asked_n AND a.asked_n > a.waiting_n
  WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
    AND t.state = ANY(%(from_states)s::todo_state[]);
+
+-- name: todos_still_pending
+-- description: Which of these todos are still pending: the doorbell rings more listeners for those the ones it rang did not claim
+SELECT t.id FROM todos t WHERE t.id = ANY(%(ids)s::text[]) AND t.state = 'pending';

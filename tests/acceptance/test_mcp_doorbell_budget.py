@@ -1,0 +1,107 @@
+"""The doorbell's budget over real MCP connections of both generations: a ready todo wakes
+1 + SWITCHBOARD_DOORBELL_RING_MARGIN of the agents listening on its endpoint, not all of
+them; while it stays pending the next ones are rung in turn, so no ready todo waits while
+an agent listens; as many todos as agents wake every agent."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+
+from tests.acceptance.mcp_helpers import Inbox, call, connect, doorbell, vend, wait_until
+from tests.conftest import run_server
+
+TODOS = "switchboard://todos"
+GENERATIONS = ("legacy", "modern")
+
+
+def uri(todo_id: str) -> str:
+    return f"{TODOS}/{todo_id}"
+
+
+@contextlib.asynccontextmanager
+async def listeners(server, token: str, endpoint_id: str, generation: str, n: int):
+    """n agents of one endpoint listening for the collection; yields each one's rings."""
+    async with contextlib.AsyncExitStack() as stack:
+        heard: list[list[str]] = []
+        for _ in range(n):
+            before = doorbell(server).live_doorways(endpoint_id)
+            if generation == "legacy":
+                inbox = Inbox()
+                await stack.enter_async_context(connect(server, token, "legacy", inbox=inbox))
+                heard.append(inbox.uris)
+            else:
+                client = await stack.enter_async_context(connect(server, token, "modern"))
+                sub = await stack.enter_async_context(client.listen(resource_subscriptions=[TODOS]))
+                rings: list[str] = []
+
+                async def collect(sub=sub, rings=rings):
+                    async for event in sub:
+                        rings.append(event.uri)
+
+                task = asyncio.create_task(collect())
+                stack.callback(task.cancel)
+                heard.append(rings)
+            await wait_until(lambda: doorbell(server).live_doorways(endpoint_id) > before)
+        yield heard
+
+
+def rung(heard: list[list[str]], todo_uri: str) -> int:
+    return sum(todo_uri in rings for rings in heard)
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+async def test_one_ready_todo_wakes_one_plus_the_margin_of_the_listening_agents(server_settings, generation):
+    settings = server_settings.with_(doorbell_ring_margin=1, doorbell_rering_seconds=60)
+    async with run_server(settings) as server:
+        ep = await vend(server.store)
+        agent = await server.store.endpoint_authenticate(ep.token)
+        async with listeners(server, ep.token, ep.endpoint_id, generation, 5) as heard:
+            bell = doorbell(server)
+            seen = bell.considered
+            todo = await server.store.todo_add(agent, queue="q", title="one for five")
+            await wait_until(lambda: bell.considered > seen and rung(heard, uri(todo["id"])) >= 2)
+            await asyncio.sleep(0.3)  # a third ring, were there one, would have arrived by now
+            assert rung(heard, uri(todo["id"])) == 2
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+async def test_a_todo_the_rung_agents_leave_pending_rings_the_next_until_every_agent_heard_it(
+        server_settings, generation):
+    settings = server_settings.with_(doorbell_ring_margin=0, doorbell_rering_seconds=0.2)
+    async with run_server(settings) as server:
+        ep = await vend(server.store)
+        agent = await server.store.endpoint_authenticate(ep.token)
+        async with listeners(server, ep.token, ep.endpoint_id, generation, 4) as heard:
+            todo = await server.store.todo_add(agent, queue="q", title="nobody claims me at first")
+            await wait_until(lambda: rung(heard, uri(todo["id"])) == 4, timeout=10)
+            assert [rings.count(uri(todo["id"])) for rings in heard] == [1, 1, 1, 1]  # each once, in turn
+
+
+async def test_a_claimed_todo_is_not_rung_again(server_settings):
+    settings = server_settings.with_(doorbell_ring_margin=0, doorbell_rering_seconds=0.2)
+    async with run_server(settings) as server:
+        ep = await vend(server.store)
+        async with listeners(server, ep.token, ep.endpoint_id, "modern", 3) as heard:
+            async with connect(server, ep.token, "modern") as worker:
+                todo = await call(worker, "add_todo", {"queue": "q", "title": "claimed at once"})
+                await wait_until(lambda: rung(heard, uri(todo["id"])) == 1)
+                await call(worker, "claim", {"id": todo["id"]})
+                bell = doorbell(server)
+                await wait_until(lambda: todo["id"] not in bell._rerings, timeout=5)
+                assert rung(heard, uri(todo["id"])) == 1
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+async def test_as_many_ready_todos_as_listening_agents_wake_every_agent(server_settings, generation):
+    settings = server_settings.with_(doorbell_ring_margin=0, doorbell_rering_seconds=60)
+    async with run_server(settings) as server:
+        ep = await vend(server.store)
+        agent = await server.store.endpoint_authenticate(ep.token)
+        async with listeners(server, ep.token, ep.endpoint_id, generation, 4) as heard:
+            added = await server.store.todos_add(agent, [{"queue": "q", "title": f"job {i}"} for i in range(4)])
+            uris = {uri(t["id"]) for t in added["todos"]}
+            await wait_until(lambda: all(set(rings) & uris for rings in heard))
+            assert sorted(len(set(rings) & uris) for rings in heard) == [1, 1, 1, 1]
