@@ -357,15 +357,18 @@ async def bench(args) -> None:
         print(f"{system.name:<14}" + "".join(f" | {mean(system, w):>8,.0f}" for w in args.concurrency))
     by = {s.name: s for s in systems}
     peers = [s for s in systems if s.per_job and s.name not in ("raw", "store")]
+    def ratio(a: float, b: float) -> str:
+        return f"{a / b:.2f}" if b > 0 else "n/a (nothing finished in the window)"
+
     lines = []
     for w in args.concurrency:
         store = mean(by["store"], w)
-        parts = [f"c={w} ratios: store / raw {store / mean(by['raw'], w):.2f}"]
+        parts = [f"c={w} ratios: store / raw {ratio(store, mean(by['raw'], w))}"]
         if peers:
             best = max(peers, key=lambda s: mean(s, w))
-            parts.append(f"store / best per-job peer ({best.name}) {store / mean(best, w):.2f}")
+            parts.append(f"store / best per-job peer ({best.name}) {ratio(store, mean(best, w))}")
         if "pgqueuer-10" in by:
-            parts.append(f"store-batch / pgqueuer-10 {mean(by['store-batch'], w) / mean(by['pgqueuer-10'], w):.2f}")
+            parts.append(f"store-batch / pgqueuer-10 {ratio(mean(by['store-batch'], w), mean(by['pgqueuer-10'], w))}")
         lines.append("; ".join(parts))
     print("\n".join(lines))
 
