@@ -92,6 +92,15 @@ def web_state(app) -> WebState:
     return state
 
 
+def app_single(app, key: str, make):
+    """The one object of its kind the app keeps in its state under key, made on first use."""
+    found = app.state.get(key)
+    if found is None:
+        found = make()
+        app.state[key] = found
+    return found
+
+
 def runtime(request: Request):
     return request.app.state.runtime
 

@@ -41,7 +41,7 @@ from board.errors import Invalid, NotFound, Unavailable
 from board.store.store import Human, call_deadline, deadline_after
 from board.store.vocabulary import QUEUE_KINDS
 from board.tasks import shared_future
-from board.web.context import ATTEMPTS_SHOWN, Filters, require_human, runtime, web_state
+from board.web.context import ATTEMPTS_SHOWN, Filters, app_single, require_human, runtime, web_state
 from board.web.overview import RefreshSchedule, chart_window_of, overview_reads, render_overview
 from board.web.view import render
 
@@ -102,19 +102,11 @@ class SnapshotReads:
 
 
 def _snapshots(app) -> SnapshotReads:
-    reads = app.state.get("board_snapshot_reads")
-    if reads is None:
-        reads = SnapshotReads()
-        app.state["board_snapshot_reads"] = reads
-    return reads
+    return app_single(app, "board_snapshot_reads", SnapshotReads)
 
 
 def _shared(app) -> SharedReads:
-    shared = app.state.get("board_live_reads")
-    if shared is None:
-        shared = SharedReads()
-        app.state["board_live_reads"] = shared
-    return shared
+    return app_single(app, "board_live_reads", SharedReads)
 
 
 def message(event: str, data: dict) -> ServerSentEventMessage:

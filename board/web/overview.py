@@ -21,7 +21,7 @@ from typing import Any
 from board.errors import Unavailable
 from board.store.store import Human
 from board.tasks import shared_future
-from board.web.context import Filters
+from board.web.context import Filters, app_single
 from board.web.view import render
 
 
@@ -223,11 +223,7 @@ class OverviewReads:
 
 
 def overview_reads(app) -> OverviewReads:
-    reads = app.state.get("board_overview_reads")
-    if reads is None:
-        reads = OverviewReads()
-        app.state["board_overview_reads"] = reads
-    return reads
+    return app_single(app, "board_overview_reads", OverviewReads)
 
 
 # -- pause and resume --------------------------------------------------------------------
