@@ -3,9 +3,10 @@
 An entry maps a bearer token's SHA-256 (never the token) to its endpoint. It is dropped
 when the endpoint is revoked, through the process's LISTEN fan-out: the revocation's
 transaction notifies `endpoint_revoked`, which every server process receives at commit, so
-a revoked token stops working on the next request in every process (in the revoking
-process itself at once, through the store's control observers). Three rules keep a
-missed notification from leaving a revoked token usable:
+a revoked token stops working in every process as soon as its LISTEN connection delivers
+that (milliseconds; a call racing the delivery can still pass), and in the revoking process
+itself at once, through the store's control observers. Three rules keep a missed
+notification from leaving a revoked token usable:
 
 - while the LISTEN connection is down, the cache is bypassed (every call looks up);
 - after it reconnects, the cache is emptied (a revocation may have passed meanwhile);
