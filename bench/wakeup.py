@@ -112,8 +112,10 @@ class Agent:
                     self.rings.put_nowait(str(message.params.uri))
 
             self.client = await stack.enter_async_context(Client(transport, mode="legacy", message_handler=handler))
+            await self.drain_once()
         else:
             self.client = await stack.enter_async_context(Client(transport))
+            await self.drain_once()
             sub = await stack.enter_async_context(self.client.listen(resource_subscriptions=[TODOS]))
 
             async def collect() -> None:
@@ -124,6 +126,13 @@ class Agent:
             stack.callback(task.cancel)
         task = asyncio.create_task(self.work())
         stack.callback(task.cancel)
+
+    async def drain_once(self) -> None:
+        """An agent idles after finding its queue empty: one claim_next first, as it would have
+        called. The SDK client lists the tools and compiles claim_next's output-schema
+        validator on a tool's first call (tens of ms of CPU); without this every rung agent
+        of a round paid it, which is the client's start-up, not the wake-up."""
+        await self.client.call_tool("claim_next", {})
 
     async def work(self) -> None:
         while True:
