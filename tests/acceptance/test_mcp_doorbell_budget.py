@@ -105,3 +105,57 @@ async def test_as_many_ready_todos_as_listening_agents_wake_every_agent(server_s
             uris = {uri(t["id"]) for t in added["todos"]}
             await wait_until(lambda: all(set(rings) & uris for rings in heard))
             assert sorted(len(set(rings) & uris) for rings in heard) == [1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+async def test_todos_the_first_rung_agents_are_too_busy_for_are_claimed_by_the_next(server_settings, generation):
+    """Agents that claim when rung, two of four too busy to answer: every todo ends claimed,
+    and by the agents that answered."""
+    settings = server_settings.with_(doorbell_ring_margin=0, doorbell_rering_seconds=0.2)
+    async with run_server(settings) as server:
+        ep = await vend(server.store)
+        agent = await server.store.endpoint_authenticate(ep.token)
+        async with contextlib.AsyncExitStack() as stack:
+            heard: list[list[str]] = []
+            clients = []
+            for _ in range(4):
+                before = doorbell(server).live_doorways(ep.endpoint_id)
+                if generation == "legacy":
+                    inbox = Inbox()
+                    clients.append(await stack.enter_async_context(connect(server, ep.token, "legacy", inbox=inbox)))
+                    heard.append(inbox.uris)
+                else:
+                    client = await stack.enter_async_context(connect(server, ep.token, "modern"))
+                    sub = await stack.enter_async_context(client.listen(resource_subscriptions=[TODOS]))
+                    rings: list[str] = []
+
+                    async def collect(sub=sub, rings=rings):
+                        async for event in sub:
+                            rings.append(event.uri)
+
+                    task = asyncio.create_task(collect())
+                    stack.callback(task.cancel)
+                    clients.append(client)
+                    heard.append(rings)
+                await wait_until(lambda: doorbell(server).live_doorways(ep.endpoint_id) > before)
+            claimed: dict[int, list[str]] = {0: [], 1: [], 2: [], 3: []}
+
+            async def work(i: int) -> None:
+                seen = 0
+                while True:
+                    await asyncio.sleep(0.02)
+                    if len(heard[i]) > seen and i % 2 == 1:  # agents 1 and 3 claim; 0 and 2 are busy
+                        seen = len(heard[i])
+                        got = (await call(clients[i], "claim_next"))["todo"]
+                        if got:
+                            claimed[i].append(got["id"])
+
+            for i in range(4):
+                task = asyncio.create_task(work(i))
+                stack.callback(task.cancel)
+            added = [await server.store.todo_add(agent, queue="q", title=f"job {n}") for n in range(3)]
+            ids = {t["id"] for t in added}
+            await wait_until(lambda: set(claimed[1] + claimed[3]) == ids, timeout=10)
+            assert claimed[0] == claimed[2] == []
+            for todo_id in ids:
+                assert (await server.store.todo_get(agent, todo_id))["state"] == "claimed"
