@@ -159,3 +159,35 @@ async def test_todos_the_first_rung_agents_are_too_busy_for_are_claimed_by_the_n
             assert claimed[0] == claimed[2] == []
             for todo_id in ids:
                 assert (await server.store.todo_get(agent, todo_id))["state"] == "claimed"
+
+
+async def test_typescript_sdk_agents_are_rung_one_at_a_time_in_turn(server_settings):
+    """Three TypeScript SDK clients (2025-11-25, the GET stream) listening: a pending todo
+    rings one, then the next one each re-ring, until each heard it once."""
+    from tests.acceptance.third_party import ts_client
+
+    settings = server_settings.with_(doorbell_ring_margin=0, doorbell_rering_seconds=0.5)
+    async with run_server(settings) as server:
+        ep = await vend(server.store)
+        agent = await server.store.endpoint_authenticate(ep.token)
+        async with contextlib.AsyncExitStack() as stack:
+            clients = []
+            for _ in range(3):
+                before = doorbell(server).live_doorways(ep.endpoint_id)
+                client = await stack.enter_async_context(ts_client(server, ep.token, list_tools=False))
+                await wait_until(lambda: doorbell(server).live_doorways(ep.endpoint_id) > before)  # its GET stream
+                await client.request("subscribe", uri=TODOS)
+                clients.append(client)
+            todo = await server.store.todo_add(agent, queue="q", title="for one of three")
+
+            async def counts() -> list[int]:
+                return [(await c.request("updated")).count(uri(todo["id"])) for c in clients]
+
+            history = []
+            for _ in range(200):
+                history.append(sum(await counts()))
+                if history[-1] == 3:
+                    break
+                await asyncio.sleep(0.02)
+            assert await counts() == [1, 1, 1]
+            assert history[0] <= 1 and 1 in history and 2 in history  # one at a time, not all at once
