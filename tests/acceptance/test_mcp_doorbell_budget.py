@@ -22,15 +22,16 @@ def uri(todo_id: str) -> str:
 
 
 @contextlib.asynccontextmanager
-async def listeners(server, token: str, endpoint_id: str, generation: str, n: int):
-    """n agents of one endpoint listening for the collection; yields each one's rings."""
+async def listeners(server, token: str, endpoint_id: str, generation: str, n: int, clients: list | None = None):
+    """n agents of one endpoint listening for the collection; yields each one's rings (and
+    appends each one's client to `clients` when given)."""
     async with contextlib.AsyncExitStack() as stack:
         heard: list[list[str]] = []
         for _ in range(n):
             before = doorbell(server).live_doorways(endpoint_id)
             if generation == "legacy":
                 inbox = Inbox()
-                await stack.enter_async_context(connect(server, token, "legacy", inbox=inbox))
+                client = await stack.enter_async_context(connect(server, token, "legacy", inbox=inbox))
                 heard.append(inbox.uris)
             else:
                 client = await stack.enter_async_context(connect(server, token, "modern"))
@@ -44,6 +45,8 @@ async def listeners(server, token: str, endpoint_id: str, generation: str, n: in
                 task = asyncio.create_task(collect())
                 stack.callback(task.cancel)
                 heard.append(rings)
+            if clients is not None:
+                clients.append(client)
             await wait_until(lambda: doorbell(server).live_doorways(endpoint_id) > before)
         yield heard
 
@@ -115,29 +118,9 @@ async def test_todos_the_first_rung_agents_are_too_busy_for_are_claimed_by_the_n
     async with run_server(settings) as server:
         ep = await vend(server.store)
         agent = await server.store.endpoint_authenticate(ep.token)
+        clients: list = []
         async with contextlib.AsyncExitStack() as stack:
-            heard: list[list[str]] = []
-            clients = []
-            for _ in range(4):
-                before = doorbell(server).live_doorways(ep.endpoint_id)
-                if generation == "legacy":
-                    inbox = Inbox()
-                    clients.append(await stack.enter_async_context(connect(server, ep.token, "legacy", inbox=inbox)))
-                    heard.append(inbox.uris)
-                else:
-                    client = await stack.enter_async_context(connect(server, ep.token, "modern"))
-                    sub = await stack.enter_async_context(client.listen(resource_subscriptions=[TODOS]))
-                    rings: list[str] = []
-
-                    async def collect(sub=sub, rings=rings):
-                        async for event in sub:
-                            rings.append(event.uri)
-
-                    task = asyncio.create_task(collect())
-                    stack.callback(task.cancel)
-                    clients.append(client)
-                    heard.append(rings)
-                await wait_until(lambda: doorbell(server).live_doorways(ep.endpoint_id) > before)
+            heard = await stack.enter_async_context(listeners(server, ep.token, ep.endpoint_id, generation, 4, clients))
             claimed: dict[int, list[str]] = {0: [], 1: [], 2: [], 3: []}
 
             async def work(i: int) -> None:
