@@ -164,6 +164,7 @@ async def sql_rows(url_or_pool, query: str, params=None) -> list[dict]:
 # -- a real server, in-process, on a free port -------------------------------------------
 
 import asyncio
+import sys
 import socket
 import time
 from dataclasses import dataclass
@@ -224,7 +225,13 @@ async def run_server(settings: Settings):
         yield LiveServer(f"http://127.0.0.1:{port}", app, settings)
     finally:
         server.should_exit = True
-        await asyncio.wait_for(task, timeout=15)
+        done, _ = await asyncio.wait({task}, timeout=15)
+        if not done:  # name what the stopping server still waits on, then give up on it
+            for other in asyncio.all_tasks():
+                other.print_stack(limit=6, file=sys.stderr)
+            task.cancel()
+            raise AssertionError("the server did not stop within 15 s (task stacks on stderr)")
+        task.result()
 
 
 @pytest.fixture
