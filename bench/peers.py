@@ -13,7 +13,9 @@ short warm-up) over its length. Rounds rotate the order of the systems.
                  Its rate is pgbench's own tps (without connection time); its window is whole
                  seconds (at least 1). Skipped, and said so, when no pgbench is found.
   store          Store.todo_claim_next + Store.todo_complete, one todo a call (attempt row,
-                 lease, notification), C workers on a pool of C connections.
+                 lease), C workers on a pool of C connections, nobody listening: no notification.
+  store-watched  the same with a listener for the bench's human recorded (a Board open on it,
+                 say): every transition notifies, and a LISTEN connection drains them.
   store-batch    Store.todo_claim_next(limit=10) + Store.todos_complete.
   pgqueuer-1     pgqueuer 1.6's QueueManager.run (its worker), batch_size 1, one per worker.
   pgqueuer-10    the same with its default batch_size 10.
@@ -189,10 +191,12 @@ class RawPgbench(Raw):
 
 
 class StoreSystem(System):
-    def __init__(self, name: str, admin: str, limit: int = 1):
+    def __init__(self, name: str, admin: str, limit: int = 1, watched: bool = False):
         super().__init__(name, admin)
         self.limit = limit
         self.per_job = limit == 1
+        self.watched = watched
+        self.listener: asyncio.Task | None = None
 
     async def setup(self) -> None:
         await migrate(self.url)
@@ -202,6 +206,15 @@ class StoreSystem(System):
         _, token = await self.store.endpoint_vend(user["id"], name="bench", agent_id="bench", queues=["work"],
                                                   scope=list(vocabulary.VERBS))
         self.agent = await self.store.endpoint_authenticate(token)
+        if self.watched:
+            await self.store.watchers_hold("00000000-0000-0000-0000-000000000001", [user["id"]], 86400)
+            self.listener = asyncio.create_task(self._listen())
+
+    async def _listen(self) -> None:
+        async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+            await conn.execute(f"LISTEN {vocabulary.NOTIFY_CHANNEL}")
+            async for _ in conn.notifies():
+                pass
 
     async def pending(self) -> int:
         async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
@@ -232,6 +245,9 @@ class StoreSystem(System):
         await asyncio.gather(*(worker(i) for i in range(workers)))
 
     async def close(self) -> None:
+        if self.listener is not None:
+            self.listener.cancel()
+            await asyncio.gather(self.listener, return_exceptions=True)
         await self.pool.close()
         await super().close()
 
@@ -359,7 +375,8 @@ async def bench(args) -> None:
         systems.append(RawPgbench("raw-pgbench", admin, pgbench))
     else:
         skipped.append("raw-pgbench (no pgbench binary)")
-    systems += [StoreSystem("store", admin), StoreSystem("store-batch", admin, 10)]
+    systems += [StoreSystem("store", admin), StoreSystem("store-watched", admin, watched=True),
+                StoreSystem("store-batch", admin, 10)]
     if have("pgqueuer"):
         systems += [PgQueuer("pgqueuer-1", admin, 1), PgQueuer("pgqueuer-10", admin, 10)]
     else:
@@ -411,14 +428,15 @@ async def bench(args) -> None:
     for system in systems:
         print(f"{system.name:<14}" + "".join(f" | {mean(system, w):>8,.0f}" for w in args.concurrency))
     by = {s.name: s for s in systems}
-    peers = [s for s in systems if s.per_job and s.name not in ("raw", "raw-pgbench", "store")]
+    peers = [s for s in systems if s.per_job and not s.name.startswith(("raw", "store"))]
     def ratio(a: float, b: float) -> str:
         return f"{a / b:.2f}" if b > 0 else "n/a (nothing finished in the window)"
 
     lines = []
     for w in args.concurrency:
         store = mean(by["store"], w)
-        parts = [f"c={w} ratios: store / raw {ratio(store, mean(by['raw'], w))}"]
+        parts = [f"c={w} ratios: store / raw {ratio(store, mean(by['raw'], w))}",
+                 f"store-watched / store {ratio(mean(by['store-watched'], w), store)}"]
         if "raw-pgbench" in by:
             parts.append(f"store / raw-pgbench {ratio(store, mean(by['raw-pgbench'], w))}")
         if peers:

@@ -24,6 +24,7 @@ from board.config import Settings
 from board.store.db import EmbeddedPostgres, database_label, migrate, open_pool
 from board.ops.hooks import HookDelivery, TransitionHooks
 from board.live.fanout import Fanout
+from board.live.presence import Presence
 from board.mcp.server import McpSurface
 from board.oauth.server import OAuthServer
 from board.live.pause_cache import PauseCache
@@ -113,7 +114,9 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
             store.observers.append(metrics.observe)
             fanout = Fanout(listen_url_of(settings, url))
             store.pauses = PauseCache(store, fanout)
+            fanout.presence = Presence(store, fanout)
             await fanout.start()
+            fanout.presence.start()
             sweeps = Sweeps(store, settings)
             hooks = TransitionHooks(store)
             delivery = HookDelivery(store, settings)
@@ -133,6 +136,7 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
                 await delivery.stop()
                 await hooks.drain()
                 await sweeps.stop()
+                await fanout.presence.stop()
                 await fanout.stop()
                 await pool.close()
         finally:

@@ -514,6 +514,11 @@ ALTER TABLE public.users ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MAXVALUE
     CACHE 1
 );
+CREATE TABLE public.watchers (
+    user_id bigint NOT NULL,
+    process uuid NOT NULL,
+    expires_at timestamp with time zone NOT NULL
+);
 ALTER TABLE ONLY public.attempt_notes
     ADD CONSTRAINT attempt_notes_pkey PRIMARY KEY (todo_id, seq, n);
 ALTER TABLE ONLY public.attempt_outcome_counts
@@ -544,6 +549,8 @@ ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_username_key UNIQUE (username);
+ALTER TABLE ONLY public.watchers
+    ADD CONSTRAINT watchers_pkey PRIMARY KEY (user_id, process);
 CREATE INDEX attempts_ended_brin ON public.attempts USING brin (ended_at) WITH (autosummarize='on');
 CREATE INDEX endpoints_user_idx ON public.endpoints USING btree (user_id);
 CREATE INDEX hook_events_delivered_brin ON public.hook_events USING brin (delivered_at);

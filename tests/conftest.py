@@ -141,6 +141,29 @@ async def agent(store):
     return await make_agent(store)
 
 
+@contextlib.asynccontextmanager
+async def watchers_lent(url: str):
+    """Today's statements on an older build's database (an upgrade test's setup): they read
+    migration 0011's watchers table, so it is there for the block and gone before the
+    upgrade that adds it."""
+    ddl = (Path(__file__).resolve().parent.parent / "migrations" / "0011_watchers.sql").read_text()
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(ddl)
+    try:
+        yield
+    finally:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute("DROP TABLE watchers")
+
+
+async def watch(store: st.Store, user_id: int) -> str:
+    """Record a listener for the human's todos, as a server process's presence does
+    (board/live/presence.py), so that their transitions notify; returns its process id."""
+    process = str(uuid.uuid4())
+    await store.watchers_hold(process, [user_id], 60)
+    return process
+
+
 # The cross-column rules (REQ-1, REQ-4): ended_at, outcome and disposition are null together
 # or set together; claimer_endpoint_id is set exactly for an endpoint's claim; a died attempt
 # (lease_expired, reaped) reports no summary and no artifact. The store holds them; this

@@ -75,6 +75,8 @@ class Fanout:
         self.reconnects = 0
         self.closing = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        # The process's Presence (board/live/presence.py): the humans its listeners watch.
+        self.presence = None
 
     def subscribe(self) -> Subscription:
         sub = Subscription()
@@ -111,6 +113,10 @@ class Fanout:
     def publish(self, event: dict) -> None:
         for sub in list(self._subs):
             sub.put(event)
+
+    def resync(self) -> None:
+        """Tell every subscriber to refresh fully: notifications may have been skipped."""
+        self.publish(RESYNC)
 
     def shutdown(self) -> None:
         """Tell every subscriber the server is stopping (on the loop's thread)."""

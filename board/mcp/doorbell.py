@@ -102,6 +102,7 @@ class Doorway:
     session_id: str | None = None  # a legacy session's GET stream: its subscriptions say what changes it hears
     outbox: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(maxsize=OUTBOX_SIZE))
     seq: int = 0  # the order doorways opened in: the turn order of the endpoint's rings
+    user_id: int | None = None  # the endpoint's human, held in presence while it is open
 
     def wants_all(self) -> bool:
         """Listens to the whole collection (its share of rings is budgeted), not to chosen todos."""
@@ -168,6 +169,8 @@ class Doorbell:
         self._turn: dict[str, int] = {}  # endpoint -> where its next ring starts in the turn order
         self._rerings: dict[str, Rering] = {}  # todo id -> its rings so far, while it may need more
         self._rering_now = asyncio.Event()
+        # The process's Presence: a doorway holds its human, so their transitions notify.
+        self.presence = getattr(fanout, "presence", None)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -192,14 +195,19 @@ class Doorbell:
                           seq=next(self._seq))
         self._doorways.setdefault(agent.endpoint_id, set()).add(doorway)
         self._endpoint_user[agent.endpoint_id] = agent.user_id
+        doorway.user_id = agent.user_id
+        if self.presence is not None:
+            self.presence.hold(agent.user_id)
         if doorway.queues:
             self._sweep_now.set()  # tell a new listener about work already waiting (under the gate)
         return doorway
 
     def close(self, doorway: Doorway) -> None:
         ways = self._doorways.get(doorway.endpoint_id)
-        if ways is not None:
+        if ways is not None and doorway in ways:
             ways.discard(doorway)
+            if self.presence is not None:
+                self.presence.release(doorway.user_id)
             if not ways:
                 del self._doorways[doorway.endpoint_id]
                 self._endpoint_user.pop(doorway.endpoint_id, None)
@@ -427,7 +435,10 @@ class Doorbell:
                 log.exception("doorbell heartbeat failed; trying again next period")
 
     async def sweep(self) -> int:
-        """Ring every pending todo (ids only, oldest first) under the gate."""
+        """Ring every pending todo (ids only, oldest first) under the gate, once the doorways'
+        humans are notifying (presence), so a todo added meanwhile is rung by one or the other."""
+        if self.presence is not None:
+            await self.presence.settled(self.settings.db_wait_seconds)
         rung = 0
         for row in await self.store.ready_todos(list(self._doorways), limit=500):
             if self.ring(row["id"], str(row["endpoint_id"]), row["queue"]):

@@ -273,7 +273,7 @@ READS = frozenset((
     query("todos_count_by_queue_state"), query("todos_ready"), query("attempt_summary"), query("queue_pause_state"),
     query("queue_pauses_count"), query("queues_paused_by"), query("overview_counts"), query("overview_outcomes"),
     query("oauth_client_get"), query("oauth_code_get"), query("oauth_refresh_get"), query("oauth_access_get"),
-    query("todos_still_pending"),
+    query("todos_still_pending"), query("watchers_in_flight"), query("watchers_in_flight_left"),
 ))
 
 
@@ -1290,6 +1290,30 @@ class Store(Accounts, Grants):
         folded into one row. One pass a period: returns 0, so the sweep loop does not repeat it."""
         await self._fetch(query("todo_counts_compact"), {}, op="counts")
         return 0
+
+    # -- presence (board/live/presence.py): who this process has live listeners for ----------
+
+    async def watchers_hold(self, process: str, users: list[int], ttl_seconds: float) -> list[int]:
+        """Records or renews the process's row for each human; returns those whose row was
+        added rather than renewed (absent until now)."""
+        rows = await self._fetch(query("watchers_hold"), {"process": process, "users": users,
+                                                          "ttl_seconds": ttl_seconds}, op="presence")
+        return [r["user_id"] for r in rows if r["added"]]
+
+    async def watchers_drop(self, process: str, users: list[int]) -> None:
+        await self._fetch(query("watchers_drop"), {"process": process, "users": users}, op="presence")
+
+    async def watchers_expire(self) -> None:
+        await self._fetch(query("watchers_expire"), {}, op="presence")
+
+    async def watchers_in_flight(self) -> list[str]:
+        """The other transactions that may have checked watchers before now (by virtual id)."""
+        row = await self._fetch(query("watchers_in_flight"), {}, op="presence", one=True)
+        return list(row["vxids"])
+
+    async def watchers_in_flight_left(self, vxids: list[str]) -> int:
+        row = await self._fetch(query("watchers_in_flight_left"), {"vxids": vxids}, op="presence", one=True)
+        return row["n"]
 
     async def sweep_retention(self, *, now: datetime | None = None, batch: int = SWEEP_BATCH) -> int:
         """Retention: terminal todos past the age bound are deleted with their attempts; then

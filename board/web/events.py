@@ -194,8 +194,10 @@ async def events(request: Request) -> ServerSentEvent:
 
     async def live() -> AsyncIterator[ServerSentEventMessage]:
         watching = watched
-        async with fanout.subscription() as sub:
-            # Subscribed first, then the snapshot: nothing committed in between is missed.
+        async with fanout.subscription() as sub, \
+                fanout.presence.listening(human.user_id, rt.settings.db_wait_seconds):
+            # Subscribed, and this human's transitions notifying (presence), before the
+            # snapshot: nothing committed in between is missed.
             first = await asyncio.shield(first_snapshot(watching))
             yield message("snapshot", first)
             if first.get("gone"):

@@ -21,8 +21,9 @@ async def test_the_listen_connection_goes_to_its_own_url_and_events_still_arrive
                 break
             await asyncio.sleep(0.05)
         assert [r["query"] for r in listeners] == ["LISTEN switchboard_v1"]  # that connection only
-        async with server.runtime.fanout.subscription() as sub:
-            agent = await make_agent(server.store, user=await make_user(server.store))
+        agent = await make_agent(server.store, user=await make_user(server.store))
+        async with server.runtime.fanout.subscription() as sub, \
+                server.runtime.fanout.presence.listening(agent.user_id, 10):
             todo = await server.store.todo_add(agent, queue="q", title="heard")
             while True:
                 event = await asyncio.wait_for(sub.get(), 10)

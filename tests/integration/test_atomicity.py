@@ -6,7 +6,7 @@ import psycopg
 import pytest
 
 from board.errors import Internal
-from tests.conftest import sql_rows
+from tests.conftest import sql_rows, watch
 
 
 async def _install_failing_trigger(db_url, table: str):
@@ -53,6 +53,7 @@ async def test_a_rolled_back_transition_is_never_announced(store, agent, db_url)
     from board.store.vocabulary import NOTIFY_CHANNEL
     todo = await store.todo_add(agent, queue="q", title="t")
     await _install_failing_trigger(db_url, "attempts")
+    await watch(store, agent.user_id)
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as listener:
         await listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
 

@@ -12,7 +12,7 @@ import pytest
 
 from board.errors import Conflict, Forbidden, Invalid, NotFound
 from board.store.vocabulary import NOTIFY_CHANNEL
-from tests.conftest import RULE_BREAKERS, make_agent, make_user, sql_rows
+from tests.conftest import RULE_BREAKERS, make_agent, make_user, sql_rows, watch
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=timezone.utc)
 
@@ -57,6 +57,7 @@ async def test_an_empty_or_oversized_or_malformed_batch_is_refused(store, agent,
 
 
 async def test_a_thousand_todos_in_one_call_are_added_in_order_with_one_notification_each(store, agent, db_url):
+    await watch(store, agent.user_id)
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as listener:
         await listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
         out = await store.todos_add(agent, items(1000, payload={"k": 1}, max_attempts=3))

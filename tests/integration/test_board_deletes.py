@@ -12,7 +12,7 @@ import pytest
 
 from board.errors import Forbidden, Invalid
 from board.store.vocabulary import NOTIFY_CHANNEL
-from tests.conftest import make_agent, make_user, sql_rows, until
+from tests.conftest import make_agent, make_user, sql_rows, until, watch
 
 
 async def ended(store, agent, title: str, how: str) -> dict:
@@ -58,6 +58,8 @@ async def test_a_human_deletes_their_ended_todos_with_attempts_and_notes_and_eve
     assert before_theirs == {"todos": 3, "attempts": 3, "attempt_notes": 3}
     seen = []
     store.observers.append(lambda t: seen.append((t.kind, t.todo_id, t.state)))
+    for human in (ada, bob):  # both watched: a notification for bob's todos would be heard
+        await watch(store, human.user_id)
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as listener:
         await listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
         asked = [*[t["id"] for t in mine], *kept, *their_ids, "no-such-id", "", "x\x00y", mine[0]["id"]]

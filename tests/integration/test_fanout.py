@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from board.live.fanout import RESYNC, Fanout
+from board.live.presence import Presence
 from tests.conftest import sql_rows
 
 
@@ -15,9 +16,11 @@ async def next_event(sub, timeout=10):
 
 async def test_a_dropped_listen_connection_resyncs_and_resumes(store, agent, db_url):
     fanout = Fanout(db_url)
+    presence = Presence(store, fanout)
     await fanout.start()
+    presence.start()
     try:
-        async with fanout.subscription() as a, fanout.subscription() as b:
+        async with fanout.subscription() as a, fanout.subscription() as b, presence.listening(agent.user_id, 10):
             todo = await store.todo_add(agent, queue="q", title="t")
             for sub in (a, b):
                 event = await next_event(sub)
@@ -31,5 +34,6 @@ async def test_a_dropped_listen_connection_resyncs_and_resumes(store, agent, db_
             event = await next_event(a)
             assert (event["todo"], event["kind"], event["state"]) == (todo["id"], "claimed", "claimed")
     finally:
+        await presence.stop()
         await fanout.stop()
     assert fanout.subscriber_count == 0

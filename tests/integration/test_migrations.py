@@ -32,11 +32,12 @@ async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
     applied = await migrate(empty_db_url)
     assert applied == ["0001_base", "0002_attempt_history", "0003_queue_pauses", "0004_working_context",
                        "0005_rules_in_sql", "0006_oauth", "0007_outcome_counts",
-                       "0008_interrupted_index", "0009_questions", "0010_todo_counts"]
+                       "0008_interrupted_index", "0009_questions", "0010_todo_counts", "0011_watchers"]
     rows = await sql_rows(empty_db_url, "SELECT version, name FROM schema_migrations ORDER BY version")
     assert [(r["version"], r["name"]) for r in rows] == [(1, "base"), (2, "attempt_history"), (3, "queue_pauses"), (4, "working_context"),
                                                            (5, "rules_in_sql"), (6, "oauth"), (7, "outcome_counts"),
-                                                           (8, "interrupted_index"), (9, "questions"), (10, "todo_counts")]
+                                                           (8, "interrupted_index"), (9, "questions"), (10, "todo_counts"),
+                                                           (11, "watchers")]
     assert await migrate(empty_db_url) == []  # idempotent
 
 
@@ -210,24 +211,26 @@ if __name__ == "__main__":  # write migrations/schema.sql anew from the migratio
 
 
 async def test_after_the_upgrade_the_attempts_closed_before_it_are_counted_when_deleted(empty_db_url):
-    from tests.conftest import make_agent, make_user
+    from tests.conftest import make_agent, make_user, watchers_lent
     await migrate(empty_db_url, target=6)
     pool = await open_pool(empty_db_url, min_size=1, max_size=2)
     try:
         store = st.Store(pool, Settings(retention_days=1))
-        agent = await make_agent(store, user=await make_user(store, "ada"), queues=("q",))
-        for verb in ("complete", "complete", "fail", "release"):
-            todo = await store.todo_add(agent, queue="q", title=verb, max_attempts=1)
-            await store.todo_claim(agent, todo["id"])
-            if verb == "fail":  # today's fail counts its dead letter in migration 0010's table: the old build's, as SQL
-                async with await psycopg.AsyncConnection.connect(empty_db_url, autocommit=True) as conn:
-                    await conn.execute("UPDATE attempts SET ended_at = now(), outcome = 'failed', disposition = "
-                                       "'dead_lettered' WHERE todo_id = %s", (todo["id"],))
-                    await conn.execute("UPDATE todos SET state = 'failed', owner = NULL, lease_expires_at = NULL "
-                                       "WHERE id = %s", (todo["id"],))
-                continue
-            await getattr(store, f"todo_{verb}")(agent, todo["id"])
-        assert await migrate(empty_db_url) == ["0007_outcome_counts", "0008_interrupted_index", "0009_questions", "0010_todo_counts"]
+        async with watchers_lent(empty_db_url):  # today's statements read it
+            agent = await make_agent(store, user=await make_user(store, "ada"), queues=("q",))
+            for verb in ("complete", "complete", "fail", "release"):
+                todo = await store.todo_add(agent, queue="q", title=verb, max_attempts=1)
+                await store.todo_claim(agent, todo["id"])
+                if verb == "fail":  # today's fail counts its dead letter in migration 0010's table: the old build's, as SQL
+                    async with await psycopg.AsyncConnection.connect(empty_db_url, autocommit=True) as conn:
+                        await conn.execute("UPDATE attempts SET ended_at = now(), outcome = 'failed', disposition = "
+                                           "'dead_lettered' WHERE todo_id = %s", (todo["id"],))
+                        await conn.execute("UPDATE todos SET state = 'failed', owner = NULL, lease_expires_at = NULL "
+                                           "WHERE id = %s", (todo["id"],))
+                    continue
+                await getattr(store, f"todo_{verb}")(agent, todo["id"])
+        assert await migrate(empty_db_url) == ["0007_outcome_counts", "0008_interrupted_index", "0009_questions", "0010_todo_counts",
+                                                 "0011_watchers"]
         counts = "SELECT outcome::text, sum(n)::int AS n FROM attempt_outcome_counts GROUP BY 1 ORDER BY 1"
         assert await sql_rows(empty_db_url, counts) == []  # the attempts are there: nothing to count yet
         await store.sweep_retention(now=datetime.now(timezone.utc) + timedelta(days=2))

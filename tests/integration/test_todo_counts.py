@@ -19,7 +19,7 @@ from board.store.db import migrate, open_pool
 from board.store import store as st
 from board.store.queries import QUERIES
 from board.config import Settings
-from tests.conftest import ROOT, make_agent, make_user, sql_rows
+from tests.conftest import ROOT, make_agent, make_user, sql_rows, watchers_lent
 
 COLUMNS = ("pending", "claimed", "input_required", "auth_required", "retrying", "dead", "done", "canceled")
 
@@ -241,21 +241,22 @@ async def test_after_the_upgrade_the_todos_there_before_it_are_counted(empty_db_
     pool = await open_pool(empty_db_url, min_size=1, max_size=2)
     try:
         store = st.Store(pool, Settings())
-        human = await make_user(store, "di")
-        agent = await make_agent(store, user=human, queues=("q",))
-        for verb in ("complete", "complete", "fail"):
-            todo = await store.todo_add(agent, queue="q", title=verb, max_attempts=1)
-            await store.todo_claim(agent, todo["id"])
-            if verb == "fail":  # today's fail counts in the table the upgrade adds: the old build's, as SQL
-                async with await psycopg.AsyncConnection.connect(empty_db_url, autocommit=True) as conn:
-                    await conn.execute("UPDATE attempts SET ended_at = now(), outcome = 'failed', disposition = "
-                                       "'dead_lettered' WHERE todo_id = %s", (todo["id"],))
-                    await conn.execute("UPDATE todos SET state = 'failed', owner = NULL, lease_expires_at = NULL "
-                                       "WHERE id = %s", (todo["id"],))
-            else:
-                await store.todo_complete(agent, todo["id"])
-        await store.todo_add(agent, queue="q", title="waiting")
-        assert await migrate(empty_db_url) == ["0010_todo_counts"]
+        async with watchers_lent(empty_db_url):  # today's statements read it
+            human = await make_user(store, "di")
+            agent = await make_agent(store, user=human, queues=("q",))
+            for verb in ("complete", "complete", "fail"):
+                todo = await store.todo_add(agent, queue="q", title=verb, max_attempts=1)
+                await store.todo_claim(agent, todo["id"])
+                if verb == "fail":  # today's fail counts in the table the upgrade adds: the old build's, as SQL
+                    async with await psycopg.AsyncConnection.connect(empty_db_url, autocommit=True) as conn:
+                        await conn.execute("UPDATE attempts SET ended_at = now(), outcome = 'failed', disposition = "
+                                           "'dead_lettered' WHERE todo_id = %s", (todo["id"],))
+                        await conn.execute("UPDATE todos SET state = 'failed', owner = NULL, lease_expires_at = NULL "
+                                           "WHERE id = %s", (todo["id"],))
+                else:
+                    await store.todo_complete(agent, todo["id"])
+            await store.todo_add(agent, queue="q", title="waiting")
+        assert await migrate(empty_db_url) == ["0010_todo_counts", "0011_watchers"]
         counts = await sql_rows(empty_db_url, "SELECT kind::text AS kind, n FROM todo_counts ORDER BY kind")
         assert [(r["kind"], r["n"]) for r in counts] == [("all", 4), ("dead", 1)]
         assert figures(await store.queue_overview(human)) == {"q": (1, 0, 0, 0, 0, 1, 2, 0)}

@@ -102,9 +102,10 @@ SELECT (SELECT count(*) FROM ep) AS revoked,
           FROM ep) AS revoked_notice,
        coalesce((SELECT json_agg(json_build_object(
           'todo', row_to_json(upd), 'closed', row_to_json(c), 'n',
-              pg_notify('switchboard_v1', json_build_object(
+              CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'revoked')::text)))
+  'kind', 'revoked')::text) END))
          FROM upd JOIN closed c ON c.todo_id = upd.id), '[]'::json) AS todos;
 
 -- name: agents_of_user

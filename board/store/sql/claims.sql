@@ -71,9 +71,10 @@ RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.le
           t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
        CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, %(prior_attempts)s::int, %(prior_notes)s::int) END AS prior_attempts,
        CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id, %(prior_notes)s::int) END AS continues,
-       pg_notify('switchboard_v1', json_build_object(
+       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'claimed')::text);
+  'kind', 'claimed')::text) END;
 
 -- name: todo_claim_next
 -- description: claim_next's full path: the oldest pending todo, else a lapsed lease to take over -> claimed; closes the lapsed attempt, prunes history, opens an attempt
@@ -171,9 +172,10 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
               ORDER BY a.seq DESC LIMIT %(prior_attempts)s::int)
           ) y ORDER BY y.seq DESC LIMIT %(prior_attempts)s::int) x) END AS prior_attempts,
        CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id, %(prior_notes)s::int) END AS continues,
-       pg_notify('switchboard_v1', json_build_object(
+       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'claimed')::text)
+  'kind', 'claimed')::text) END
   FROM upd, ins;
 
 -- name: todo_claim_next_fast_unpaused
@@ -209,9 +211,10 @@ RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.le
           t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
        CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, %(prior_attempts)s::int, %(prior_notes)s::int) END AS prior_attempts,
        CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id, %(prior_notes)s::int) END AS continues,
-       pg_notify('switchboard_v1', json_build_object(
+       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'claimed')::text);
+  'kind', 'claimed')::text) END;
 
 -- name: todo_claim_next_unpaused
 -- description: todo_claim_next without the queue_pauses probe, for a process whose pause cache already left paused queues out of claim_queues
@@ -307,9 +310,10 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
               ORDER BY a.seq DESC LIMIT %(prior_attempts)s::int)
           ) y ORDER BY y.seq DESC LIMIT %(prior_attempts)s::int) x) END AS prior_attempts,
        CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id, %(prior_notes)s::int) END AS continues,
-       pg_notify('switchboard_v1', json_build_object(
+       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'claimed')::text)
+  'kind', 'claimed')::text) END
   FROM upd, ins;
 
 -- name: todo_claim_fast
@@ -344,9 +348,10 @@ RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.le
           t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
        CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, %(prior_attempts)s::int, %(prior_notes)s::int) END AS prior_attempts,
        CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id, %(prior_notes)s::int) END AS continues,
-       pg_notify('switchboard_v1', json_build_object(
+       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'claimed')::text);
+  'kind', 'claimed')::text) END;
 
 -- name: todo_claim
 -- description: An agent's claim by id, full path: pending or a lapsed lease -> claimed; closes the lapsed attempt, prunes history, opens an attempt
@@ -427,9 +432,10 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
               ORDER BY a.seq DESC LIMIT %(prior_attempts)s::int)
           ) y ORDER BY y.seq DESC LIMIT %(prior_attempts)s::int) x) END AS prior_attempts,
        CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id, %(prior_notes)s::int) END AS continues,
-       pg_notify('switchboard_v1', json_build_object(
+       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'claimed')::text)
+  'kind', 'claimed')::text) END
   FROM upd, ins;
 
 -- name: todo_claim_human_fast
@@ -462,9 +468,10 @@ RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.le
           t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
        CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, %(prior_attempts)s::int, %(prior_notes)s::int) END AS prior_attempts,
        CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id, %(prior_notes)s::int) END AS continues,
-       pg_notify('switchboard_v1', json_build_object(
+       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'claimed')::text);
+  'kind', 'claimed')::text) END;
 
 -- name: todo_claim_human
 -- description: The owning human's claim by id (the Board), full path: pending or a lapsed lease -> claimed, with takeover and pruning
@@ -544,9 +551,10 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
               ORDER BY a.seq DESC LIMIT %(prior_attempts)s::int)
           ) y ORDER BY y.seq DESC LIMIT %(prior_attempts)s::int) x) END AS prior_attempts,
        CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id, %(prior_notes)s::int) END AS continues,
-       pg_notify('switchboard_v1', json_build_object(
+       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'claimed')::text)
+  'kind', 'claimed')::text) END
   FROM upd, ins;
 
 -- name: todos_claim_next_fast
@@ -593,9 +601,10 @@ RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.le
           t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, ins.lease_token_hash,
        CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, %(prior_attempts)s::int, %(prior_notes)s::int) END AS prior_attempts,
        CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id, %(prior_notes)s::int) END AS continues,
-       pg_notify('switchboard_v1', json_build_object(
+       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'claimed')::text);
+  'kind', 'claimed')::text) END;
 
 -- name: todos_claim_next
 -- description: A batched claim_next's full path: the oldest pending todos, then lapsed leases to take over -> claimed; closes each lapsed attempt, prunes each history, opens an attempt each
@@ -697,7 +706,8 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
               ORDER BY a.seq DESC LIMIT %(prior_attempts)s::int)
           ) y ORDER BY y.seq DESC LIMIT %(prior_attempts)s::int) x) END AS prior_attempts,
        CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id, %(prior_notes)s::int) END AS continues,
-       pg_notify('switchboard_v1', json_build_object(
+       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'claimed')::text)
+  'kind', 'claimed')::text) END
   FROM upd JOIN ins ON ins.todo_id = upd.id;

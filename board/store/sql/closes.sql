@@ -56,9 +56,10 @@ UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result
    AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
 RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result,
           t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt,
-          pg_notify('switchboard_v1', json_build_object(
+          CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'completed')::text);
+  'kind', 'completed')::text) END;
 
 -- name: todo_fail
 -- description: The holder fails: claimed -> failed with a retry time or dead-lettered, closing its attempt, with hook events
@@ -120,9 +121,10 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
        c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
-       pg_notify('switchboard_v1', json_build_object(
+       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'failed')::text)
+  'kind', 'failed')::text) END
   FROM upd JOIN closed c ON true;
 
 -- name: todo_release
@@ -177,9 +179,10 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
        c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
-       pg_notify('switchboard_v1', json_build_object(
+       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'released')::text)
+  'kind', 'released')::text) END
   FROM upd JOIN closed c ON true;
 
 -- name: todo_cancel_held
@@ -212,9 +215,10 @@ counted AS (  -- todo_counts (migration 0010)
 )
 SELECT u.endpoint_id, u.queue, u.title, u.attempt, u.max_attempts, u.payload, u.routing, u.result,
           u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at, u.closed_attempt,
-          pg_notify('switchboard_v1', json_build_object(
+          CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = u.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', u.id, 'endpoint', u.endpoint_id, 'queue', u.queue, 'state', u.state,
-  'kind', 'canceled')::text)
+  'kind', 'canceled')::text) END
   FROM upd u;
 
 -- name: todo_complete_human
@@ -241,9 +245,10 @@ UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result
    AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
 RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result,
           t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt,
-          pg_notify('switchboard_v1', json_build_object(
+          CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'completed')::text);
+  'kind', 'completed')::text) END;
 
 -- name: todo_fail_human
 -- description: The owning human fails any holder's attempt: held -> failed (retry or dead letter), voiding its token
@@ -302,9 +307,10 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
        c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
-       pg_notify('switchboard_v1', json_build_object(
+       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'failed')::text)
+  'kind', 'failed')::text) END
   FROM upd JOIN closed c ON true;
 
 -- name: todo_release_human
@@ -356,9 +362,10 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
        c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
-       pg_notify('switchboard_v1', json_build_object(
+       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'released')::text)
+  'kind', 'released')::text) END
   FROM upd JOIN closed c ON true;
 
 -- name: todo_cancel_held_human
@@ -393,9 +400,10 @@ counted AS (  -- todo_counts (migration 0010)
 )
 SELECT u.endpoint_id, u.queue, u.title, u.attempt, u.max_attempts, u.payload, u.routing, u.result,
           u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at, u.closed_attempt,
-          pg_notify('switchboard_v1', json_build_object(
+          CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = u.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', u.id, 'endpoint', u.endpoint_id, 'queue', u.queue, 'state', u.state,
-  'kind', 'canceled')::text)
+  'kind', 'canceled')::text) END
   FROM upd u;
 
 -- name: todo_cancel_unheld
@@ -416,9 +424,10 @@ SELECT u.id, u.endpoint_id, u.queue, u.title, u.state::text AS state, u.owner, u
           u.lease_expires_at, u.next_retry_at,
           todo_dead_letter(u.state, u.next_retry_at) AS dead_letter, u.payload, u.routing, u.result,
           u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at,
-          pg_notify('switchboard_v1', json_build_object(
+          CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = u.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', u.id, 'endpoint', u.endpoint_id, 'queue', u.queue, 'state', u.state,
-  'kind', 'canceled')::text)
+  'kind', 'canceled')::text) END
   FROM upd u;
 
 -- name: todo_cancel_unheld_human
@@ -439,9 +448,10 @@ SELECT u.id, u.endpoint_id, u.queue, u.title, u.state::text AS state, u.owner, u
           u.lease_expires_at, u.next_retry_at,
           todo_dead_letter(u.state, u.next_retry_at) AS dead_letter, u.payload, u.routing, u.result,
           u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at,
-          pg_notify('switchboard_v1', json_build_object(
+          CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = u.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', u.id, 'endpoint', u.endpoint_id, 'queue', u.queue, 'state', u.state,
-  'kind', 'canceled')::text)
+  'kind', 'canceled')::text) END
   FROM upd u;
 
 -- name: todo_retry
@@ -473,9 +483,10 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
-       pg_notify('switchboard_v1', json_build_object(
+       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'retried')::text) FROM upd;
+  'kind', 'retried')::text) END FROM upd;
 
 -- name: todo_retry_human
 -- description: The owning human's manual retry: a dead letter -> pending with its attempt counter reset, history kept
@@ -506,9 +517,10 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
-       pg_notify('switchboard_v1', json_build_object(
+       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'retried')::text) FROM upd;
+  'kind', 'retried')::text) END FROM upd;
 
 -- name: attempt_replay_lookup
 -- description: The attempts this caller claimed with a token and closed with the verb's outcome, newest first, for a replayed close
@@ -570,6 +582,7 @@ UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result
  WHERE t.id = c.todo_id AND t.endpoint_id = %(endpoint_id)s AND t.state = 'claimed' AND t.owner = %(owner)s
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result,
           t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt,
-          pg_notify('switchboard_v1', json_build_object(
+          CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'completed')::text);
+  'kind', 'completed')::text) END;

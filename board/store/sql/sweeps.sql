@@ -57,9 +57,10 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
-       row_to_json(closed) AS closed, pg_notify('switchboard_v1', json_build_object(
+       row_to_json(closed) AS closed, CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'reaped')::text)
+  'kind', 'reaped')::text) END
   FROM upd JOIN closed ON closed.todo_id = upd.id;
 
 -- name: questions_expire
@@ -107,9 +108,10 @@ outbox AS (
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.state::text AS state, upd.attempts_total,
-       pg_notify('switchboard_v1', json_build_object(
+       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'released')::text)
+  'kind', 'released')::text) END
   FROM upd;
 
 -- name: todos_retry_due
@@ -141,9 +143,10 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
-       pg_notify('switchboard_v1', json_build_object(
+       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'requeued')::text) FROM upd;
+  'kind', 'requeued')::text) END FROM upd;
 
 -- name: todos_delete_expired
 -- description: Retention: deletes terminal todos untouched past the bound (attempts cascade) and their successor links
@@ -159,9 +162,10 @@ links AS (
    WHERE s.todo_id = ANY(ARRAY(SELECT id FROM old)) OR s.successor_id = ANY(ARRAY(SELECT id FROM old))
 )
 DELETE FROM todos t USING old WHERE t.id = old.id
-RETURNING t.id, t.endpoint_id, t.queue, pg_notify('switchboard_v1', json_build_object(
+RETURNING t.id, t.endpoint_id, t.queue, CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
+       THEN pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'deleted')::text);
+  'kind', 'deleted')::text) END;
 
 -- name: hook_events_lease
 -- description: Leases due hook events for delivery, pushing each one's next try out first
