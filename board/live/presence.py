@@ -123,10 +123,14 @@ class Presence:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.store.watchers_drop(self.process, recorded), 2.0)
 
+    def beat_now(self) -> None:
+        """Run the heartbeat now rather than at its period: renew, drop, expire."""
+        self._beat_now = True
+        self._wake.set()
+
     def _on_control(self, event: dict) -> None:
         if event.get("kind") == "resync":  # the LISTEN connection came back: check the rows now
-            self._beat_now = True
-            self._wake.set()
+            self.beat_now()
 
     async def _run(self) -> None:
         next_beat = time.monotonic() + self.heartbeat_seconds

@@ -250,3 +250,30 @@ async def test_a_rung_uri_reads_as_the_todo_and_a_foreign_one_as_not_found(live_
                 await client.read_resource(uri(todo_id))
             errors.append(caught.value.error.model_dump_json())
         assert errors[0] == errors[1] and foreign["id"] not in errors[0]
+
+
+async def test_a_todo_added_through_another_process_rings_a_listener_here_and_nobody_listening_notifies_nobody(
+        server_settings, db_url):
+    """Presence across processes: the second server has no listener of its own, and its add
+    still notifies, because the first recorded one for the endpoint's human. Once that
+    listener is gone (a heartbeat later), the same add notifies nobody."""
+    import psycopg
+
+    from board.store.vocabulary import NOTIFY_CHANNEL
+    from tests.conftest import run_server, sql_rows
+    async with run_server(server_settings) as here, run_server(server_settings) as there:
+        ep = await credential(here, "vended")
+        agent = await there.store.endpoint_authenticate(ep.token)
+        async with listening(here, ep.token) as (_, rings, __):
+            todo = await there.store.todo_add(agent, queue="q", title="from elsewhere")
+            await wait_until(lambda: uri(todo["id"]) in rings, timeout=10)
+        here.runtime.fanout.presence.beat_now()  # drops the released human now, not in 10 s
+        for _ in range(500):
+            if not await sql_rows(db_url, "SELECT 1 FROM watchers WHERE user_id = %s", (agent.user_id,)):
+                break
+            await asyncio.sleep(0.02)
+        async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as listener:
+            await listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            await there.store.todo_add(agent, queue="q", title="nobody listens")
+            await listener.execute("SELECT 1")  # a round trip: a notification sent by then has arrived
+            assert [n async for n in listener.notifies(timeout=0.5)] == []
