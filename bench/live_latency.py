@@ -11,9 +11,12 @@ it waits until every subscriber has received the `todo` fragment for it.
 
 Latency is measured from the moment the committing store call starts (so it includes the
 transaction itself, an upper bound on commit -> fragment) to the moment the fragment's
-event is read by the subscriber. Prints p50 and p99 (and more).
+event is read by the subscriber. Prints p50 and p99 (and more). With --processes N, N serve
+processes share the database and the sessions are signed in on them in turn, so the
+subscribers spread over the processes; each hears the transition through its own LISTEN
+connection.
 
-    .venv/bin/python bench/live_latency.py [--subscribers 100] [--transitions 60]
+    .venv/bin/python bench/live_latency.py [--subscribers 100] [--transitions 60] [--processes 1]
 """
 
 from __future__ import annotations
@@ -120,19 +123,24 @@ async def bench(args) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="bench-", dir=ROOT / ".switchboard"))
     pg = EmbeddedPostgres(scratch / "pg")
     url = await asyncio.to_thread(pg.start)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    log = scratch / "server.log"
     env = dict(os.environ, DATABASE_URL=url, SWITCHBOARD_SECRET_KEY=secrets.token_urlsafe(32),
                SWITCHBOARD_REAPER_INTERVAL_SECONDS="0")
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "board", "serve", "--host", "127.0.0.1", "--port", str(port)],
-                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    bases, procs, logs = [], [], []
+    for k in range(args.processes):
+        port = free_port()
+        bases.append(f"http://127.0.0.1:{port}")
+        logs.append(scratch / f"server{k}.log")
+        with open(logs[-1], "w") as out:
+            procs.append(subprocess.Popen([sys.executable, "-m", "board", "serve", "--host", "127.0.0.1", "--port",
+                                           str(port)], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT))
+        if k == 0:  # the first migrates; the others start on the migrated database
+            await wait_for_server(bases[0], procs[0], logs[0])
     clients: list[httpx.AsyncClient] = []
     subscribers: list[Subscriber] = []
     pool = None
     try:
-        await wait_for_server(base, proc, log)  # it has migrated by now
+        for base, proc, log in zip(bases, procs, logs):
+            await wait_for_server(base, proc, log)
         pool = await open_pool(url, min_size=1, max_size=4)
         store = Store(pool, Settings(database_url=url))
         user = await store.user_insert("bench", hash_password(PASSWORD))
@@ -144,7 +152,7 @@ async def bench(args) -> int:
         for i in range(args.filler):
             await store.todo_add(agent, queue="bench", title=f"filler {i}")
 
-        clients = list(await asyncio.gather(*(sign_in(base) for _ in range(args.sessions))))
+        clients = list(await asyncio.gather(*(sign_in(bases[i % len(bases)]) for i in range(args.sessions))))
         for n in range(args.subscribers):
             query = f"?todo={todo['id']}" if n < args.watchers else ""
             subscribers.append(Subscriber(n, clients[n % len(clients)], query))
@@ -196,7 +204,7 @@ async def bench(args) -> int:
 
         ms = [x * 1000 for x in latencies]
         print(f"live_latency: {args.subscribers} concurrent SSE subscribers ({args.watchers} with the drawer open, "
-              f"{args.sessions} sessions of one human), {args.transitions} transitions, "
+              f"{args.sessions} sessions of one human) on {args.processes} process(es), {args.transitions} transitions, "
               f"{len(ms)} fragments, {missing} missing")
         print(f"  commit -> fragment latency (ms): p50 {percentile(ms, 50):.1f}  p90 {percentile(ms, 90):.1f}  "
               f"p99 {percentile(ms, 99):.1f}  max {max(ms):.1f}  mean {statistics.fmean(ms):.1f}")
@@ -211,11 +219,13 @@ async def bench(args) -> int:
             await c.aclose()
         if pool is not None:
             await pool.close()
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
         await asyncio.to_thread(pg.stop)
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -226,6 +236,7 @@ def main() -> int:
     p.add_argument("--watchers", type=int, default=None, help="how many have the drawer open (default: half)")
     p.add_argument("--sessions", type=int, default=20, help="signed-in sessions the streams share (default 20)")
     p.add_argument("--transitions", type=int, default=60, help="transitions to time (default 60)")
+    p.add_argument("--processes", type=int, default=1, help="serve processes the sessions spread over (default 1)")
     p.add_argument("--filler", type=int, default=40, help="other todos on the Board (default 40)")
     p.add_argument("--connect-timeout", type=float, default=60.0,
                    help="seconds to wait for every stream's first snapshot (default 60)")

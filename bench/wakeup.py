@@ -11,9 +11,14 @@ returned the todo; the last answered is when the last agent that was rung in the
 its claim_next answer. Rounds of every configuration are interleaved; a probe client's
 get_todo round trip is timed in the same rounds. --margin sets the server's
 SWITCHBOARD_DOORBELL_RING_MARGIN (a huge one rings every agent, as before the budget).
+--processes runs that many server processes on the one database and spreads each
+configuration's agents over them in turn (the probe on the first): a process rings its own
+doorways, so each process rings 1 + margin of the agents it holds, and the todo's
+notification reaches each process through its own LISTEN connection.
 
     python bench/wakeup.py                                 # 1, 10 and 100 agents, 30 rounds each
     python bench/wakeup.py --agents 1 10 --rounds 10 --generations modern
+    python bench/wakeup.py --agents 100 --processes 1 2 4 --generations modern
 """
 
 from __future__ import annotations
@@ -151,8 +156,8 @@ class Agent:
 
 
 class Config:
-    def __init__(self, generation: str, agents: int):
-        self.generation, self.agents = generation, agents
+    def __init__(self, generation: str, agents: int, processes: int = 1):
+        self.generation, self.agents, self.processes = generation, agents, processes
         self.current: Round | None = None
         self.rounds: list[Round] = []
         self.get_ms: list[float] = []
@@ -174,9 +179,10 @@ async def run(args) -> list[Config]:
         pool = await open_pool(url, min_size=1, max_size=4)
         store = st.Store(pool, Settings())
         user = await store.user_insert("bench", "not-a-real-hash")
-        with server(url, args.margin) as port:
+        with contextlib.ExitStack() as servers:
+            ports = [servers.enter_context(server(url, args.margin)) for _ in range(max(args.processes))]
             for generation in args.generations:
-                batch = [Config(generation, n) for n in args.agents]
+                batch = [Config(generation, n, p) for n in args.agents for p in args.processes]
                 configs += batch
                 async with contextlib.AsyncExitStack() as stack:
                     agents_of: dict[Config, st.Agent] = {}
@@ -186,15 +192,15 @@ async def run(args) -> list[Config]:
                                                              queues=[queue], scope=list(vocabulary.VERBS))
                         agents_of[config] = await store.endpoint_authenticate(token)
                         config.queue = queue
-                        for _ in range(config.agents):
-                            await Agent(config, port, token, generation).open(stack)
-                        config.probe = await Probe.open(stack, port, token)
+                        for i in range(config.agents):
+                            await Agent(config, ports[i % config.processes], token, generation).open(stack)
+                        config.probe = await Probe.open(stack, ports[0], token)
                     await asyncio.sleep(1.0)  # every listen stream and GET stream is open
                     for r in range(args.rounds):
                         for config in batch[r % len(batch):] + batch[:r % len(batch)]:
                             await one_round(store, agents_of[config], config)
                     print(f"  {generation}: {args.rounds} rounds of " + ", ".join(
-                        f"{c.agents} agents" for c in batch) + " done", flush=True)
+                        f"{c.agents} agents on {c.processes} process(es)" for c in batch) + " done", flush=True)
         await pool.close()
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
@@ -247,6 +253,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--agents", type=int, nargs="+", default=[1, 10, 100])
     ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--processes", type=int, nargs="+", default=[1], help="server processes the agents spread over")
     ap.add_argument("--generations", nargs="+", choices=["modern", "legacy"], default=["modern", "legacy"])
     ap.add_argument("--margin", type=int, default=Settings().doorbell_ring_margin,
                     help="the server's SWITCHBOARD_DOORBELL_RING_MARGIN (default: the shipped one)")
@@ -255,7 +262,7 @@ def main() -> None:
     print()
     print(f"add_todo -> ring -> claim_next, {args.rounds} rounds per configuration, interleaved; ring margin "
           f"{args.margin}; ms")
-    head = (f"{'generation':<10} {'agents':>6} | {'winner p50':>10} {'p99':>7} | {'last p50':>8} {'p99':>7} | "
+    head = (f"{'generation':<10} {'agents':>6} {'procs':>5} | {'winner p50':>10} {'p99':>7} | {'last p50':>8} {'p99':>7} | "
             f"{'answered':>8} | {'get_todo p50':>12} {'p99':>7} | {'ratio':>5}")
     print(head)
     print("-" * len(head))
@@ -263,7 +270,7 @@ def main() -> None:
         won = [(r.won - r.started) * 1000 for r in c.rounds]
         last = [(max(r.answered) - r.started) * 1000 for r in c.rounds]
         answered = sum(len(r.answered) for r in c.rounds) / max(1, len(c.rounds))
-        print(f"{c.generation:<10} {c.agents:>6} | {pct(won, .5):>10.1f} {pct(won, .99):>7.1f} | "
+        print(f"{c.generation:<10} {c.agents:>6} {c.processes:>5} | {pct(won, .5):>10.1f} {pct(won, .99):>7.1f} | "
               f"{pct(last, .5):>8.1f} {pct(last, .99):>7.1f} | {answered:>8.1f} | {pct(c.get_ms, .5):>12.1f} "
               f"{pct(c.get_ms, .99):>7.1f} | {pct(won, .99) / pct(c.get_ms, .99):>5.2f}")
     print("answered: claim_next calls per round; ratio: the winner's p99 over get_todo's p99 (the goal: at most 3 "

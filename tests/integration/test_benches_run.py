@@ -21,7 +21,7 @@ SMALLEST = {
     "million.py": ["--small", "100", "--big", "1000", "--attempts", "2", "--old", "500", "--pending", "3000",
                    "--rounds", "1", "--seconds", "0.3", "--requests", "3", "--workers", "2"],
     "peers.py": ["--concurrency", "2", "--rounds", "1", "--seconds", "0.3", "--jobs", "15000"],
-    "wakeup.py": ["--agents", "1", "2", "--rounds", "2", "--generations", "modern"],
+    "wakeup.py": ["--agents", "1", "2", "--rounds", "2", "--generations", "modern", "--processes", "1", "2"],
     "processes.py": ["--processes", "1", "2", "--clients", "2", "--slices", "1", "--seconds", "0.3",
                      "--backlog", "3000"],
 }
