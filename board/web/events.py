@@ -56,6 +56,46 @@ RETRY_MS = 1000
 log = logging.getLogger("switchboard.live")
 
 
+class Encoded:
+    """A read's fragments shared by many streams, turned into an event's data once: a
+    thousand streams of one human send one JSON text, not a thousand encodings of it."""
+
+    __slots__ = ("data", "_text")
+
+    def __init__(self, data: dict):
+        self.data = data
+        self._text: str | None = None
+
+    def message(self, event: str) -> ServerSentEventMessage:
+        if self._text is None:
+            self._text = json.dumps(self.data, separators=(",", ":"))
+        return ServerSentEventMessage(event=event, data=self._text)
+
+
+async def encoded(read) -> Encoded:
+    return Encoded(await read)
+
+
+class OverviewRenders:
+    """The overview's fragment per (overview read, CSRF token, back link), shared by the
+    streams that show the same read with the same form token: rendered once, not per stream."""
+
+    def __init__(self, size: int = 256):
+        self.size = size
+        self._entries: OrderedDict[tuple, tuple[object, Encoded]] = OrderedDict()
+
+    def get(self, data, csrf: str, back: str) -> Encoded:
+        key = (id(data), csrf, back)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] is data:  # the same read, not a reused id
+            return entry[1]
+        out = Encoded({"overview": render_overview(data, csrf=csrf, back=back)})
+        self._entries[key] = (data, out)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+        return out
+
+
 class SharedReads:
     """One store read and rendering per (notification, human, watched todo, CSRF token),
     shared by every stream that needs it. Bounded; entries die with their notification."""
@@ -69,7 +109,7 @@ class SharedReads:
         entry = self._entries.get(full)
         if entry is not None and entry[0] is event:  # the same notification, not a reused id
             return entry[1]
-        fut = shared_future(make(), log, "a live update's read", (Unavailable,))
+        fut = shared_future(encoded(make()), log, "a live update's read", (Unavailable,))
         self._entries[full] = (event, fut)
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)
@@ -93,7 +133,7 @@ class SnapshotReads:
         if entry is not None and entry[0] >= since:
             return entry[1]
         begun = time.monotonic()  # before the read starts: the entry never claims a later start
-        fut = shared_future(make(), log, "a stream's snapshot", (Unavailable,))
+        fut = shared_future(encoded(make()), log, "a stream's snapshot", (Unavailable,))
         self._entries[key] = (begun, fut)
         if len(self._entries) > self.size:  # bound memory: forget the snapshots already taken
             for k in [k for k, (_, f) in self._entries.items() if f.done()]:
@@ -107,6 +147,10 @@ def _snapshots(app) -> SnapshotReads:
 
 def _shared(app) -> SharedReads:
     return app_single(app, "board_live_reads", SharedReads)
+
+
+def _overview_renders(app) -> OverviewRenders:
+    return app_single(app, "board_overview_renders", OverviewRenders)
 
 
 def message(event: str, data: dict) -> ServerSentEventMessage:
@@ -180,6 +224,7 @@ async def events(request: Request) -> ServerSentEvent:
 
     overviews = overview_reads(request.app)
     snapshots = _snapshots(request.app)
+    renders = _overview_renders(request.app)
     window = chart_window_of(request)
     back = "/" + filters.query()
 
@@ -199,8 +244,8 @@ async def events(request: Request) -> ServerSentEvent:
             # Subscribed, and this human's transitions notifying (presence), before the
             # snapshot: nothing committed in between is missed.
             first = await asyncio.shield(first_snapshot(watching))
-            yield message("snapshot", first)
-            if first.get("gone"):
+            yield first.message("snapshot")
+            if first.data.get("gone"):
                 watching = None  # absent, or not this human's: nothing more to watch
             loop = asyncio.get_running_loop()
             refresh_at = loop.time() + WATCH_REFRESH_SECONDS
@@ -212,7 +257,7 @@ async def events(request: Request) -> ServerSentEvent:
                 if overview.due(now):  # checked first, so a stream of events cannot hold it off
                     overview.sent(now)
                     data = await asyncio.shield(overviews.get(store, human, window))
-                    yield message("overview", {"overview": render_overview(data, csrf=csrf, back=back)})
+                    yield renders.get(data, csrf, back).message("overview")
                     continue
                 wait = min(refresh_at if watching else now + PING_SECONDS, overview.at) - now
                 try:
@@ -232,7 +277,7 @@ async def events(request: Request) -> ServerSentEvent:
                 if event.get("kind") == "shutdown":
                     return  # the server is stopping: end the stream; the browser reconnects
                 if event.get("kind") == "resync":
-                    yield message("snapshot", await asyncio.shield(first_snapshot(watching)))
+                    yield (await asyncio.shield(first_snapshot(watching))).message("snapshot")
                     overview.sent(loop.time())
                     continue
                 if event.get("kind") in QUEUE_KINDS:
@@ -251,7 +296,7 @@ async def events(request: Request) -> ServerSentEvent:
                     refresh_at = loop.time() + WATCH_REFRESH_SECONDS
                 fut = shared.get(event, (human.user_id, row_key, is_watched, csrf if is_watched else None),
                                  lambda: render_todo(store, human, todo_id, filters, is_watched, csrf))
-                yield message("todo", await asyncio.shield(fut))
+                yield (await asyncio.shield(fut)).message("todo")
 
     return ServerSentEvent(stream(), retry_duration=RETRY_MS, headers={"cache-control": "no-store",
                                                                         "x-accel-buffering": "no"})

@@ -14,9 +14,9 @@ import pytest
 from board.errors import Unavailable
 from board.store import store as st
 from board.store.db import open_pool
-from board.web.events import SharedReads, SnapshotReads
+from board.web.events import OverviewRenders, SharedReads, SnapshotReads
 from board.web.overview import OverviewReads
-from tests.conftest import make_user
+from tests.conftest import make_agent, make_user
 
 
 @pytest.fixture
@@ -111,9 +111,11 @@ async def test_streams_of_a_session_connecting_together_share_one_snapshot_but_n
     assert all(f is first for f in together)
     other_view = snapshots.get((1, "state=done", None, "csrf", "hour"), subscribed, lambda: read(3))
     assert other_view is not first
-    assert (await first)["rows"] == "snapshot 1"
+    assert (await first).data["rows"] == "snapshot 1"
+    # Encoded for the wire once, whichever of the streams sends it first.
+    assert (await first).message("snapshot").data is (await together[-1]).message("snapshot").data
     later = snapshots.get(key, time.monotonic(), lambda: read(4))  # subscribed after the first began
-    assert later is not first and (await later)["rows"] == "snapshot 4"
+    assert later is not first and (await later).data["rows"] == "snapshot 4"
     await other_view
     assert made == [1, 3, 4]
 
@@ -139,3 +141,19 @@ async def test_a_burst_of_one_humans_requests_shares_one_read_of_the_user_in_fli
     assert state.user_reads == {}
     await state.user(Counting(), human.user_id)
     assert reads == [human.user_id, human.user_id]
+
+
+async def test_streams_showing_one_overview_read_with_one_form_token_share_its_rendering(store):
+    """A change the overview shows reaches every stream of the human: the fragment is
+    rendered once per form token and back link, and a newer read renders anew."""
+    human = await make_user(store, "ov")
+    await store.todo_add(await make_agent(store, user=human), queue="q", title="shown")
+    reads, renders = OverviewReads(), OverviewRenders()
+    data = await reads.get(store, human)
+    first = renders.get(data, "csrf-a", "/")
+    assert renders.get(data, "csrf-a", "/") is first
+    assert renders.get(data, "csrf-b", "/") is not first  # another session's token is in the form
+    assert 'name="csrf_token" value="csrf-a"' in first.data["overview"]
+    reads.forget(human.user_id)
+    newer = await reads.get(store, human)
+    assert newer is not data and renders.get(newer, "csrf-a", "/") is not first
