@@ -114,7 +114,10 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
             store.observers.append(metrics.observe)
             fanout = Fanout(listen_url_of(settings, url))
             store.pauses = PauseCache(store, fanout)
-            fanout.presence = Presence(store, fanout)
+            # Presence writes on a connection of its own: a burst of requests queued on the
+            # pool cannot hold back the registration every new listener waits on.
+            presence_pool = await open_pool(url, min_size=1, max_size=1, wait_seconds=settings.db_wait_seconds)
+            fanout.presence = Presence(Store(presence_pool, settings), fanout)
             await fanout.start()
             fanout.presence.start()
             sweeps = Sweeps(store, settings)
@@ -138,6 +141,7 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
                 await sweeps.stop()
                 await fanout.presence.stop()
                 await fanout.stop()
+                await presence_pool.close()
                 await pool.close()
         finally:
             if owned_embedded is not None and embedded is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Iterable
 
 
@@ -46,3 +47,53 @@ def shared_future(coro, log: logging.Logger, what: str, expected: tuple[type[Bas
 
     fut.add_done_callback(taken)
     return fut
+
+
+class FreshReads:
+    """Reads shared by callers that each need one begun at or after a moment of their own
+    (a live stream's subscription): a caller shares the read in flight if it began late
+    enough, else the next read of its key, which begins once the one in flight has ended
+    and is shared by every caller that comes meanwhile. So a burst of callers makes one
+    read per key at a time, not one per caller, and none shares a read begun before it
+    asked."""
+
+    def __init__(self, log: logging.Logger, what: str, expected: tuple[type[BaseException], ...] = (),
+                 size: int = 1024):
+        self.log, self.what, self.expected, self.size = log, what, expected, size
+        self._begun: dict = {}  # key -> (when it began, its future)
+        self._next: dict = {}  # key -> the read that begins when the one in flight ends
+
+    def get(self, key, since: float, make) -> asyncio.Future:
+        """The shared read for key begun at or after `since` (a time.monotonic() reading),
+        made by make() (a coroutine function) when none is."""
+        entry = self._begun.get(key)
+        if entry is not None and entry[0] >= since:
+            return entry[1]
+        waiting = self._next.get(key)
+        if waiting is not None:
+            return waiting
+        prior = entry[1] if entry is not None and not entry[1].done() else None
+        begun = time.monotonic()  # before the read starts: the entry never claims a later start
+        fut = shared_future(self._read(key, prior, make), self.log, self.what, self.expected)
+        if prior is None:
+            self._begun[key] = (begun, fut)
+        else:
+            self._next[key] = fut
+        if len(self._begun) > self.size:  # bound memory: forget the reads already done
+            for k in [k for k, (_, f) in self._begun.items() if f.done()]:
+                del self._begun[k]
+        return fut
+
+    async def _read(self, key, prior: asyncio.Future | None, make):
+        if prior is not None:
+            await asyncio.wait([prior])  # its outcome is its own callers'
+            me = asyncio.current_task()
+            if self._next.get(key) is me:  # begins now; later callers that need it may share it
+                del self._next[key]
+                self._begun[key] = (time.monotonic(), me)
+        return await make()
+
+    def forget(self, key) -> None:
+        """The next caller reads anew (what the key's reads show has changed)."""
+        self._begun.pop(key, None)
+        self._next.pop(key, None)

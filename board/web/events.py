@@ -29,9 +29,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 import time
 from collections import OrderedDict
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import AsyncIterator
 
 from litestar import Request, get
@@ -40,7 +41,7 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 from board.errors import Invalid, NotFound, Unavailable
 from board.store.store import Human, call_deadline, deadline_after
 from board.store.vocabulary import QUEUE_KINDS
-from board.tasks import shared_future
+from board.tasks import FreshReads, shared_future
 from board.web.context import ATTEMPTS_SHOWN, Filters, app_single, require_human, runtime, web_state
 from board.web.overview import RefreshSchedule, chart_window_of, overview_reads, render_overview
 from board.web.view import render
@@ -56,20 +57,44 @@ RETRY_MS = 1000
 log = logging.getLogger("switchboard.live")
 
 
-class Encoded:
-    """A read's fragments shared by many streams, turned into an event's data once: a
-    thousand streams of one human send one JSON text, not a thousand encodings of it."""
+@dataclass
+class FramedMessage(ServerSentEventMessage):
+    """An event already encoded for the wire: sent as it is by every stream it goes to."""
 
-    __slots__ = ("data", "_text")
+    frame: bytes = b""
+
+    def encode(self) -> bytes:
+        return self.frame
+
+
+# Stands for a session's CSRF token in a drawer rendered once for all of a human's
+# sessions; each stream's frame carries its own token in its place. Random per process, so
+# no todo's text can contain it.
+CSRF_SLOT = secrets.token_hex(16)
+
+
+class Encoded:
+    """A read's fragments shared by many streams, turned into an event once: a thousand
+    streams of one human send one encoded frame per session, not a thousand encodings."""
+
+    __slots__ = ("data", "_text", "_frames")
 
     def __init__(self, data: dict):
         self.data = data
         self._text: str | None = None
+        self._frames: dict[tuple[str, str | None], FramedMessage] = {}
 
-    def message(self, event: str) -> ServerSentEventMessage:
-        if self._text is None:
-            self._text = json.dumps(self.data, separators=(",", ":"))
-        return ServerSentEventMessage(event=event, data=self._text)
+    def message(self, event: str, csrf: str | None = None) -> ServerSentEventMessage:
+        """The event's frame; with csrf, the CSRF_SLOT in it replaced by that token."""
+        framed = self._frames.get((event, csrf))
+        if framed is None:
+            if self._text is None:
+                self._text = json.dumps(self.data, separators=(",", ":"))
+            text = self._text if csrf is None else self._text.replace(CSRF_SLOT, csrf)
+            framed = FramedMessage(frame=ServerSentEventMessage(event=event, data=text).encode())
+            if len(self._frames) < 256:  # a human's sessions; past that, framed per stream
+                self._frames[(event, csrf)] = framed
+        return framed
 
 
 async def encoded(read) -> Encoded:
@@ -97,8 +122,9 @@ class OverviewRenders:
 
 
 class SharedReads:
-    """One store read and rendering per (notification, human, watched todo, CSRF token),
-    shared by every stream that needs it. Bounded; entries die with their notification."""
+    """One store read and rendering per (notification, human, filters, watched todo),
+    shared by every stream that needs it (a drawer's CSRF token is put in per session, see
+    CSRF_SLOT). Bounded; entries die with their notification."""
 
     def __init__(self, size: int = 512):
         self.size = size
@@ -119,26 +145,17 @@ class SharedReads:
 class SnapshotReads:
     """A stream's first snapshot, shared by the streams of one session and view that
     subscribed before it began: a burst of connections (a restart's reconnects, many tabs)
-    makes one read and rendering per session and view, not one per stream. A stream never
-    takes a snapshot begun before it subscribed, so it misses nothing it will not be told of."""
+    makes one read and rendering per session and view at a time, not one per stream. A
+    stream never takes a snapshot begun before it subscribed, so it misses nothing it will
+    not be told of."""
 
     def __init__(self, size: int = 1024):
-        self.size = size
-        self._entries: dict[tuple, tuple[float, asyncio.Future]] = {}
+        self._reads = FreshReads(log, "a stream's snapshot", (Unavailable,), size)
 
     def get(self, key: tuple, since: float, make) -> asyncio.Future:
         """The shared snapshot for key begun at or after `since` (a time.monotonic() reading
-        taken once the stream had subscribed), else a new one from make()."""
-        entry = self._entries.get(key)
-        if entry is not None and entry[0] >= since:
-            return entry[1]
-        begun = time.monotonic()  # before the read starts: the entry never claims a later start
-        fut = shared_future(encoded(make()), log, "a stream's snapshot", (Unavailable,))
-        self._entries[key] = (begun, fut)
-        if len(self._entries) > self.size:  # bound memory: forget the snapshots already taken
-            for k in [k for k, (_, f) in self._entries.items() if f.done()]:
-                del self._entries[k]
-        return fut
+        taken once the stream had subscribed), else the next one, from make()."""
+        return self._reads.get(key, since, lambda: encoded(make()))
 
 
 def _snapshots(app) -> SnapshotReads:
@@ -294,9 +311,9 @@ async def events(request: Request) -> ServerSentEvent:
                 is_watched = todo_id == watching
                 if is_watched:
                     refresh_at = loop.time() + WATCH_REFRESH_SECONDS
-                fut = shared.get(event, (human.user_id, row_key, is_watched, csrf if is_watched else None),
-                                 lambda: render_todo(store, human, todo_id, filters, is_watched, csrf))
-                yield (await asyncio.shield(fut)).message("todo")
+                fut = shared.get(event, (human.user_id, row_key, is_watched),
+                                 lambda: render_todo(store, human, todo_id, filters, is_watched, CSRF_SLOT))
+                yield (await asyncio.shield(fut)).message("todo", csrf if is_watched else None)
 
     return ServerSentEvent(stream(), retry_duration=RETRY_MS, headers={"cache-control": "no-store",
                                                                         "x-accel-buffering": "no"})

@@ -20,7 +20,7 @@ from typing import Any
 
 from board.errors import Unavailable
 from board.store.store import Human
-from board.tasks import shared_future
+from board.tasks import FreshReads
 from board.web.context import Filters, app_single
 from board.web.view import render
 
@@ -197,29 +197,23 @@ class OverviewReads:
 
     def __init__(self, max_age: float = OVERVIEW_MIN_SECONDS / 2):
         self.max_age = max_age
-        self._entries: dict[tuple[int, str], tuple[float, asyncio.Future]] = {}
+        self._reads = FreshReads(log, "the overview's read", (Unavailable,))
 
     def get(self, store, human: Human, window: ChartWindow = WINDOWS[DEFAULT_WINDOW], *,
             since: float | None = None) -> asyncio.Future:
         """The shared read; with `since` (a time.monotonic() reading), only a read that started
         at or after it: a stream that subscribed at `since` may share a read begun after its
         subscription (whose snapshot misses nothing it will not be told of), never one before.
-        So streams connecting together share one read."""
-        now = time.monotonic()
-        key = (human.user_id, window.key)
-        entry = self._entries.get(key)
-        if entry is not None and (entry[0] >= since if since is not None else now - entry[0] < self.max_age):
-            return entry[1]
-        fut = shared_future(overview_data(store, human, window=window), log, "the overview's read", (Unavailable,))
-        self._entries[key] = (now, fut)
-        if len(self._entries) > 1024:  # bound memory: forget stale humans
-            for k in [k for k, (at, _) in self._entries.items() if now - at >= self.max_age]:
-                del self._entries[k]
-        return fut
+        Without it, a read begun within max_age. So streams connecting together share reads,
+        one at a time per human and window."""
+        if since is None:
+            since = time.monotonic() - self.max_age
+        return self._reads.get((human.user_id, window.key), since,
+                               lambda: overview_data(store, human, window=window))
 
     def forget(self, user_id: int) -> None:
         for window in WINDOWS:
-            self._entries.pop((user_id, window), None)
+            self._reads.forget((user_id, window))
 
 
 def overview_reads(app) -> OverviewReads:

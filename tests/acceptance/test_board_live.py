@@ -9,7 +9,7 @@ import contextlib
 import json
 
 from board.live.fanout import RESYNC
-from tests.acceptance.test_board_auth import client_for, make_human, sign_in
+from tests.acceptance.test_board_auth import client_for, csrf_of, make_human, sign_in
 from tests.conftest import make_agent
 
 TIMEOUT = 10
@@ -176,3 +176,26 @@ async def test_an_open_drawer_is_re_read_so_liveness_moves_on_without_a_notifica
             assert "liveness-live" in stream.snapshot["drawer"]
             data = await stream.next_todo(todo["id"], timeout=3)  # nothing was committed meanwhile
             assert "liveness-live" in data["drawer"] and data["matches"] is True
+
+
+async def test_two_sessions_watching_one_drawer_each_get_its_forms_with_their_own_csrf_token(live_server):
+    """The drawer a change renders is shared by every session of the human watching it; each
+    stream's copy carries its own session's form token, so its buttons post and the other
+    session's token never reaches it."""
+    store = live_server.store
+    ada = await make_human(store, "ada")
+    agent = await make_agent(store, user=ada)
+    todo = await store.todo_add(agent, queue="q", title="watched twice")
+    async with client_for(live_server) as a, client_for(live_server) as b:
+        token_a, token_b = await sign_in(a, "ada"), await sign_in(b, "ada")
+        assert token_a != token_b
+        async with open_stream(a, f"?todo={todo['id']}") as sa, open_stream(b, f"?todo={todo['id']}") as sb:
+            await store.todo_claim(agent, todo["id"])
+            got_a, got_b = await sa.next_todo(todo["id"]), await sb.next_todo(todo["id"])
+        for got, mine, theirs in ((got_a, token_a, token_b), (got_b, token_b, token_a)):
+            assert f'name="csrf_token" value="{mine}"' in got["drawer"]
+            assert theirs not in got["drawer"] and "csrf_token\" value=\"\"" not in got["drawer"]
+        # The token posts: the drawer's form works from the live copy.
+        r = await a.post(f"/todos/{todo['id']}/cancel", data={"csrf_token": csrf_of(got_a["drawer"])})
+        assert r.status_code == 303, r.text
+        assert (await store.todo_get(ada, todo["id"]))["state"] == "canceled"

@@ -113,7 +113,8 @@ async def test_streams_of_a_session_connecting_together_share_one_snapshot_but_n
     assert other_view is not first
     assert (await first).data["rows"] == "snapshot 1"
     # Encoded for the wire once, whichever of the streams sends it first.
-    assert (await first).message("snapshot").data is (await together[-1]).message("snapshot").data
+    assert (await first).message("snapshot") is (await together[-1]).message("snapshot")
+    assert (await first).message("snapshot").encode().startswith(b"event: snapshot\r\ndata: {")
     later = snapshots.get(key, time.monotonic(), lambda: read(4))  # subscribed after the first began
     assert later is not first and (await later).data["rows"] == "snapshot 4"
     await other_view
@@ -157,3 +158,32 @@ async def test_streams_showing_one_overview_read_with_one_form_token_share_its_r
     reads.forget(human.user_id)
     newer = await reads.get(store, human)
     assert newer is not data and renders.get(newer, "csrf-a", "/") is not first
+
+
+async def test_streams_subscribing_while_a_snapshot_is_read_share_the_next_one_which_begins_after_it():
+    """A burst that trickles in (a thousand streams accepted over seconds) reads once per
+    session and view at a time: each late stream needs a read begun after it subscribed,
+    and they all share the one that begins when the read in flight ends."""
+    snapshots = SnapshotReads()
+    made, began = [], {}
+    release = asyncio.Event()
+
+    async def read(n: int) -> dict:
+        made.append(n)
+        began[n] = time.monotonic()
+        if n == 1:
+            await release.wait()
+        return {"rows": f"snapshot {n}"}
+
+    key = (1, "", None, "csrf", "hour")
+    first = snapshots.get(key, time.monotonic(), lambda: read(1))
+    await asyncio.sleep(0.01)  # the first read is in flight
+    late = []
+    for n in range(50):
+        late.append((time.monotonic(), snapshots.get(key, time.monotonic(), lambda n=n: read(2 + n))))
+    assert all(f is late[0][1] for _, f in late) and late[0][1] is not first
+    release.set()
+    assert (await late[-1][1]).data["rows"] == "snapshot 2"
+    assert made == [1, 2]
+    assert began[2] >= max(subscribed for subscribed, _ in late)  # never begun before a sharer subscribed
+    await first
