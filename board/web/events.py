@@ -170,6 +170,22 @@ def _overview_renders(app) -> OverviewRenders:
     return app_single(app, "board_overview_renders", OverviewRenders)
 
 
+async def next_event(sub, wait: float) -> dict | None:
+    """The stream's next fan-out event, or None after `wait` seconds. A timeout scope, not
+    asyncio.wait_for, which makes a task for every event of every stream on this Python."""
+    try:
+        async with asyncio.timeout(wait):
+            return await sub.get()
+    except TimeoutError:
+        return None
+
+
+async def shared_result(fut: asyncio.Future):
+    """A shared read's result: at once when it is done (the thousandth stream of a change
+    finds it so), else awaited without cancelling it for the others."""
+    return fut.result() if fut.done() else await asyncio.shield(fut)
+
+
 def message(event: str, data: dict) -> ServerSentEventMessage:
     return ServerSentEventMessage(event=event, data=json.dumps(data, separators=(",", ":")))
 
@@ -277,9 +293,8 @@ async def events(request: Request) -> ServerSentEvent:
                     yield renders.get(data, csrf, back).message("overview")
                     continue
                 wait = min(refresh_at if watching else now + PING_SECONDS, overview.at) - now
-                try:
-                    event = await asyncio.wait_for(sub.get(), timeout=max(0.0, wait))
-                except asyncio.TimeoutError:
+                event = await next_event(sub, max(0.0, wait))
+                if event is None:
                     if overview.due(loop.time()):
                         continue
                     elif watching:
@@ -313,7 +328,7 @@ async def events(request: Request) -> ServerSentEvent:
                     refresh_at = loop.time() + WATCH_REFRESH_SECONDS
                 fut = shared.get(event, (human.user_id, row_key, is_watched),
                                  lambda: render_todo(store, human, todo_id, filters, is_watched, CSRF_SLOT))
-                yield (await asyncio.shield(fut)).message("todo", csrf if is_watched else None)
+                yield (await shared_result(fut)).message("todo", csrf if is_watched else None)
 
     return ServerSentEvent(stream(), retry_duration=RETRY_MS, headers={"cache-control": "no-store",
                                                                         "x-accel-buffering": "no"})
