@@ -26,6 +26,7 @@ import asyncio
 import json
 import os
 import re
+import resource
 import secrets
 import shutil
 import socket
@@ -93,6 +94,12 @@ class Subscriber:
                         self.changed.set()
                 elif line == "":
                     event = None
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far (user + system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def sign_in(base: str) -> httpx.AsyncClient:
@@ -175,6 +182,7 @@ async def bench(args) -> int:
         latencies: list[float] = []
         statement: list[float] = []
         missing = 0
+        cpu_before = [cpu_seconds(p.pid) for p in procs], resource.getrusage(resource.RUSAGE_SELF)
         for i in range(args.transitions):
             for s in subscribers:
                 s.changed.clear()
@@ -202,6 +210,9 @@ async def bench(args) -> int:
                     missing += 1
                     s.arrivals.extend([float("nan")] * (expected - len(s.arrivals)))
 
+        servers_cpu = sum(cpu_seconds(p.pid) for p in procs) - sum(cpu_before[0])
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        client_cpu = (after.ru_utime + after.ru_stime) - (cpu_before[1].ru_utime + cpu_before[1].ru_stime)
         ms = [x * 1000 for x in latencies]
         print(f"live_latency: {args.subscribers} concurrent SSE subscribers ({args.watchers} with the drawer open, "
               f"{args.sessions} sessions of one human) on {args.processes} process(es), {args.transitions} transitions, "
@@ -209,6 +220,9 @@ async def bench(args) -> int:
         print(f"  commit -> fragment latency (ms): p50 {percentile(ms, 50):.1f}  p90 {percentile(ms, 90):.1f}  "
               f"p99 {percentile(ms, 99):.1f}  max {max(ms):.1f}  mean {statistics.fmean(ms):.1f}")
         print(f"  the committing store call itself (ms): p50 {percentile([x * 1000 for x in statement], 50):.1f}")
+        print(f"  CPU per transition: the server(s) {servers_cpu / args.transitions * 1000:.1f} ms "
+              f"({servers_cpu / args.transitions / args.subscribers * 1e6:.0f} us a stream), this bench's "
+              f"{args.subscribers} SSE clients {client_cpu / args.transitions * 1000:.1f} ms")
         return 1 if missing else 0
     finally:
         for s in subscribers:
