@@ -75,6 +75,10 @@ class Metrics:
             "switchboard_question_answer_seconds", "Seconds from an agent's question to its first answer, by queue.",
             ["queue"], registry=r, buckets=QUESTION_ANSWER_BUCKETS)
         self.sse_subscribers = Gauge("switchboard_sse_subscribers", "Open Board live-update streams.", registry=r)
+        self.watched_humans = Gauge(
+            "switchboard_watched_humans",
+            "Humans this process has a live listener for (a Board stream, an MCP doorway): their transitions notify.",
+            registry=r)
         self.queue_paused = Gauge(
             "switchboard_queue_paused", "Owners who have paused the queue (0: live for everyone), read at scrape time.",
             ["queue"], registry=r)
@@ -154,6 +158,7 @@ class Metrics:
                                     media_type="text/plain", headers={"WWW-Authenticate": "Bearer"})
             runtime = request.app.state.runtime
             metrics.sse_subscribers.set(runtime.fanout.subscriber_count)
+            metrics.watched_humans.set(len(runtime.fanout.presence.held()))
             try:
                 body = await metrics.render(runtime.store)
             except Unavailable as err:  # the todo gauges need the database

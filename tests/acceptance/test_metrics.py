@@ -177,3 +177,18 @@ async def test_questions_are_counted_waiting_for_a_person_and_timed_to_their_fir
     await store.todo_resume(agent, asked["id"])
     resumed = await scrape(live_server.url)
     assert value(resumed, "switchboard_todos_waiting_for_person", queue="ops") == 1
+
+
+async def test_an_open_board_stream_shows_as_a_subscriber_and_its_human_as_watched(live_server):
+    from tests.acceptance.test_board_auth import client_for, make_human, sign_in
+    from tests.acceptance.test_board_live import open_stream
+
+    ada = await make_human(live_server.store, "ada")
+    before = await scrape(live_server.url)
+    assert value(before, "switchboard_watched_humans") == 0
+    async with client_for(live_server) as browser:
+        await sign_in(browser, ada.username)
+        async with open_stream(browser), open_stream(browser):  # two tabs, one human
+            during = await scrape(live_server.url)
+    assert value(during, "switchboard_watched_humans") == 1
+    assert value(during, "switchboard_sse_subscribers") == value(before, "switchboard_sse_subscribers") + 2
