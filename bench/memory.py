@@ -8,9 +8,10 @@
                  the response stream held open, acknowledged), the sessionless generation's
                  idle agent
 
-One real server (`python -m board serve`) on its own database; the clients are raw
-asyncio connections in this process, so the client's memory is not counted. For each kind,
-in turn: warm up (50 opened and closed, so what the first connection of a kind loads is not
+One real server (`python -m board serve`) per kind, started afresh on the one database
+(so memory one kind freed is not reused by the next and under-counted); the clients are
+raw asyncio connections in this process, so the client's memory is not counted. For each
+kind: warm up (50 opened and closed, so what the first connection of a kind loads is not
 counted), read the server's memory (PSS and RSS from /proc/PID/smaps_rollup), open N
 connections of the kind, wait until every one is established and then --settle seconds,
 read it again, close them, and wait for the server to let them go. Prints, per kind, the
@@ -216,6 +217,31 @@ async def close_all(kind: str, held: list, port: int, token: str) -> None:
     await asyncio.gather(*(gone(s) for s in sessions))
 
 
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+async def signed_in(base: str) -> str:
+    """Waits for the server, signs the bench's human in; returns the session's cookie header."""
+    async with httpx.AsyncClient(base_url=base, timeout=30) as web:
+        for _ in range(300):
+            with contextlib.suppress(httpx.TransportError):
+                if (await web.get("/login")).status_code == 200:
+                    break
+            await asyncio.sleep(0.1)
+        page = await web.get("/login")
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
+        r = await web.post("/login", data={"username": "bench", "password": PASSWORD, "csrf_token": csrf})
+        if r.status_code != 303:
+            raise RuntimeError(f"sign-in failed: {r.status_code}")
+        return "; ".join(f"{k}={v}" for k, v in web.cookies.items())
+
+
 async def bench(args) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = min(hard, max(soft, args.connections * 2 + 1024))
@@ -245,23 +271,12 @@ async def bench(args) -> None:
         await pool.close()
         env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
         env.update(DATABASE_URL=url, SWITCHBOARD_SECRET_KEY=secrets.token_urlsafe(32),
-                   SWITCHBOARD_RATE_LIMIT_PER_SECOND="0", SWITCHBOARD_LOG_LEVEL="warning")
-        proc = subprocess.Popen([sys.executable, "-m", "board", "serve", "--host", "127.0.0.1", "--port", str(port)],
-                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        base = f"http://127.0.0.1:{port}"
-        async with httpx.AsyncClient(base_url=base, timeout=30) as web:
-            for _ in range(300):
-                with contextlib.suppress(httpx.TransportError):
-                    if (await web.get("/login")).status_code == 200:
-                        break
-                await asyncio.sleep(0.1)
-            page = await web.get("/login")
-            csrf = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
-            r = await web.post("/login", data={"username": "bench", "password": PASSWORD, "csrf_token": csrf})
-            if r.status_code != 303:
-                raise RuntimeError(f"sign-in failed: {r.status_code}")
-            cookie = "; ".join(f"{k}={v}" for k, v in web.cookies.items())
+                   SWITCHBOARD_RATE_LIMIT_PER_SECOND="0")
         for kind in args.kinds:
+            proc = subprocess.Popen([sys.executable, "-m", "board", "serve", "--host", "127.0.0.1", "--port",
+                                     str(port)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            cookie = await signed_in(f"http://127.0.0.1:{port}")
             held = await open_many(kind, 50, port, token, cookie)  # warm-up
             await close_all(kind, held, port, token)
             await asyncio.sleep(args.settle)
@@ -277,20 +292,18 @@ async def bench(args) -> None:
             rows.append((kind, before, after, released, opened))
             print(f"  {kind}: {args.connections} open in {opened:.1f} s, PSS {before[0]:,} -> {after[0]:,} KB",
                   flush=True)
+            stop(proc)
+            proc = None
     finally:
         if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
         if embedded:
             embedded.stop()
     n = args.connections
     print()
-    print(f"one serve process, {n:,} idle connections of each kind held open (after a warm-up of 50), "
+    print(f"a fresh serve process per kind, {n:,} idle connections of the kind held open (after a warm-up of 50), "
           f"memory in KB, settled {args.settle:g} s")
     head = (f"{'kind':<12} | {'PSS before':>10} {'after':>9} | {'per conn':>8} | {'RSS per conn':>12} | "
             f"{'after close':>11} | {'goal':>5}")
