@@ -89,6 +89,29 @@ def _url(admin: str, db: str) -> str:
     return psycopg.conninfo.make_conninfo(**info)
 
 
+@contextlib.contextmanager
+def scratch_database(prefix: str):
+    """A database of its own for one run, on DATABASE_URL's server (it needs CREATE
+    DATABASE), else on an embedded one under ./.switchboard/bench; dropped afterwards, and
+    an embedded server stopped. Yields (its URL, the server's version)."""
+    embedded = None
+    admin = os.environ.get("DATABASE_URL")
+    if not admin:
+        embedded = EmbeddedPostgres(ROOT / ".switchboard" / "bench", database="postgres")
+        admin = embedded.start()
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        version = conn.execute("SHOW server_version").fetchone()[0]
+    try:
+        yield _url(admin, name), version
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        if embedded:
+            embedded.stop()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -323,18 +346,8 @@ async def main() -> None:
     args = ap.parse_args()
     backlog = args.backlog or int(1500 * args.slices * args.seconds) + 1000
 
-    embedded = None
-    admin = os.environ.get("DATABASE_URL")
-    if not admin:
-        embedded = EmbeddedPostgres(ROOT / ".switchboard" / "bench", database="postgres")
-        admin = embedded.start()
-    name = f"bench_mcp_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        version = conn.execute("SHOW server_version").fetchone()[0]
-    url = _url(admin, name)
     results: list[tuple[int, list[Case]]] = []
-    try:
+    with scratch_database("bench_mcp") as (url, version):
         await migrate(url)
         pool = await open_pool(url, min_size=1, max_size=4)
         store = st.Store(pool, Settings())
@@ -382,11 +395,6 @@ async def main() -> None:
                 results.append((clients, cases))
         await run_pool.close()
         await pool.close()
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        if embedded:
-            embedded.stop()
 
     print()
     print(f"claim_next + complete; {args.slices} slices of {args.seconds:g} s per case, interleaved; "

@@ -37,22 +37,19 @@ import secrets
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import httpx
-import psycopg
-from psycopg import sql
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.mcp_roundtrip import _url, free_port  # noqa: E402
+from bench.mcp_roundtrip import free_port, scratch_database  # noqa: E402
 from board.config import Settings  # noqa: E402
 from board.store import store as st  # noqa: E402
 from board.store import vocabulary  # noqa: E402
 from board.store.auth import hash_password  # noqa: E402
-from board.store.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
+from board.store.db import migrate, open_pool  # noqa: E402
 
 PASSWORD = "bench-password-123"
 KINDS = ("sse", "mcp-session", "mcp-get", "listen")
@@ -246,19 +243,11 @@ async def bench(args) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = min(hard, max(soft, args.connections * 2 + 1024))
     resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))  # the server inherits it
-    embedded = None
-    admin = os.environ.get("DATABASE_URL")
-    if not admin:
-        embedded = EmbeddedPostgres(ROOT / ".switchboard" / "bench", database="postgres")
-        admin = embedded.start()
-    name = f"bench_memory_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = _url(admin, name)
     port = free_port()
     proc = None
     rows = []
-    try:
+    with scratch_database("bench_memory") as (url, _), contextlib.ExitStack() as cleanup:
+        cleanup.callback(lambda: proc is not None and stop(proc))
         await migrate(url)
         pool = await open_pool(url, min_size=1, max_size=2)
         store = st.Store(pool, Settings())
@@ -294,13 +283,6 @@ async def bench(args) -> None:
                   flush=True)
             stop(proc)
             proc = None
-    finally:
-        if proc is not None:
-            stop(proc)
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        if embedded:
-            embedded.stop()
     n = args.connections
     print()
     print(f"a fresh serve process per kind, {n:,} idle connections of the kind held open (after a warm-up of 50), "

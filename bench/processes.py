@@ -35,18 +35,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
-from psycopg import sql
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.claim_contention import ratio_interval  # noqa: E402
-from bench.mcp_roundtrip import (PENDING_SQL, RawClient, _url, cpu_seconds, pct, run_slice,  # noqa: E402
-                                 server_process)
+from bench.mcp_roundtrip import (PENDING_SQL, RawClient, cpu_seconds, pct, run_slice,  # noqa: E402
+                                 scratch_database, server_process)
 from board.config import Settings  # noqa: E402
 from board.store import store as st  # noqa: E402
 from board.store import vocabulary  # noqa: E402
-from board.store.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
+from board.store.db import migrate, open_pool  # noqa: E402
 
 
 class Balancer:
@@ -108,18 +107,8 @@ async def main() -> None:
     args = ap.parse_args()
     backlog = args.backlog or int(2000 * args.slices * args.seconds) + 1000
 
-    embedded = None
-    admin = os.environ.get("DATABASE_URL")
-    if not admin:
-        embedded = EmbeddedPostgres(ROOT / ".switchboard" / "bench", database="postgres")
-        admin = embedded.start()
-    name = f"bench_procs_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        version = conn.execute("SHOW server_version").fetchone()[0]
-    url = _url(admin, name)
     results: list[tuple[int, list[Case]]] = []
-    try:
+    with scratch_database("bench_procs") as (url, version):
         await migrate(url)
         pool = await open_pool(url, min_size=1, max_size=4)
         store = st.Store(pool, Settings())
@@ -150,11 +139,6 @@ async def main() -> None:
                     print(f"  {clients} clients: slice {i + 1}/{args.slices} done", flush=True)
                 results.append((clients, cases))
         await pool.close()
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        if embedded:
-            embedded.stop()
 
     print()
     print(f"claim_next + complete over MCP (raw client, 2026-07-28) through a round-robin balancer; "

@@ -33,17 +33,15 @@ import time
 import uuid
 from pathlib import Path
 
-import psycopg
-from psycopg import sql
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.mcp_roundtrip import _url, free_port  # noqa: E402
+from bench.mcp_roundtrip import free_port, scratch_database  # noqa: E402
 from board.config import Settings  # noqa: E402
 from board.store import store as st  # noqa: E402
 from board.store import vocabulary  # noqa: E402
-from board.store.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
+from board.store.db import migrate, open_pool  # noqa: E402
 
 TODOS = "switchboard://todos"
 
@@ -164,17 +162,8 @@ class Config:
 
 
 async def run(args) -> list[Config]:
-    embedded = None
-    admin = os.environ.get("DATABASE_URL")
-    if not admin:
-        embedded = EmbeddedPostgres(ROOT / ".switchboard" / "bench", database="postgres")
-        admin = embedded.start()
-    name = f"bench_wakeup_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = _url(admin, name)
     configs: list[Config] = []
-    try:
+    with scratch_database("bench_wakeup") as (url, _):
         await migrate(url)
         pool = await open_pool(url, min_size=1, max_size=4)
         store = st.Store(pool, Settings())
@@ -202,11 +191,6 @@ async def run(args) -> list[Config]:
                     print(f"  {generation}: {args.rounds} rounds of " + ", ".join(
                         f"{c.agents} agents on {c.processes} process(es)" for c in batch) + " done", flush=True)
         await pool.close()
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        if embedded:
-            embedded.stop()
     return configs
 
 
