@@ -10,7 +10,8 @@ that held watchers' lock at that moment has ended. The statements check watchers
 text, so they lock it while they are planned, before their snapshot: one that checked without
 seeing the row has ended before the listener's snapshot begins, and the snapshot sees its
 change; one that checks later sees the row and notifies. So a listener misses nothing between
-its snapshot and its notifications.
+its snapshot and its notifications. (That order, locks before snapshot, is read committed's,
+which the pool's connections always run at: board/store/db.py.)
 
 One task writes. Each round it records every human held since the last one in one
 statement, waits those transactions out, and marks the humans ready. Every heartbeat it

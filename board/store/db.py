@@ -168,7 +168,10 @@ async def open_pool(url: str, *, min_size: int = 2, max_size: int = 20, wait_sec
         reconnect_timeout=RECONNECT_SECONDS,
         reconnect_failed=_reconnect_failed,
         check=lambda conn: _checked_out(conn, pool_ref[0]),
-        kwargs={"row_factory": dict_row, "autocommit": True, "options": "-c plan_cache_mode=force_generic_plan",
+        # Read committed whatever the server's default: each statement's snapshot is taken
+        # after its locks, which presence's wait-out relies on (board/live/presence.py).
+        kwargs={"row_factory": dict_row, "autocommit": True,
+                "options": r"-c plan_cache_mode=force_generic_plan -c default_transaction_isolation=read\ committed",
                 "connect_timeout": max(1, math.ceil(wait_seconds))},
     )
     pool_ref.append(pool)
