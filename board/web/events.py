@@ -251,6 +251,7 @@ async def events(request: Request) -> ServerSentEvent:
         try:
             async for item in live():
                 yield item
+                del item  # not held while the stream waits for its next event
         except Unavailable:  # a read met the database away: end cleanly; the browser comes back
             yield ServerSentEventMessage(event="unavailable", data=json.dumps({"retry_ms": RETRY_MS}),
                                          retry=RETRY_MS)
@@ -277,8 +278,12 @@ async def events(request: Request) -> ServerSentEvent:
             # Subscribed, and this human's transitions notifying (presence), before the
             # snapshot: nothing committed in between is missed.
             first = await asyncio.shield(first_snapshot(watching))
-            yield first.message("snapshot")
-            if first.data.get("gone"):
+            gone = first.data.get("gone")
+            frame = first.message("snapshot")
+            del first  # an idle stream keeps no snapshot alive (tens of KB each)
+            yield frame
+            del frame
+            if gone:
                 watching = None  # absent, or not this human's: nothing more to watch
             loop = asyncio.get_running_loop()
             refresh_at = loop.time() + WATCH_REFRESH_SECONDS
