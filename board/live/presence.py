@@ -57,7 +57,6 @@ class Presence:
         self._wake = asyncio.Event()
         self._beat_now = False
         self._task: asyncio.Task | None = None
-        self.rounds = 0  # recording rounds run (tests read it)
         if fanout is not None:
             fanout.on_control(self._on_control)
 
@@ -163,7 +162,6 @@ class Presence:
         await self.store.watchers_hold(self.process, users, self.ttl_seconds)
         await self._wait_out()
         self._pending.difference_update(users)
-        self.rounds += 1
         for u in users:
             fut = self._ready.get(u)
             if fut is not None and not fut.done():
