@@ -39,6 +39,7 @@ RECONNECT_MAX_SECONDS = 2.0
 class Subscription:
     queue: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(maxsize=1000))
     overflowed: bool = False
+    stream: bool = True  # a live stream's (counted in subscriber_count), not the process's own consumer's
 
     def put(self, event: dict) -> None:
         if event is SHUTDOWN:  # always delivered, even to a consumer that fell behind
@@ -78,8 +79,8 @@ class Fanout:
         # The process's Presence (board/live/presence.py): the humans its listeners watch.
         self.presence = None
 
-    def subscribe(self) -> Subscription:
-        sub = Subscription()
+    def subscribe(self, *, stream: bool = True) -> Subscription:
+        sub = Subscription(stream=stream)
         self._subs.add(sub)
         if self.closing:  # subscribed after the shutdown announcement: told at once
             sub.put(SHUTDOWN)
@@ -99,8 +100,8 @@ class Fanout:
                 log.exception("a control listener failed on a %s event", event.get("kind"))
 
     @contextlib.asynccontextmanager
-    async def subscription(self) -> AsyncIterator[Subscription]:
-        sub = self.subscribe()
+    async def subscription(self, *, stream: bool = True) -> AsyncIterator[Subscription]:
+        sub = self.subscribe(stream=stream)
         try:
             yield sub
         finally:
@@ -108,7 +109,8 @@ class Fanout:
 
     @property
     def subscriber_count(self) -> int:
-        return len(self._subs)
+        """The live streams subscribed (the doorbell's own consumer is not one)."""
+        return sum(1 for s in self._subs if s.stream)
 
     def publish(self, event: dict) -> None:
         for sub in list(self._subs):
@@ -121,7 +123,7 @@ class Fanout:
     def shutdown(self) -> None:
         """Tell every subscriber the server is stopping (on the loop's thread)."""
         self.closing = True
-        log.info("shutting down: ending %d live stream(s)", len(self._subs))
+        log.info("shutting down: ending %d live stream(s)", self.subscriber_count)
         self.publish(SHUTDOWN)
 
     def shutdown_threadsafe(self) -> None:

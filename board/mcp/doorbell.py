@@ -400,7 +400,7 @@ class Doorbell:
             del self.gate[todo_id]
 
     async def _consume(self) -> None:
-        async with self.fanout.subscription() as sub:
+        async with self.fanout.subscription(stream=False) as sub:
             while True:
                 event = await sub.get()
                 try:
