@@ -194,17 +194,25 @@ async def _checked_out(conn: psycopg.AsyncConnection, pool: AsyncConnectionPool)
     siblings most likely, and the pool checks them all now, so no later caller meets one."""
     if conn.closed or conn.broken:
         raise psycopg.OperationalError("the connection is closed")
-    try:
-        readable = select.select([conn.fileno()], [], [], 0)[0]
-    except (OSError, ValueError):
-        raise psycopg.OperationalError("the connection's socket is gone") from None
-    if not readable:
+    if not _readable(conn):
         return
     try:
         await AsyncConnectionPool.check_connection(conn)
     except psycopg.Error:
         await pool.check()
         raise
+
+
+def _readable(conn: psycopg.AsyncConnection) -> bool:
+    """Whether the connection's socket has something to read (or is gone), without waiting.
+    poll, not select: a server with a thousand open streams gives new connections descriptors
+    past select's limit of 1024."""
+    poller = select.poll()
+    try:
+        poller.register(conn.fileno(), select.POLLIN)
+    except (OSError, ValueError, psycopg.Error):
+        raise psycopg.OperationalError("the connection's socket is gone") from None
+    return bool(poller.poll(0))
 
 
 @contextlib.asynccontextmanager
