@@ -49,31 +49,52 @@ def shared_future(coro, log: logging.Logger, what: str, expected: tuple[type[Bas
     return fut
 
 
+# How long a finished read stays shareable by callers that came after it began, while
+# nothing moved the generation: a reconnect storm's streams share a few reads, and what a
+# read shows that moves with time alone (liveness, the chart's window) is at most this old.
+QUIET_SHARE_SECONDS = 5.0
+
+
 class FreshReads:
-    """Reads shared by callers that each need one begun at or after a moment of their own
-    (a live stream's subscription): a caller shares the read in flight if it began late
-    enough, else the next read of its key, which begins once the one in flight has ended
-    and is shared by every caller that comes meanwhile. So a burst of callers makes one
-    read per key at a time, not one per caller, and none shares a read begun before it
-    asked."""
+    """Reads shared by callers that each need one that misses nothing since a moment of their
+    own (a live stream's subscription): a caller shares the read in flight if it covers that
+    moment, else the next read of its key, which begins once the one in flight has ended and
+    is shared by every caller that comes meanwhile. So a burst of callers makes one read per
+    key at a time, not one per caller, and none shares a read that could miss what it asked.
+
+    Moments are stamps, (time.monotonic(), generation): the generation is a count that moves
+    whenever something a read shows may have changed unseen by a subscriber (the fan-out's,
+    Fanout.generation). A read covers a stamp if it began at or after it, or began at most
+    quiet_seconds before it with no move of the generation in between: whatever committed
+    after such a read's statements is announced after the caller subscribed, so it is told.
+    """
 
     def __init__(self, log: logging.Logger, what: str, expected: tuple[type[BaseException], ...] = (),
-                 size: int = 1024):
+                 size: int = 1024, *, generation=None, quiet_seconds: float = QUIET_SHARE_SECONDS):
         self.log, self.what, self.expected, self.size = log, what, expected, size
-        self._begun: dict = {}  # key -> (when it began, its future)
+        self.generation = generation or (lambda: 0)
+        self.quiet_seconds = quiet_seconds if generation else 0.0  # no generation: begun after, only
+        self._begun: dict = {}  # key -> (the stamp it began at, its future)
         self._next: dict = {}  # key -> the read that begins when the one in flight ends
 
-    def get(self, key, since: float, make) -> asyncio.Future:
-        """The shared read for key begun at or after `since` (a time.monotonic() reading),
-        made by make() (a coroutine function) when none is."""
+    def stamp(self) -> tuple[float, float]:
+        """Now, as a stamp to ask for a read that misses nothing from now on."""
+        return time.monotonic(), self.generation()
+
+    def covers(self, begun: tuple[float, float], since: tuple[float, float]) -> bool:
+        return begun[0] >= since[0] or (begun[1] >= since[1] and since[0] - begun[0] <= self.quiet_seconds)
+
+    def get(self, key, since: tuple[float, float], make) -> asyncio.Future:
+        """The shared read for key that covers `since` (a stamp() taken once the caller had
+        subscribed), made by make() (a coroutine function) when none is."""
         entry = self._begun.get(key)
-        if entry is not None and entry[0] >= since:
+        if entry is not None and self.covers(entry[0], since):
             return entry[1]
         waiting = self._next.get(key)
         if waiting is not None:
             return waiting
         prior = entry[1] if entry is not None and not entry[1].done() else None
-        begun = time.monotonic()  # before the read starts: the entry never claims a later start
+        begun = self.stamp()  # before the read starts: the entry never claims a later start
         fut = shared_future(self._read(key, prior, make), self.log, self.what, self.expected)
         if prior is None:
             self._begun[key] = (begun, fut)
@@ -90,7 +111,7 @@ class FreshReads:
             me = asyncio.current_task()
             if self._next.get(key) is me:  # begins now; later callers that need it may share it
                 del self._next[key]
-                self._begun[key] = (time.monotonic(), me)
+                self._begun[key] = (self.stamp(), me)
         return await make()
 
     def forget(self, key) -> None:

@@ -78,6 +78,10 @@ class Fanout:
         self._loop: asyncio.AbstractEventLoop | None = None
         # The process's Presence (board/live/presence.py): the humans its listeners watch.
         self.presence = None
+        # Moves with every notification received, every event published, and every human
+        # presence records anew: a read begun at an unchanged generation misses nothing a
+        # subscriber of now would not be told of (board/tasks.py's FreshReads).
+        self.generation = 0
 
     def subscribe(self, *, stream: bool = True) -> Subscription:
         sub = Subscription(stream=stream)
@@ -112,7 +116,13 @@ class Fanout:
         """The live streams subscribed (the doorbell's own consumer is not one)."""
         return sum(1 for s in self._subs if s.stream)
 
+    def advance(self) -> None:
+        """Something a snapshot shows may have changed unannounced: reads begun before now
+        are not shared with streams that subscribe from now on."""
+        self.generation += 1
+
     def publish(self, event: dict) -> None:
+        self.generation += 1
         for sub in list(self._subs):
             sub.put(event)
 
@@ -158,6 +168,7 @@ class Fanout:
                     first = False
                     delay = RECONNECT_FIRST_SECONDS
                     async for payload in payloads:
+                        self.generation += 1
                         try:
                             event = json.loads(payload)
                         except ValueError:

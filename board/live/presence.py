@@ -162,6 +162,8 @@ class Presence:
         await self.store.watchers_hold(self.process, users, self.ttl_seconds)
         await self._wait_out()
         self._pending.difference_update(users)
+        if self.fanout is not None:  # their transitions notified nobody until now
+            self.fanout.advance()
         for u in users:
             fut = self._ready.get(u)
             if fut is not None and not fut.done():

@@ -14,9 +14,10 @@ one of their queues is paused or resumed, and every OVERVIEW_IDLE_SECONDS regard
 On connect, and whenever the fan-out asks for a resync (its LISTEN connection came back,
 or this stream fell behind), the stream sends a full snapshot of what the page shows, so a
 reconnecting browser and a reconnecting database both end in a full refresh. Streams that
-connect together (a restart's reconnects, many tabs) share snapshots, but only ones begun
-after they subscribed: one snapshot per session and view (SnapshotReads), one overview read
-per human. A read that finds the database away ends the stream cleanly with a `retry:`
+connect together (a restart's reconnects, many tabs) share snapshots, but only ones that
+miss nothing they will not be told of (begun after they subscribed, or shortly before with
+nothing announced in between): one snapshot per session and view (SnapshotReads), one
+overview read per human. A read that finds the database away ends the stream cleanly with a `retry:`
 hint; the browser's reconnect starts with a snapshot again.
 
 Streams of the same human that receive the same notification share one store read and one
@@ -30,7 +31,6 @@ import asyncio
 import json
 import logging
 import secrets
-import time
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import AsyncIterator
@@ -144,22 +144,27 @@ class SharedReads:
 
 class SnapshotReads:
     """A stream's first snapshot, shared by the streams of one session and view that
-    subscribed before it began: a burst of connections (a restart's reconnects, many tabs)
-    makes one read and rendering per session and view at a time, not one per stream. A
-    stream never takes a snapshot begun before it subscribed, so it misses nothing it will
-    not be told of."""
+    subscribed before it began, or shortly after with nothing announced in between: a burst
+    of connections (a restart's reconnects, many tabs) makes one read and rendering per
+    session and view, not one per stream. A stream never takes a snapshot that could miss
+    what it will not be told of (board/tasks.py's FreshReads)."""
 
-    def __init__(self, size: int = 1024):
-        self._reads = FreshReads(log, "a stream's snapshot", (Unavailable,), size)
+    def __init__(self, size: int = 1024, generation=None):
+        self._reads = FreshReads(log, "a stream's snapshot", (Unavailable,), size, generation=generation)
 
-    def get(self, key: tuple, since: float, make) -> asyncio.Future:
-        """The shared snapshot for key begun at or after `since` (a time.monotonic() reading
-        taken once the stream had subscribed), else the next one, from make()."""
+    def stamp(self) -> tuple[float, float]:
+        """Now, for get's `since`: taken by a stream once it has subscribed."""
+        return self._reads.stamp()
+
+    def get(self, key: tuple, since: tuple[float, float], make) -> asyncio.Future:
+        """The shared snapshot for key that covers `since` (a stamp()), else the next one,
+        from make()."""
         return self._reads.get(key, since, lambda: encoded(make()))
 
 
 def _snapshots(app) -> SnapshotReads:
-    return app_single(app, "board_snapshot_reads", SnapshotReads)
+    return app_single(app, "board_snapshot_reads",
+                      lambda: SnapshotReads(generation=lambda: app.state.runtime.fanout.generation))
 
 
 def _shared(app) -> SharedReads:
@@ -266,7 +271,7 @@ async def events(request: Request) -> ServerSentEvent:
         """Called once subscribed: a snapshot begun after now, shared with the streams of this
         session and view that subscribed meanwhile (and its overview with every stream of the
         human's)."""
-        since = time.monotonic()
+        since = snapshots.stamp()
         return snapshots.get((human.user_id, filters.query(), watching, csrf, window.key), since,
                              lambda: snapshot(store, human, filters, watching, csrf,
                                               overviews.get(store, human, window, since=since)))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -195,19 +196,23 @@ class OverviewReads:
     """One overview read per human and chart window shared by the streams that refresh it
     within max_age; a pause or resume drops the human's entries, so the next read is fresh."""
 
-    def __init__(self, max_age: float = OVERVIEW_MIN_SECONDS / 2):
+    def __init__(self, max_age: float = OVERVIEW_MIN_SECONDS / 2, generation=None):
         self.max_age = max_age
-        self._reads = FreshReads(log, "the overview's read", (Unavailable,))
+        self._reads = FreshReads(log, "the overview's read", (Unavailable,), generation=generation)
+
+    def stamp(self) -> tuple[float, float]:
+        """Now, for get's `since`: taken by a stream once it has subscribed."""
+        return self._reads.stamp()
 
     def get(self, store, human: Human, window: ChartWindow = WINDOWS[DEFAULT_WINDOW], *,
-            since: float | None = None) -> asyncio.Future:
-        """The shared read; with `since` (a time.monotonic() reading), only a read that started
-        at or after it: a stream that subscribed at `since` may share a read begun after its
-        subscription (whose snapshot misses nothing it will not be told of), never one before.
-        Without it, a read begun within max_age. So streams connecting together share reads,
-        one at a time per human and window."""
+            since: tuple[float, float] | None = None) -> asyncio.Future:
+        """The shared read; with `since` (a stamp()), only a read that misses nothing from
+        then on: a stream that subscribed at `since` shares a read begun after, or one begun
+        shortly before with nothing announced in between (FreshReads). Without it, a read
+        begun within max_age. So streams connecting together share reads, one at a time per
+        human and window."""
         if since is None:
-            since = time.monotonic() - self.max_age
+            since = (time.monotonic() - self.max_age, math.inf)
         return self._reads.get((human.user_id, window.key), since,
                                lambda: overview_data(store, human, window=window))
 
@@ -217,7 +222,8 @@ class OverviewReads:
 
 
 def overview_reads(app) -> OverviewReads:
-    return app_single(app, "board_overview_reads", OverviewReads)
+    return app_single(app, "board_overview_reads",
+                      lambda: OverviewReads(generation=lambda: app.state.runtime.fanout.generation))
 
 
 # -- pause and resume --------------------------------------------------------------------

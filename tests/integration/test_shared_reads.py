@@ -12,8 +12,11 @@ import time
 import pytest
 
 from board.errors import Unavailable
+from board.live.fanout import Fanout
+from board.live.presence import Presence
 from board.store import store as st
 from board.store.db import open_pool
+from board.tasks import FreshReads
 from board.web.events import OverviewRenders, SharedReads, SnapshotReads
 from board.web.overview import OverviewReads
 from tests.conftest import make_agent, make_user
@@ -48,12 +51,12 @@ async def test_an_overview_read_that_fails_after_its_streams_left_is_taken_not_l
     reads = OverviewReads()
 
     async def streams_come_and_go():
-        awaited = reads.get(store, human, since=time.monotonic())
+        awaited = reads.get(store, human, since=reads.stamp())
         with pytest.raises(Unavailable):
             await asyncio.shield(awaited)  # a stream that stays hears the outage
         # Streams that asked and left before the read ended, each replaced by a newer read.
         for _ in range(3):
-            reads.get(store, human, since=time.monotonic())
+            reads.get(store, human, since=reads.stamp())
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.05)
 
@@ -84,12 +87,12 @@ async def test_a_shared_fragment_read_that_fails_unexpectedly_is_logged_once_and
 async def test_streams_connecting_together_share_one_overview_read_but_never_one_begun_before_they_subscribed(store):
     human = await make_user(store)
     reads = OverviewReads()
-    first_subscribed = time.monotonic()
+    first_subscribed = reads.stamp()
     first = reads.get(store, human, since=first_subscribed)
     second = reads.get(store, human, since=first_subscribed)  # subscribed before the first read began
     assert second is first
     await first
-    later_subscribed = time.monotonic()
+    later_subscribed = reads.stamp()
     third = reads.get(store, human, since=later_subscribed)  # the first read began before it subscribed
     assert third is not first
     assert (await third)["queues"] == (await first)["queues"]
@@ -105,7 +108,7 @@ async def test_streams_of_a_session_connecting_together_share_one_snapshot_but_n
         return {"rows": f"snapshot {n}"}
 
     key = (1, "state=pending", None, "csrf", "hour")
-    subscribed = time.monotonic()
+    subscribed = snapshots.stamp()
     first = snapshots.get(key, subscribed, lambda: read(1))
     together = [snapshots.get(key, subscribed, lambda: read(2)) for _ in range(50)]
     assert all(f is first for f in together)
@@ -115,7 +118,7 @@ async def test_streams_of_a_session_connecting_together_share_one_snapshot_but_n
     # Encoded for the wire once, whichever of the streams sends it first.
     assert (await first).message("snapshot") is (await together[-1]).message("snapshot")
     assert (await first).message("snapshot").encode().startswith(b"event: snapshot\r\ndata: {")
-    later = snapshots.get(key, time.monotonic(), lambda: read(4))  # subscribed after the first began
+    later = snapshots.get(key, snapshots.stamp(), lambda: read(4))  # subscribed after the first began
     assert later is not first and (await later).data["rows"] == "snapshot 4"
     await other_view
     assert made == [1, 3, 4]
@@ -176,14 +179,77 @@ async def test_streams_subscribing_while_a_snapshot_is_read_share_the_next_one_w
         return {"rows": f"snapshot {n}"}
 
     key = (1, "", None, "csrf", "hour")
-    first = snapshots.get(key, time.monotonic(), lambda: read(1))
+    first = snapshots.get(key, snapshots.stamp(), lambda: read(1))
     await asyncio.sleep(0.01)  # the first read is in flight
     late = []
     for n in range(50):
-        late.append((time.monotonic(), snapshots.get(key, time.monotonic(), lambda n=n: read(2 + n))))
+        stamp = snapshots.stamp()
+        late.append((stamp[0], snapshots.get(key, stamp, lambda n=n: read(2 + n))))
     assert all(f is late[0][1] for _, f in late) and late[0][1] is not first
     release.set()
     assert (await late[-1][1]).data["rows"] == "snapshot 2"
     assert made == [1, 2]
     assert began[2] >= max(subscribed for subscribed, _ in late)  # never begun before a sharer subscribed
     await first
+
+
+async def test_a_stream_shares_a_snapshot_begun_before_it_subscribed_only_while_nothing_was_announced(
+        store, agent, db_url):
+    """A reconnect storm's streams share the first snapshot of their view even when they
+    subscribe after it began, as long as nothing was announced meanwhile: what commits after
+    that snapshot's statements is announced after they subscribed, so they are told of it.
+    Once a change has been announced, or presence has recorded a human anew (whose changes
+    were announced to nobody until then), a stream that subscribes reads afresh."""
+    fanout = Fanout(db_url)
+    await fanout.start()
+    presence = Presence(store, fanout)
+    fanout.presence = presence
+    presence.start()
+    snapshots = SnapshotReads(generation=lambda: fanout.generation)
+    made = []
+
+    async def read(n: int) -> dict:
+        made.append(n)
+        return {"rows": f"snapshot {n}"}
+
+    key = (agent.user_id, "", None, "csrf", "hour")
+    try:
+        async with fanout.subscription() as first_stream, presence.listening(agent.user_id, 10):
+            first = snapshots.get(key, snapshots.stamp(), lambda: read(1))
+            await first
+            quiet = snapshots.get(key, snapshots.stamp(), lambda: read(2))  # subscribed after it began
+            assert quiet is first
+
+            await store.todo_add(agent, queue="q", title="announced")
+            heard = await asyncio.wait_for(first_stream.get(), 10)
+            assert heard["kind"] == "added"
+            after_change = snapshots.get(key, snapshots.stamp(), lambda: read(3))
+            assert after_change is not first and (await after_change).data["rows"] == "snapshot 3"
+
+            other = await make_user(store, "newly-watched")
+            async with presence.listening(other.user_id, 10):  # recorded anew: the generation moves
+                after_record = snapshots.get(key, snapshots.stamp(), lambda: read(4))
+                assert after_record is not after_change
+                await after_record
+        assert made == [1, 3, 4]
+    finally:
+        await presence.stop()
+        await fanout.stop()
+
+
+async def test_a_finished_snapshot_is_not_shared_past_its_quiet_window():
+    """With nothing announced, a snapshot is still shared only for a few seconds after it
+    began: what moves with time alone (liveness, the chart) is never older than that."""
+    reads = FreshReads(logging.getLogger("test"), "a read", generation=lambda: 7, quiet_seconds=0.05)
+    made = []
+
+    async def read(n: int) -> int:
+        made.append(n)
+        return n
+
+    first = reads.get("k", reads.stamp(), lambda: read(1))
+    await first
+    assert reads.get("k", reads.stamp(), lambda: read(2)) is first
+    await asyncio.sleep(0.1)
+    assert await reads.get("k", reads.stamp(), lambda: read(3)) == 3
+    assert made == [1, 3]
