@@ -11,11 +11,11 @@ authenticated endpoints.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
 import random
-from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable
 
 from board.store.db import listening
@@ -33,32 +33,56 @@ SHUTDOWN = {"kind": "shutdown"}
 # each wait a random 50-100 % of it; so it is back at most 2 s after Postgres is.
 RECONNECT_FIRST_SECONDS = 0.2
 RECONNECT_MAX_SECONDS = 2.0
+# Events a subscriber may fall behind by before it is told to resync instead.
+SUBSCRIPTION_MAX = 1000
 
 
-@dataclass(eq=False)
 class Subscription:
-    queue: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(maxsize=1000))
-    overflowed: bool = False
-    stream: bool = True  # a live stream's (counted in subscriber_count), not the process's own consumer's
+    """One subscriber's events, in order, for its one consumer task. Bounded: a consumer that
+    falls SUBSCRIPTION_MAX behind has what is queued dropped and is sent RESYNC instead. The
+    buffer exists only while events wait, so an idle subscriber (most live streams, most of
+    the time) holds no queue, only a future while its consumer waits."""
+
+    __slots__ = ("stream", "overflowed", "_events", "_waiter")
+
+    def __init__(self, *, stream: bool = True):
+        self.stream = stream  # a live stream's (counted in subscriber_count), not the process's own consumer's
+        self.overflowed = False
+        self._events: collections.deque | None = None
+        self._waiter: asyncio.Future | None = None
+
+    def _push(self, event: dict) -> None:
+        if self._events is None:
+            self._events = collections.deque()
+        self._events.append(event)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def put(self, event: dict) -> None:
         if event is SHUTDOWN:  # always delivered, even to a consumer that fell behind
-            with contextlib.suppress(asyncio.QueueFull):
-                self.queue.put_nowait(event)
+            self._push(event)
             return
         if self.overflowed:
             return
-        try:
-            self.queue.put_nowait(event)
-        except asyncio.QueueFull:
+        if self._events is not None and len(self._events) >= SUBSCRIPTION_MAX:
             # A slow consumer: drop what is queued and ask it to refresh fully instead.
             self.overflowed = True
-            while not self.queue.empty():
-                self.queue.get_nowait()
-            self.queue.put_nowait(RESYNC)
+            self._events.clear()
+            self._push(RESYNC)
+            return
+        self._push(event)
 
     async def get(self) -> dict:
-        event = await self.queue.get()
+        while not self._events:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        event = self._events.popleft()
+        if not self._events:
+            self._events = None
         if event is RESYNC:
             self.overflowed = False
         return event
