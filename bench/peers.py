@@ -28,6 +28,7 @@ and said so. It asserts nothing.
 
     python bench/peers.py                              # concurrency 1, 8 and 32, 2 rounds of 6 s
     python bench/peers.py --concurrency 8 --rounds 3 --seconds 4
+    python bench/peers.py --systems store-batch pgqueuer-10 --concurrency 1 8
 """
 
 from __future__ import annotations
@@ -387,6 +388,11 @@ async def bench(args) -> None:
         skipped.append("procrastinate")
     if skipped:
         print(f"skipped (peers: pip install -e '.[bench]'): {', '.join(skipped)}")
+    if args.systems:
+        unknown = set(args.systems) - {s.name for s in systems}
+        if unknown:
+            raise SystemExit(f"no system {', '.join(sorted(unknown))} here (known: {', '.join(s.name for s in systems)})")
+        systems = [s for s in systems if s.name in args.systems]
     try:
         with psycopg.connect(admin, autocommit=True) as conn:
             version = conn.execute("SHOW server_version").fetchone()[0].split()[0]
@@ -434,17 +440,20 @@ async def bench(args) -> None:
 
     lines = []
     for w in args.concurrency:
-        store = mean(by["store"], w)
-        parts = [f"c={w} ratios: store / raw {ratio(store, mean(by['raw'], w))}",
-                 f"store-watched / store {ratio(mean(by['store-watched'], w), store)}"]
+        store = mean(by["store"], w) if "store" in by else float("nan")
+        parts = [f"c={w} ratios:"]
+        if "raw" in by:
+            parts.append(f"store / raw {ratio(store, mean(by['raw'], w))}")
+        if "store-watched" in by:
+            parts.append(f"store-watched / store {ratio(mean(by['store-watched'], w), store)}")
         if "raw-pgbench" in by:
             parts.append(f"store / raw-pgbench {ratio(store, mean(by['raw-pgbench'], w))}")
         if peers:
             best = max(peers, key=lambda s: mean(s, w))
             parts.append(f"store / best per-job peer ({best.name}) {ratio(store, mean(best, w))}")
-        if "pgqueuer-10" in by:
+        if "pgqueuer-10" in by and "store-batch" in by:
             parts.append(f"store-batch / pgqueuer-10 {ratio(mean(by['store-batch'], w), mean(by['pgqueuer-10'], w))}")
-        lines.append("; ".join(parts))
+        lines.append(parts[0] + " " + "; ".join(parts[1:]))
     print("\n".join(lines))
 
 
@@ -454,6 +463,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seconds", type=float, default=6.0, help="length of a window")
     ap.add_argument("--jobs", type=int, default=60_000, help="pending jobs each system holds before a window")
+    ap.add_argument("--systems", nargs="+", help="only these systems (default: all installed)")
     asyncio.run(bench(ap.parse_args()))
 
 

@@ -267,7 +267,7 @@ READS = frozenset((
     query("todo_get"), query("todo_get_human"), query("todo_continues_miss"), query("todo_continues_miss_human"),
     query("todo_list_by_created"), query("todo_list_by_updated"), query("todo_list_by_created_human"),
     query("todo_list_by_updated_human"), query("todo_list_row_human"), query("todo_classify_miss"),
-    query("todo_classify_miss_human"), query("attempt_replay_lookup"), query("attempt_answers"),
+    query("todo_classify_miss_human"), query("todos_complete_closable"), query("attempt_replay_lookup"), query("attempt_answers"),
     query("todo_answer_choices"), query("user_by_name"), query("user_by_id"),
     query("endpoint_auth"), query("endpoints_of_user"), query("endpoint_owner"),
     query("todos_count_by_queue_state"), query("todos_ready"), query("attempt_summary"), query("queue_pause_state"),
@@ -899,8 +899,8 @@ class Store(Accounts, Grants):
         """claimed -> done for up to COMPLETE_TODOS_MAX held todos in one statement, all or
         nothing: every item is checked first (an error names it, todos[i].field), fenced
         items' tokens are compared in constant time with their todos locked, and the
-        transaction commits only when every todo closed. No replay: an item already closed
-        is a conflict naming it."""
+        statement closes every todo or none. No replay: an item already closed is a conflict
+        naming it."""
         caller.require("complete_todos")
         if not isinstance(todos, list) or not 1 <= len(todos) <= COMPLETE_TODOS_MAX:
             raise Invalid(f"todos must be an array of 1 to {COMPLETE_TODOS_MAX} completions", argument="todos",
@@ -919,33 +919,14 @@ class Store(Accounts, Grants):
                 reported[checked["id"]] = usage
         ids = list(first)
         params = self._params(caller, ids=ids, now=now)
-        rows = None
-        try:
-            async with self._connection() as conn:
-                async with conn.transaction():
-                    if tokens:
-                        cur = await execute(conn, query("attempts_fence_lookup_many"), dict(params, ids=list(tokens)))
-                        stored = {r["id"]: r["lease_token_hash"] for r in await cur.fetchall()}
-                        for item in items:
-                            token = tokens.get(item["id"])
-                            if token is not None and item["id"] in stored:  # not held: the statement misses it
-                                held = stored[item["id"]]  # None: an unfenced attempt, which no token matches
-                                if held is None or not hmac.compare_digest(bytes(held), hash_token(token)):
-                                    i = first[item["id"]]
-                                    raise Conflict(f"todos[{i}].lease_token: the lease does not match this attempt",
-                                                   argument=f"todos[{i}].lease_token", op="complete_todos",
-                                                   todo_id=item["id"])
-                                item["token_checked"] = True
-                    cur = await execute(conn, query("todos_complete"), dict(params, todos=Jsonb(items)))
-                    rows = await cur.fetchall()
-                    if len(rows) != len(items):
-                        closed = {r["id"] for r in rows}
-                        missed = next(item["id"] for item in items if item["id"] not in closed)
-                        rows = None
-                        raise psycopg.Rollback()
-        except (psycopg.Error, UnicodeEncodeError) as err:
-            raise _translate(err, "complete_todos", None) from None
-        if rows is None:  # classified after the rollback, as a single complete's miss is
+        if tokens:
+            rows = await self._complete_fenced(params, items, tokens, first)
+        else:  # the statement closes all or none: alone, it needs no transaction
+            rows = await self._fetch(query("todos_complete"), dict(params, todos=Jsonb(items)), op="complete_todos")
+        if len(rows) != len(items):  # it changed nothing: name the item that stopped it
+            closable = {r["id"] for r in await self._fetch(query("todos_complete_closable"),
+                                                             dict(params, todos=Jsonb(items)), op="complete_todos")}
+            missed = next((item["id"] for item in items if item["id"] not in closable), ids[0])
             i = first[missed]
             e = await self._classify(caller, missed, "complete", dict(params, from_states=["claimed"]))
             e.op, e.argument, e.message = "complete_todos", f"todos[{i}].id", f"todos[{i}].id: {e.message}"
@@ -953,6 +934,31 @@ class Store(Accounts, Grants):
         by_id = {r["id"]: r for r in rows}
         return {"todos": [self._closed("complete", todo_id, by_id[todo_id], usage=reported.get(todo_id))
                           for todo_id in ids]}
+
+    async def _complete_fenced(self, params: dict, items: list[dict], tokens: dict[str, str],
+                               first: dict[str, int]) -> list[dict]:
+        """todos_complete for a batch with lease tokens: each presented token compared in
+        constant time with its todo's open attempt, locked by the lookup in the same
+        transaction as the close. A token that does not match is a conflict naming it."""
+        try:
+            async with self._connection() as conn:
+                async with conn.transaction():
+                    cur = await execute(conn, query("attempts_fence_lookup_many"), dict(params, ids=list(tokens)))
+                    stored = {r["id"]: r["lease_token_hash"] for r in await cur.fetchall()}
+                    for item in items:
+                        token = tokens.get(item["id"])
+                        if token is not None and item["id"] in stored:  # not held: the statement misses it
+                            held = stored[item["id"]]  # None: an unfenced attempt, which no token matches
+                            if held is None or not hmac.compare_digest(bytes(held), hash_token(token)):
+                                i = first[item["id"]]
+                                raise Conflict(f"todos[{i}].lease_token: the lease does not match this attempt",
+                                               argument=f"todos[{i}].lease_token", op="complete_todos",
+                                               todo_id=item["id"])
+                            item["token_checked"] = True
+                    cur = await execute(conn, query("todos_complete"), dict(params, todos=Jsonb(items)))
+                    return await cur.fetchall()
+        except (psycopg.Error, UnicodeEncodeError) as err:
+            raise _translate(err, "complete_todos", None) from None
 
     def _complete_item(self, i: int, item: Any) -> tuple[dict, str | None, dict]:
         """One complete_todos item checked as complete checks its arguments, every error

@@ -544,12 +544,14 @@ SELECT t.id, a.lease_token_hash
  FOR UPDATE OF t;
 
 -- name: todos_complete
--- description: The holder completes several todos at once: each claimed -> done, closing its attempt completed/done with the summary, artifact and usage given for it
+-- description: The holder completes several todos at once, all or none: each claimed -> done, closing its attempt completed/done with the summary, artifact and usage given for it
 -- complete_todos: the items come as one JSON array; token_checked is true for an item whose
 -- lease_token the store has just checked against attempts_fence_lookup_many in the same
--- transaction. An item that misses (not held, fenced without its token) is left out, and
--- the store rolls the transaction back when any is. LIMIT 50 (complete_todos' most) bounds
--- the generic plan's row estimate, so the joins stay keyed.
+-- transaction. The statement closes every item or none: when one cannot be closed (not
+-- held, fenced without its token), it changes nothing and returns no row, and the store asks
+-- todos_complete_closable which one it was. So an unfenced batch is one statement, with no
+-- transaction around it. LIMIT 50 (complete_todos' most) bounds the generic plan's row
+-- estimate, so the joins stay keyed.
 WITH item AS (
   SELECT x.id, x.result, x.summary, x.summary_truncated, x.artifact, x.input_tokens, x.output_tokens, x.cost_usd,
          x.model, x.token_checked
@@ -564,6 +566,12 @@ locked AS (
      AND t.state = 'claimed' AND t.owner = %(owner)s
    FOR UPDATE OF t
 ),
+closable AS (
+  SELECT l.id, l.attempts_total FROM locked l
+    JOIN item i ON i.id = l.id
+    JOIN attempts a ON a.todo_id = l.id AND a.seq = l.attempts_total AND a.outcome IS NULL
+   WHERE i.token_checked OR a.lease_token_hash IS NULL
+),
 closed AS (
   UPDATE attempts a
      SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'completed'::attempt_outcome,
@@ -571,9 +579,9 @@ closed AS (
          summary = i.summary, summary_truncated = i.summary_truncated, artifact = i.artifact::attempt_artifact,
          input_tokens = i.input_tokens::attempt_tokens, output_tokens = i.output_tokens::attempt_tokens,
          cost_usd = i.cost_usd::attempt_cost_usd, model = i.model::attempt_model
-    FROM locked l JOIN item i ON i.id = l.id
-   WHERE a.todo_id = l.id AND a.seq = l.attempts_total AND a.outcome IS NULL
-     AND (i.token_checked OR a.lease_token_hash IS NULL)
+    FROM closable c JOIN item i ON i.id = c.id
+   WHERE a.todo_id = c.id AND a.seq = c.attempts_total
+     AND (SELECT count(*) FROM closable) = (SELECT count(*) FROM item)
   RETURNING a.todo_id, a.attempt, i.result
 )
 UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result = c.result,
@@ -586,3 +594,13 @@ RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.pa
        THEN pg_notify('switchboard_v1', json_build_object(
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
   'kind', 'completed')::text) END;
+
+-- name: todos_complete_closable
+-- description: Which of complete_todos' items the holder can close now: read after todos_complete changed nothing, to name the item that stopped it
+SELECT t.id
+  FROM jsonb_to_recordset(%(todos)s::jsonb) AS i(id text, token_checked boolean)
+  JOIN todos t ON t.id = i.id
+  JOIN attempts a ON a.todo_id = t.id AND a.seq = t.attempts_total AND a.outcome IS NULL
+ WHERE t.id = ANY(%(ids)s::text[]) AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+   AND t.state = 'claimed' AND t.owner = %(owner)s
+   AND (i.token_checked OR a.lease_token_hash IS NULL);
