@@ -56,26 +56,38 @@ class WebState:
     # each on the pool. Only reads in flight are shared; none is kept after it ends.
     user_reads: dict[int, asyncio.Future] = field(default_factory=dict)
 
+    # endpoint id -> the read of its owner in flight: the first change of an endpoint that a
+    # thousand streams hear is one read, not a thousand.
+    owner_reads: dict[str, asyncio.Future] = field(default_factory=dict)
+
     async def user(self, store, user_id: int) -> dict | None:
-        fut = self.user_reads.get(user_id)
-        if fut is None:
-            fut = shared_future(store.user_by_id(user_id), log, "a user's read", (Unavailable,))
-            self.user_reads[user_id] = fut
-
-            def ended(done: asyncio.Future) -> None:
-                if self.user_reads.get(user_id) is done:
-                    del self.user_reads[user_id]
-
-            fut.add_done_callback(ended)
-        return await asyncio.shield(fut)
+        return await _in_flight(self.user_reads, user_id, lambda: store.user_by_id(user_id), "a user's read")
 
     async def owner_of(self, store, endpoint_id: str) -> int | None:
-        if endpoint_id not in self.endpoint_owners:
-            owner = await store.endpoint_owner(endpoint_id)
+        owner = self.endpoint_owners.get(endpoint_id)
+        if owner is None:
+            owner = await _in_flight(self.owner_reads, endpoint_id, lambda: store.endpoint_owner(endpoint_id),
+                                     "an endpoint's owner read")
             if owner is None:
                 return None  # not cached: an unknown id says nothing for later
             self.endpoint_owners[endpoint_id] = owner
-        return self.endpoint_owners[endpoint_id]
+        return owner
+
+
+async def _in_flight(reads: dict, key, make, what: str):
+    """The read of key in flight, shared by every caller that comes while it runs; a caller
+    after it ends reads anew."""
+    fut = reads.get(key)
+    if fut is None:
+        fut = shared_future(make(), log, what, (Unavailable,))
+        reads[key] = fut
+
+        def ended(done: asyncio.Future) -> None:
+            if reads.get(key) is done:
+                del reads[key]
+
+        fut.add_done_callback(ended)
+    return await asyncio.shield(fut)
 
 
 def web_state(app) -> WebState:

@@ -147,6 +147,29 @@ async def test_a_burst_of_one_humans_requests_shares_one_read_of_the_user_in_fli
     assert reads == [human.user_id, human.user_id]
 
 
+async def test_the_first_change_a_thousand_streams_hear_looks_its_endpoint_owner_up_once(store, agent):
+    """Every stream checks that a change is its own human's by the endpoint's owner: the
+    streams that hear an endpoint's first change together share one read of it, and the
+    owner is kept (an endpoint never changes owner); an unknown endpoint is not."""
+    from board.web.auth import SessionCodec
+    from board.web.context import WebState
+
+    reads = []
+
+    class Counting:
+        async def endpoint_owner(self, endpoint_id):
+            reads.append(endpoint_id)
+            return await store.endpoint_owner(endpoint_id)
+
+    state = WebState(SessionCodec("k" * 32))
+    owners = await asyncio.gather(*(state.owner_of(Counting(), agent.endpoint_id) for _ in range(1000)))
+    assert set(owners) == {agent.user_id} and reads == [agent.endpoint_id]
+    assert await state.owner_of(Counting(), agent.endpoint_id) == agent.user_id and len(reads) == 1
+    unknown = "00000000-0000-0000-0000-000000000000"
+    assert await state.owner_of(Counting(), unknown) is None
+    assert await state.owner_of(Counting(), unknown) is None and reads[1:] == [unknown, unknown]
+
+
 async def test_streams_showing_one_overview_read_with_one_form_token_share_its_rendering(store):
     """A change the overview shows reaches every stream of the human: the fragment is
     rendered once per form token and back link, and a newer read renders anew."""
