@@ -16,8 +16,9 @@ or this stream fell behind), the stream sends a full snapshot of what the page s
 reconnecting browser and a reconnecting database both end in a full refresh. Streams that
 connect together (a restart's reconnects, many tabs) share snapshots, but only ones that
 miss nothing they will not be told of (begun after they subscribed, or shortly before with
-nothing announced in between): one snapshot per session and view (SnapshotReads), one
-overview read per human. A read that finds the database away ends the stream cleanly with a `retry:`
+nothing announced in between): one snapshot per human and view (SnapshotReads), rendered
+with CSRF_SLOT and sent to each session with its own form token, one overview read per
+human. A read that finds the database away ends the stream cleanly with a `retry:`
 hint; the browser's reconnect starts with a snapshot again.
 
 Streams of the same human that receive the same notification share one store read and one
@@ -102,19 +103,20 @@ async def encoded(read) -> Encoded:
 
 
 class OverviewRenders:
-    """The overview's fragment per (overview read, CSRF token, back link), shared by the
-    streams that show the same read with the same form token: rendered once, not per stream."""
+    """The overview's fragment per (overview read, back link), shared by every stream that
+    shows the same read: rendered once with CSRF_SLOT for the form token, each session's
+    frame carrying its own token (Encoded.message)."""
 
     def __init__(self, size: int = 256):
         self.size = size
         self._entries: OrderedDict[tuple, tuple[object, Encoded]] = OrderedDict()
 
-    def get(self, data, csrf: str, back: str) -> Encoded:
-        key = (id(data), csrf, back)
+    def get(self, data, back: str) -> Encoded:
+        key = (id(data), back)
         entry = self._entries.get(key)
         if entry is not None and entry[0] is data:  # the same read, not a reused id
             return entry[1]
-        out = Encoded({"overview": render_overview(data, csrf=csrf, back=back)})
+        out = Encoded({"overview": render_overview(data, csrf=CSRF_SLOT, back=back)})
         self._entries[key] = (data, out)
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)
@@ -143,10 +145,11 @@ class SharedReads:
 
 
 class SnapshotReads:
-    """A stream's first snapshot, shared by the streams of one session and view that
+    """A stream's first snapshot, shared by the streams of one human and view that
     subscribed before it began, or shortly after with nothing announced in between: a burst
     of connections (a restart's reconnects, many tabs) makes one read and rendering per
-    session and view, not one per stream. A stream never takes a snapshot that could miss
+    view, not one per stream (each session's frame carries its own CSRF token in CSRF_SLOT's
+    place). A stream never takes a snapshot that could miss
     what it will not be told of (board/tasks.py's FreshReads)."""
 
     def __init__(self, size: int = 1024, generation=None):
@@ -268,12 +271,12 @@ async def events(request: Request) -> ServerSentEvent:
     back = "/" + filters.query()
 
     def first_snapshot(watching: str | None) -> asyncio.Future:
-        """Called once subscribed: a snapshot begun after now, shared with the streams of this
-        session and view that subscribed meanwhile (and its overview with every stream of the
+        """Called once subscribed: a snapshot that misses nothing from now on, shared with
+        the streams of this human and view (and its overview with every stream of the
         human's)."""
         since = snapshots.stamp()
-        return snapshots.get((human.user_id, filters.query(), watching, csrf, window.key), since,
-                             lambda: snapshot(store, human, filters, watching, csrf,
+        return snapshots.get((human.user_id, filters.query(), watching, window.key), since,
+                             lambda: snapshot(store, human, filters, watching, CSRF_SLOT,
                                               overviews.get(store, human, window, since=since)))
 
     async def live() -> AsyncIterator[ServerSentEventMessage]:
@@ -284,7 +287,7 @@ async def events(request: Request) -> ServerSentEvent:
             # snapshot: nothing committed in between is missed.
             first = await asyncio.shield(first_snapshot(watching))
             gone = first.data.get("gone")
-            frame = first.message("snapshot")
+            frame = first.message("snapshot", csrf)
             del first  # an idle stream keeps no snapshot alive (tens of KB each)
             yield frame
             del frame
@@ -300,7 +303,7 @@ async def events(request: Request) -> ServerSentEvent:
                 if overview.due(now):  # checked first, so a stream of events cannot hold it off
                     overview.sent(now)
                     data = await asyncio.shield(overviews.get(store, human, window))
-                    yield renders.get(data, csrf, back).message("overview")
+                    yield renders.get(data, back).message("overview", csrf)
                     continue
                 wait = min(refresh_at if watching else now + PING_SECONDS, overview.at) - now
                 event = await next_event(sub, max(0.0, wait))
@@ -319,7 +322,7 @@ async def events(request: Request) -> ServerSentEvent:
                 if event.get("kind") == "shutdown":
                     return  # the server is stopping: end the stream; the browser reconnects
                 if event.get("kind") == "resync":
-                    yield (await asyncio.shield(first_snapshot(watching))).message("snapshot")
+                    yield (await asyncio.shield(first_snapshot(watching))).message("snapshot", csrf)
                     overview.sent(loop.time())
                     continue
                 if event.get("kind") in QUEUE_KINDS:

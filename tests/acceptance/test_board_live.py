@@ -179,9 +179,9 @@ async def test_an_open_drawer_is_re_read_so_liveness_moves_on_without_a_notifica
 
 
 async def test_two_sessions_watching_one_drawer_each_get_its_forms_with_their_own_csrf_token(live_server):
-    """The drawer a change renders is shared by every session of the human watching it; each
-    stream's copy carries its own session's form token, so its buttons post and the other
-    session's token never reaches it."""
+    """The snapshot and the drawer a change renders are shared by every session of the human
+    watching it; each stream's copy carries its own session's form token, so its buttons
+    post and the other session's token never reaches it."""
     store = live_server.store
     ada = await make_human(store, "ada")
     agent = await make_agent(store, user=ada)
@@ -190,6 +190,9 @@ async def test_two_sessions_watching_one_drawer_each_get_its_forms_with_their_ow
         token_a, token_b = await sign_in(a, "ada"), await sign_in(b, "ada")
         assert token_a != token_b
         async with open_stream(a, f"?todo={todo['id']}") as sa, open_stream(b, f"?todo={todo['id']}") as sb:
+            for snap, mine, theirs in ((sa.snapshot, token_a, token_b), (sb.snapshot, token_b, token_a)):
+                for part in (snap["drawer"], snap["overview"]):
+                    assert f'name="csrf_token" value="{mine}"' in part and theirs not in part
             await store.todo_claim(agent, todo["id"])
             got_a, got_b = await sa.next_todo(todo["id"]), await sb.next_todo(todo["id"])
         for got, mine, theirs in ((got_a, token_a, token_b), (got_b, token_b, token_a)):

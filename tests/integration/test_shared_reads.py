@@ -170,20 +170,23 @@ async def test_the_first_change_a_thousand_streams_hear_looks_its_endpoint_owner
     assert await state.owner_of(Counting(), unknown) is None and reads[1:] == [unknown, unknown]
 
 
-async def test_streams_showing_one_overview_read_with_one_form_token_share_its_rendering(store):
+async def test_streams_showing_one_overview_read_share_one_rendering_each_with_its_own_form_token(store):
     """A change the overview shows reaches every stream of the human: the fragment is
-    rendered once per form token and back link, and a newer read renders anew."""
+    rendered once per read and back link, whatever the session, each session's frame
+    carrying its own form token; a newer read renders anew."""
     human = await make_user(store, "ov")
     await store.todo_add(await make_agent(store, user=human), queue="q", title="shown")
     reads, renders = OverviewReads(), OverviewRenders()
     data = await reads.get(store, human)
-    first = renders.get(data, "csrf-a", "/")
-    assert renders.get(data, "csrf-a", "/") is first
-    assert renders.get(data, "csrf-b", "/") is not first  # another session's token is in the form
-    assert 'name="csrf_token" value="csrf-a"' in first.data["overview"]
+    first = renders.get(data, "/")
+    assert renders.get(data, "/") is first and renders.get(data, "/?state=done") is not first
+    frame_a, frame_b = first.message("overview", "csrf-a").encode(), first.message("overview", "csrf-b").encode()
+    assert b'name=\\"csrf_token\\" value=\\"csrf-a\\"' in frame_a and b"csrf-b" not in frame_a
+    assert b'name=\\"csrf_token\\" value=\\"csrf-b\\"' in frame_b and b"csrf-a" not in frame_b
+    assert first.message("overview", "csrf-a") is first.message("overview", "csrf-a")  # encoded once a session
     reads.forget(human.user_id)
     newer = await reads.get(store, human)
-    assert newer is not data and renders.get(newer, "csrf-a", "/") is not first
+    assert newer is not data and renders.get(newer, "/") is not first
 
 
 async def test_streams_subscribing_while_a_snapshot_is_read_share_the_next_one_which_begins_after_it():
