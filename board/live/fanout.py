@@ -43,13 +43,14 @@ class Subscription:
     buffer exists only while events wait, so an idle subscriber (most live streams, most of
     the time) holds no queue, only a future while its consumer waits."""
 
-    __slots__ = ("stream", "overflowed", "_events", "_waiter")
+    __slots__ = ("stream", "overflowed", "_events", "_waiter", "_timer")
 
     def __init__(self, *, stream: bool = True):
         self.stream = stream  # a live stream's (counted in subscriber_count), not the process's own consumer's
         self.overflowed = False
         self._events: collections.deque | None = None
         self._waiter: asyncio.Future | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     def _push(self, event: dict) -> None:
         if self._events is None:
@@ -73,9 +74,22 @@ class Subscription:
             return
         self._push(event)
 
-    async def get(self) -> dict:
+    async def get(self, deadline: float | None = None) -> dict | None:
+        """The next event; None once the loop's clock reaches `deadline` (loop.time()) with
+        none. One timer per subscription, kept while the deadline only moves later (a stream
+        pushes its ping on with every event): it wakes the consumer early at worst, which
+        then waits on, so an event costs no timer of its own."""
+        loop = asyncio.get_running_loop()
         while not self._events:
-            self._waiter = asyncio.get_running_loop().create_future()
+            if deadline is not None:
+                if loop.time() >= deadline:
+                    return None
+                timer = self._timer
+                if timer is None or timer.when() > deadline:
+                    if timer is not None:
+                        timer.cancel()
+                    self._timer = loop.call_at(deadline, self._wake)
+            self._waiter = loop.create_future()
             try:
                 await self._waiter
             finally:
@@ -86,6 +100,17 @@ class Subscription:
         if event is RESYNC:
             self.overflowed = False
         return event
+
+    def _wake(self) -> None:
+        self._timer = None
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 class Fanout:
@@ -116,6 +141,7 @@ class Fanout:
 
     def unsubscribe(self, sub: Subscription) -> None:
         self._subs.discard(sub)
+        sub.close()
 
     def on_control(self, listener: Callable[[dict], None]) -> None:
         self._control.append(listener)

@@ -92,7 +92,8 @@ class Encoded:
             if self._text is None:
                 self._text = json.dumps(self.data, separators=(",", ":"))
             text = self._text if csrf is None else self._text.replace(CSRF_SLOT, csrf)
-            framed = FramedMessage(frame=ServerSentEventMessage(event=event, data=text).encode())
+            # One data line: json.dumps escapes every line break (and, ASCII only, U+2028).
+            framed = FramedMessage(frame=f"event: {event}\r\ndata: {text}\r\n\r\n".encode())
             if len(self._frames) < 256:  # a human's sessions; past that, framed per stream
                 self._frames[(event, csrf)] = framed
         return framed
@@ -176,16 +177,6 @@ def _shared(app) -> SharedReads:
 
 def _overview_renders(app) -> OverviewRenders:
     return app_single(app, "board_overview_renders", OverviewRenders)
-
-
-async def next_event(sub, wait: float) -> dict | None:
-    """The stream's next fan-out event, or None after `wait` seconds. A timeout scope, not
-    asyncio.wait_for, which makes a task for every event of every stream on this Python."""
-    try:
-        async with asyncio.timeout(wait):
-            return await sub.get()
-    except TimeoutError:
-        return None
 
 
 async def shared_result(fut: asyncio.Future):
@@ -305,8 +296,7 @@ async def events(request: Request) -> ServerSentEvent:
                     data = await asyncio.shield(overviews.get(store, human, window))
                     yield renders.get(data, back).message("overview", csrf)
                     continue
-                wait = min(refresh_at if watching else now + PING_SECONDS, overview.at) - now
-                event = await next_event(sub, max(0.0, wait))
+                event = await sub.get(min(refresh_at if watching else now + PING_SECONDS, overview.at))
                 if event is None:
                     if overview.due(loop.time()):
                         continue

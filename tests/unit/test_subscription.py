@@ -48,3 +48,23 @@ async def test_a_consumer_cancelled_while_waiting_loses_no_event_put_meanwhile()
         assert waiting.result() == {"n": 1}
     else:
         assert await asyncio.wait_for(sub.get(), 1) == {"n": 1}
+
+
+async def test_a_consumer_waiting_until_a_deadline_gets_an_event_before_it_or_nothing_once_it_passes():
+    loop = asyncio.get_running_loop()
+    sub = Subscription()
+    assert await sub.get(loop.time() + 0.02) is None
+    loop.call_later(0.01, sub.put, {"n": 1})
+    assert await sub.get(loop.time() + 5) == {"n": 1}
+
+
+async def test_a_deadline_moved_later_is_waited_out_in_full_though_an_earlier_one_was_armed():
+    """A stream pushes its ping on with every event: the timer armed for the earlier deadline
+    may wake the consumer, which must wait on until the later one."""
+    loop = asyncio.get_running_loop()
+    sub = Subscription()
+    loop.call_later(0.01, sub.put, {"n": 1})
+    assert await sub.get(loop.time() + 0.05) == {"n": 1}  # its timer, for 0.05, is still armed
+    later = loop.time() + 0.2
+    assert await sub.get(later) is None
+    assert loop.time() >= later
