@@ -58,6 +58,8 @@ async def open_stream(client, query: str = ""):
     async with client.stream("GET", "/events" + query) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
+        # Never cached, never buffered by a proxy in front (nginx honours the second).
+        assert response.headers["cache-control"] == "no-store" and response.headers["x-accel-buffering"] == "no"
         stream = EventStream(response)
         event, snapshot = await stream.next()
         assert event == "snapshot"
