@@ -57,6 +57,10 @@ RETRY_MS = 1000
 
 log = logging.getLogger("switchboard.live")
 
+# Spelled as Litestar's ServerSentEvent spells them, so its default (no-cache) does not add a
+# second Cache-Control; it sets X-Accel-Buffering: no itself.
+SSE_HEADERS = {"Cache-Control": "no-store"}
+
 
 @dataclass
 class FramedMessage(ServerSentEventMessage):
@@ -227,7 +231,7 @@ def unavailable_stream() -> ServerSentEvent:
     async def once() -> AsyncIterator[ServerSentEventMessage]:
         yield ServerSentEventMessage(event="unavailable", data=json.dumps({"retry_ms": RETRY_MS}), retry=RETRY_MS)
 
-    return ServerSentEvent(once(), retry_duration=RETRY_MS, headers={"cache-control": "no-store"})
+    return ServerSentEvent(once(), retry_duration=RETRY_MS, headers=SSE_HEADERS)
 
 
 @get("/events", name="events")
@@ -333,8 +337,7 @@ async def events(request: Request) -> ServerSentEvent:
                                  lambda: render_todo(store, human, todo_id, filters, is_watched, CSRF_SLOT))
                 yield (await shared_result(fut)).message("todo", csrf if is_watched else None)
 
-    return ServerSentEvent(stream(), retry_duration=RETRY_MS, headers={"cache-control": "no-store",
-                                                                        "x-accel-buffering": "no"})
+    return ServerSentEvent(stream(), retry_duration=RETRY_MS, headers=SSE_HEADERS)
 
 
 def handlers() -> list:
