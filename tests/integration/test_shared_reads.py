@@ -266,16 +266,17 @@ async def test_a_stream_shares_a_snapshot_begun_before_it_subscribed_only_while_
 async def test_a_finished_snapshot_is_not_shared_past_its_quiet_window():
     """With nothing announced, a snapshot is still shared only for a few seconds after it
     began: what moves with time alone (liveness, the chart) is never older than that."""
-    reads = FreshReads(logging.getLogger("test"), "a read", generation=lambda: 7, quiet_seconds=0.05)
+    reads = FreshReads(logging.getLogger("test"), "a read", generation=lambda: 7, quiet_seconds=5.0)
     made = []
 
     async def read(n: int) -> int:
         made.append(n)
         return n
 
+    before = time.monotonic()
     first = reads.get("k", reads.stamp(), lambda: read(1))
     await first
-    assert reads.get("k", reads.stamp(), lambda: read(2)) is first
-    await asyncio.sleep(0.1)
-    assert await reads.get("k", reads.stamp(), lambda: read(3)) == 3
+    # Stamps of streams that subscribed 4 s and 6 s after it began, nothing announced since.
+    assert reads.get("k", (before + 4.0, 7), lambda: read(2)) is first
+    assert await reads.get("k", (before + 6.0, 7), lambda: read(3)) == 3
     assert made == [1, 3]
