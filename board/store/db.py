@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import AsyncIterator, Iterator
 
+import msgspec
 import psycopg
 import psycopg._queries
 import psycopg.conninfo
 from psycopg.rows import dict_row
+from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool
 
 from board.store.queries import Query, execute, execute_sync, query
@@ -168,6 +170,7 @@ async def open_pool(url: str, *, min_size: int = 2, max_size: int = 20, wait_sec
         reconnect_timeout=RECONNECT_SECONDS,
         reconnect_failed=_reconnect_failed,
         check=lambda conn: _checked_out(conn, pool_ref[0]),
+        configure=_configure,
         # Read committed whatever the server's default: each statement's snapshot is taken
         # after its locks, which presence's wait-out relies on (board/live/presence.py).
         kwargs={"row_factory": dict_row, "autocommit": True,
@@ -180,6 +183,23 @@ async def open_pool(url: str, *, min_size: int = 2, max_size: int = 20, wait_sec
 
 
 RECONNECT_SECONDS = 0.25
+
+_JSON = msgspec.json.Decoder()
+
+
+def json_loads(data: bytes):
+    """A json or jsonb column's value, as json.loads gives it, about five times faster (a
+    claimed todo brings two: its payload and its prior attempts). What msgspec refuses (a
+    number past a float's range, a lone surrogate escape) goes to json.loads, so no value
+    reads differently."""
+    try:
+        return _JSON.decode(data)
+    except msgspec.DecodeError:
+        return json.loads(data)
+
+
+async def _configure(conn: psycopg.AsyncConnection) -> None:
+    set_json_loads(json_loads, conn)
 
 
 async def _reconnect_failed(pool: AsyncConnectionPool) -> None:
