@@ -20,6 +20,7 @@ from litestar.datastructures import State
 from board.ops import health
 
 from board.web import routes as web
+from board.web.events import BoardRows
 from board.ops import metrics as metrics_mod
 from board.config import Settings
 from board.store.db import EmbeddedPostgres, database_label, migrate, open_pool
@@ -142,6 +143,8 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
             store.observers.append(lambda t: delivery.wake() if t.state == "pending" or t.dead_letter else None)
             runtime = Runtime(settings, store, fanout, metrics, url, hooks)
             app.state.runtime = runtime
+            app.state.board_rows = rows = BoardRows(app, store, fanout)
+            rows.start()
             log.info("database: %s", database_label(url))
             try:
                 async with mcp.running(store, fanout, metrics), \
@@ -151,6 +154,7 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
                     yield
             finally:
                 await delivery.stop()
+                await rows.stop()
                 await hooks.drain()
                 await sweeps.stop()
                 await fanout.presence.stop()

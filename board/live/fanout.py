@@ -43,11 +43,15 @@ class Subscription:
     buffer exists only while events wait, so an idle subscriber (most live streams, most of
     the time) holds no queue, only a future while its consumer waits."""
 
-    __slots__ = ("stream", "overflowed", "_events", "_waiter", "_timer")
+    __slots__ = ("stream", "todos", "overflowed", "overflows", "_events", "_waiter", "_timer")
 
-    def __init__(self, *, stream: bool = True):
+    def __init__(self, *, stream: bool = True, todos: bool = True):
         self.stream = stream  # a live stream's (counted in subscriber_count), not the process's own consumer's
+        # Whether it hears todos' notifications; a Board stream does not, it is handed its
+        # rows ready by the process's one consumer of them (board/web/events.py's BoardRows).
+        self.todos = todos
         self.overflowed = False
+        self.overflows = 0  # how many times it fell behind: tells its consumer which RESYNC was its own
         self._events: collections.deque | None = None
         self._waiter: asyncio.Future | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -69,6 +73,7 @@ class Subscription:
         if self._events is not None and len(self._events) >= SUBSCRIPTION_MAX:
             # A slow consumer: drop what is queued and ask it to refresh fully instead.
             self.overflowed = True
+            self.overflows += 1
             self._events.clear()
             self._push(RESYNC)
             return
@@ -132,8 +137,8 @@ class Fanout:
         # subscriber of now would not be told of (board/tasks.py's FreshReads).
         self.generation = 0
 
-    def subscribe(self, *, stream: bool = True) -> Subscription:
-        sub = Subscription(stream=stream)
+    def subscribe(self, *, stream: bool = True, todos: bool = True) -> Subscription:
+        sub = Subscription(stream=stream, todos=todos)
         self._subs.add(sub)
         if self.closing:  # subscribed after the shutdown announcement: told at once
             sub.put(SHUTDOWN)
@@ -154,8 +159,8 @@ class Fanout:
                 log.exception("a control listener failed on a %s event", event.get("kind"))
 
     @contextlib.asynccontextmanager
-    async def subscription(self, *, stream: bool = True) -> AsyncIterator[Subscription]:
-        sub = self.subscribe(stream=stream)
+    async def subscription(self, *, stream: bool = True, todos: bool = True) -> AsyncIterator[Subscription]:
+        sub = self.subscribe(stream=stream, todos=todos)
         try:
             yield sub
         finally:
@@ -173,8 +178,13 @@ class Fanout:
 
     def publish(self, event: dict) -> None:
         self.generation += 1
-        for sub in list(self._subs):
-            sub.put(event)
+        if "todo" in event:  # a todo's change: not for the subscribers that do not hear those
+            for sub in list(self._subs):
+                if sub.todos:
+                    sub.put(event)
+        else:
+            for sub in list(self._subs):
+                sub.put(event)
 
     def resync(self) -> None:
         """Tell every subscriber to refresh fully: notifications may have been skipped."""

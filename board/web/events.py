@@ -21,9 +21,11 @@ with CSRF_SLOT and sent to each session with its own form token, one overview re
 human. A read that finds the database away ends the stream cleanly with a `retry:`
 hint; the browser's reconnect starts with a snapshot again.
 
-Streams of the same human that receive the same notification share one store read and one
-rendering (keyed by the notification object itself, which the fan-out hands to every
-subscriber); the read is still the human-scoped store read.
+A notification about a todo does not wake every stream: one task per process (BoardRows)
+consumes them, maps each endpoint to its human, reads and renders the changed row once per
+(filters, watched) among that human's streams, with the human as the caller, and hands each
+of those streams its frame ready. A stream then only writes it; another human's streams
+never hear of it.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 from board.errors import Invalid, NotFound, Unavailable
 from board.store.store import Human, call_deadline, deadline_after
 from board.store.vocabulary import QUEUE_KINDS
-from board.tasks import FreshReads, shared_future
+from board.live.fanout import RESYNC
+from board.tasks import FreshReads, cancel_and_wait, shared_future
 from board.web.context import ATTEMPTS_SHOWN, Filters, app_single, require_human, runtime, web_state
 from board.web.overview import RefreshSchedule, chart_window_of, overview_reads, render_overview
 from board.web.view import render
@@ -128,25 +131,119 @@ class OverviewRenders:
         return out
 
 
-class SharedReads:
-    """One store read and rendering per (notification, human, filters, watched todo),
-    shared by every stream that needs it (a drawer's CSRF token is put in per session, see
-    CSRF_SLOT). Bounded; entries die with their notification."""
+def row_read(make) -> asyncio.Future:
+    """A changed row's read and rendering, encoded once for every stream it goes to: a
+    failure other than the database being away is logged once, never left unretrieved."""
+    return shared_future(encoded(make()), log, "a live update's read", (Unavailable,))
 
-    def __init__(self, size: int = 512):
-        self.size = size
-        self._entries: OrderedDict[tuple, tuple[dict, asyncio.Future]] = OrderedDict()
 
-    def get(self, event: dict, key: tuple, make) -> asyncio.Future:
-        full = (id(event), *key)
-        entry = self._entries.get(full)
-        if entry is not None and entry[0] is event:  # the same notification, not a reused id
-            return entry[1]
-        fut = shared_future(encoded(make()), log, "a live update's read", (Unavailable,))
-        self._entries[full] = (event, fut)
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
-        return fut
+# What BoardRows hands a stream: its row's frame ready ("encoded", for the watched drawer
+# with CSRF_SLOT), or word that the read met the database away.
+ROW = "board-row"
+ROW_UNAVAILABLE = {"kind": "board-row-unavailable"}
+
+
+@dataclass(eq=False, slots=True)
+class RowStream:
+    """A live stream as BoardRows sees it: whose, which rows it shows, which drawer is open."""
+
+    human: Human
+    row_key: Filters  # the stream's filters without its page: what a row's rendering depends on
+    watching: str | None
+    sub: object  # its fan-out Subscription
+
+
+class BoardRows:
+    """The one consumer of todos' notifications for a process's Board streams.
+
+    For each notification it finds the endpoint's human (cached), and if that human has live
+    streams here, reads and renders the todo's row (and drawer, for streams that have it
+    open) once per (filters, watched) among them, then puts the frame into each of those
+    streams' subscriptions, where it waits behind what they were sent before. Reads start
+    at once; frames of one endpoint are handed over in the order of its notifications. A
+    read that meets the database away ends the streams it was for (they come back)."""
+
+    def __init__(self, app, store, fanout):
+        self.app, self.store, self.fanout = app, store, fanout
+        self._streams: dict[int, set[RowStream]] = {}
+        self._last: dict[str, asyncio.Task] = {}  # per endpoint: its latest notification's delivery
+        self._task: asyncio.Task | None = None
+
+    def add(self, stream: RowStream) -> None:
+        self._streams.setdefault(stream.human.user_id, set()).add(stream)
+
+    def discard(self, stream: RowStream) -> None:
+        streams = self._streams.get(stream.human.user_id)
+        if streams is not None:
+            streams.discard(stream)
+            if not streams:
+                del self._streams[stream.human.user_id]
+
+    def start(self) -> None:
+        # Subscribed now, not when the task first runs: nothing published from here on is missed.
+        sub = self.fanout.subscribe(stream=False)
+        self._task = asyncio.create_task(self._run(sub), name="switchboard-board-rows")
+
+    async def stop(self) -> None:
+        await cancel_and_wait([self._task, *self._last.values()])
+        self._task = None
+
+    async def _run(self, sub) -> None:
+        try:
+            overflows = 0
+            while True:
+                event = await sub.get()
+                if event is RESYNC:
+                    if sub.overflows != overflows:  # this consumer fell behind: its streams may have missed rows
+                        overflows = sub.overflows
+                        for streams in list(self._streams.values()):
+                            for stream in list(streams):
+                                stream.sub.put(RESYNC)
+                    continue  # a LISTEN reconnect's resync reaches every stream itself
+                endpoint, todo_id = event.get("endpoint"), event.get("todo")
+                if not endpoint or not todo_id or not self._streams:
+                    continue
+                endpoint = str(endpoint)
+                task = asyncio.create_task(self._deliver(event, endpoint, str(todo_id), self._last.get(endpoint)))
+                self._last[endpoint] = task
+                task.add_done_callback(lambda done, key=endpoint: self._ended(key, done))
+        finally:
+            self.fanout.unsubscribe(sub)
+
+    def _ended(self, endpoint: str, done: asyncio.Task) -> None:
+        if self._last.get(endpoint) is done:
+            del self._last[endpoint]
+
+    async def _deliver(self, event: dict, endpoint: str, todo_id: str, before: asyncio.Task | None) -> None:
+        try:
+            owner = await web_state(self.app).owner_of(self.store, endpoint)
+        except Unavailable:
+            owner, streams = None, [s for group in self._streams.values() for s in group]
+            reads = None
+        else:
+            streams = list(self._streams.get(owner, ()))
+            reads = {}
+            for stream in streams:
+                key = (stream.row_key, stream.watching == todo_id)
+                if key not in reads:
+                    human = stream.human
+                    reads[key] = row_read(lambda f=key[0], w=key[1], h=human:
+                                          render_todo(self.store, h, todo_id, f, w, CSRF_SLOT))
+        if reads:
+            await asyncio.wait(reads.values())
+        if before is not None and not before.done():
+            await asyncio.wait([before])  # the endpoint's earlier frames first
+        if not streams:
+            return
+        frames = {}
+        for key, read in (reads or {}).items():
+            failed = read.exception() if not read.cancelled() else asyncio.CancelledError()
+            frames[key] = ROW_UNAVAILABLE if isinstance(failed, Unavailable) else None if failed else {
+                "kind": ROW, "todo": todo_id, "watched": key[1], "encoded": read.result()}
+        for stream in streams:
+            frame = ROW_UNAVAILABLE if reads is None else frames.get((stream.row_key, stream.watching == todo_id))
+            if frame is not None:
+                stream.sub.put(frame)
 
 
 class SnapshotReads:
@@ -175,18 +272,8 @@ def _snapshots(app) -> SnapshotReads:
                       lambda: SnapshotReads(generation=lambda: app.state.runtime.fanout.generation))
 
 
-def _shared(app) -> SharedReads:
-    return app_single(app, "board_live_reads", SharedReads)
-
-
 def _overview_renders(app) -> OverviewRenders:
     return app_single(app, "board_overview_renders", OverviewRenders)
-
-
-async def shared_result(fut: asyncio.Future):
-    """A shared read's result: at once when it is done (the thousandth stream of a change
-    finds it so), else awaited without cancelling it for the others."""
-    return fut.result() if fut.done() else await asyncio.shield(fut)
 
 
 def message(event: str, data: dict) -> ServerSentEventMessage:
@@ -243,8 +330,7 @@ async def events(request: Request) -> ServerSentEvent:
     except Unavailable:
         return unavailable_stream()
     store, fanout = rt.store, rt.fanout
-    state = web_state(request.app)
-    shared = _shared(request.app)
+    rows: BoardRows = request.app.state.board_rows
     filters = Filters.of(request.query_params)
     row_key = replace(filters, cursor=None)  # a changed row depends on the filters, not the page
     watched = request.query_params.get("todo") or None
@@ -275,67 +361,70 @@ async def events(request: Request) -> ServerSentEvent:
                                               overviews.get(store, human, window, since=since)))
 
     async def live() -> AsyncIterator[ServerSentEventMessage]:
-        watching = watched
-        async with fanout.subscription() as sub, \
-                fanout.presence.listening(human.user_id, rt.settings.db_wait_seconds):
-            # Subscribed, and this human's transitions notifying (presence), before the
-            # snapshot: nothing committed in between is missed.
-            first = await asyncio.shield(first_snapshot(watching))
-            gone = first.data.get("gone")
-            frame = first.message("snapshot", csrf)
-            del first  # an idle stream keeps no snapshot alive (tens of KB each)
-            yield frame
-            del frame
-            if gone:
-                watching = None  # absent, or not this human's: nothing more to watch
-            loop = asyncio.get_running_loop()
-            refresh_at = loop.time() + WATCH_REFRESH_SECONDS
-            # The overview: refreshed when this human's todos change, coalesced (RefreshSchedule),
-            # and now and then while nothing changes, so the chart's window moves on.
-            overview = RefreshSchedule.starting(loop.time())
-            while True:
-                now = loop.time()
-                if overview.due(now):  # checked first, so a stream of events cannot hold it off
-                    overview.sent(now)
-                    data = await asyncio.shield(overviews.get(store, human, window))
-                    yield renders.get(data, back).message("overview", csrf)
+        async with fanout.subscription(todos=False) as sub:
+            me = RowStream(human, row_key, watched, sub)
+            rows.add(me)  # handed this human's rows from now on
+            try:
+                async with fanout.presence.listening(human.user_id, rt.settings.db_wait_seconds):
+                    async for item in after_subscribing(me, sub):
+                        yield item
+                        del item
+            finally:
+                rows.discard(me)
+
+    async def after_subscribing(me: RowStream, sub) -> AsyncIterator[ServerSentEventMessage]:
+        # Subscribed, handed rows, and this human's transitions notifying (presence), before
+        # the snapshot: nothing committed in between is missed.
+        first = await asyncio.shield(first_snapshot(me.watching))
+        gone = first.data.get("gone")
+        frame = first.message("snapshot", csrf)
+        del first  # an idle stream keeps no snapshot alive (tens of KB each)
+        yield frame
+        del frame
+        if gone:
+            me.watching = None  # absent, or not this human's: nothing more to watch
+        loop = asyncio.get_running_loop()
+        refresh_at = loop.time() + WATCH_REFRESH_SECONDS
+        # The overview: refreshed when this human's todos change, coalesced (RefreshSchedule),
+        # and now and then while nothing changes, so the chart's window moves on.
+        overview = RefreshSchedule.starting(loop.time())
+        while True:
+            now = loop.time()
+            if overview.due(now):  # checked first, so a stream of events cannot hold it off
+                overview.sent(now)
+                data = await asyncio.shield(overviews.get(store, human, window))
+                yield renders.get(data, back).message("overview", csrf)
+                continue
+            event = await sub.get(min(refresh_at if me.watching else now + PING_SECONDS, overview.at))
+            if event is None:
+                if overview.due(loop.time()):
                     continue
-                event = await sub.get(min(refresh_at if watching else now + PING_SECONDS, overview.at))
-                if event is None:
-                    if overview.due(loop.time()):
-                        continue
-                    elif watching:
-                        refresh_at = loop.time() + WATCH_REFRESH_SECONDS
-                        data = await render_todo(store, human, watching, filters, True, csrf)
-                        if data["gone"]:
-                            watching = None
-                        yield message("todo", data)
-                    else:
-                        yield ServerSentEventMessage(comment="ping")
-                    continue
-                if event.get("kind") == "shutdown":
-                    return  # the server is stopping: end the stream; the browser reconnects
-                if event.get("kind") == "resync":
-                    yield (await asyncio.shield(first_snapshot(watching))).message("snapshot", csrf)
-                    overview.sent(loop.time())
-                    continue
-                if event.get("kind") in QUEUE_KINDS:
-                    if event.get("user") == human.user_id:  # one of this human's queues paused or resumed
-                        overviews.forget(human.user_id)
-                        overview.at_once(loop.time())
-                    continue
-                endpoint, todo_id = event.get("endpoint"), event.get("todo")
-                if not endpoint or not todo_id:
-                    continue
-                if await state.owner_of(store, str(endpoint)) != human.user_id:
-                    continue  # another human's todo: nothing of it reaches this stream
-                overview.changed(loop.time())
-                is_watched = todo_id == watching
-                if is_watched:
+                elif me.watching:
                     refresh_at = loop.time() + WATCH_REFRESH_SECONDS
-                fut = shared.get(event, (human.user_id, row_key, is_watched),
-                                 lambda: render_todo(store, human, todo_id, filters, is_watched, CSRF_SLOT))
-                yield (await shared_result(fut)).message("todo", csrf if is_watched else None)
+                    data = await render_todo(store, human, me.watching, filters, True, csrf)
+                    if data["gone"]:
+                        me.watching = None
+                    yield message("todo", data)
+                else:
+                    yield ServerSentEventMessage(comment="ping")
+                continue
+            kind = event.get("kind")
+            if kind == ROW:  # one of this human's todos changed: its row (and drawer), ready
+                overview.changed(loop.time())
+                if event["watched"]:
+                    refresh_at = loop.time() + WATCH_REFRESH_SECONDS
+                yield event["encoded"].message("todo", csrf if event["watched"] else None)
+            elif event is ROW_UNAVAILABLE:
+                raise Unavailable()
+            elif kind == "shutdown":
+                return  # the server is stopping: end the stream; the browser reconnects
+            elif kind == "resync":
+                yield (await asyncio.shield(first_snapshot(me.watching))).message("snapshot", csrf)
+                overview.sent(loop.time())
+            elif kind in QUEUE_KINDS and event.get("user") == human.user_id:
+                # One of this human's queues paused or resumed.
+                overviews.forget(human.user_id)
+                overview.at_once(loop.time())
 
     return ServerSentEvent(stream(), retry_duration=RETRY_MS, headers=SSE_HEADERS)
 

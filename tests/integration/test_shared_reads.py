@@ -17,7 +17,7 @@ from board.live.presence import Presence
 from board.store import store as st
 from board.store.db import open_pool
 from board.tasks import FreshReads
-from board.web.events import OverviewRenders, SharedReads, SnapshotReads
+from board.web.events import OverviewRenders, SnapshotReads, row_read
 from board.web.overview import OverviewReads
 from tests.conftest import make_agent, make_user
 
@@ -67,14 +67,11 @@ async def test_an_overview_read_that_fails_after_its_streams_left_is_taken_not_l
 
 
 async def test_a_shared_fragment_read_that_fails_unexpectedly_is_logged_once_and_never_unretrieved(caplog):
-    shared = SharedReads()
-    event = {"kind": "claimed", "todo": "t", "endpoint": "e"}
-
     async def broken():
         raise RuntimeError("the template could not render")
 
     async def one_stream_leaves():
-        shared.get(event, ("u", "view"), broken)
+        row_read(broken)
         await asyncio.sleep(0.05)
 
     with caplog.at_level(logging.ERROR, logger="switchboard.live"):
