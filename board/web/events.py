@@ -31,6 +31,7 @@ never hear of it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import secrets
@@ -178,6 +179,15 @@ class BoardRows:
             streams.discard(stream)
             if not streams:
                 del self._streams[stream.human.user_id]
+
+    @contextlib.asynccontextmanager
+    async def streaming(self, stream: RowStream) -> AsyncIterator[RowStream]:
+        """stream handed its human's rows while inside."""
+        self.add(stream)
+        try:
+            yield stream
+        finally:
+            self.discard(stream)
 
     def start(self) -> None:
         # Subscribed now, not when the task first runs: nothing published from here on is missed.
@@ -336,15 +346,6 @@ async def events(request: Request) -> ServerSentEvent:
     watched = request.query_params.get("todo") or None
     csrf = session.csrf
 
-    async def stream() -> AsyncIterator[ServerSentEventMessage]:
-        try:
-            async for item in live():
-                yield item
-                del item  # not held while the stream waits for its next event
-        except Unavailable:  # a read met the database away: end cleanly; the browser comes back
-            yield ServerSentEventMessage(event="unavailable", data=json.dumps({"retry_ms": RETRY_MS}),
-                                         retry=RETRY_MS)
-
     overviews = overview_reads(request.app)
     snapshots = _snapshots(request.app)
     renders = _overview_renders(request.app)
@@ -360,71 +361,68 @@ async def events(request: Request) -> ServerSentEvent:
                              lambda: snapshot(store, human, filters, watching, CSRF_SLOT,
                                               overviews.get(store, human, window, since=since)))
 
-    async def live() -> AsyncIterator[ServerSentEventMessage]:
-        async with fanout.subscription(todos=False) as sub:
-            me = RowStream(human, row_key, watched, sub)
-            rows.add(me)  # handed this human's rows from now on
-            try:
-                async with fanout.presence.listening(human.user_id, rt.settings.db_wait_seconds):
-                    async for item in after_subscribing(me, sub):
-                        yield item
-                        del item
-            finally:
-                rows.discard(me)
-
-    async def after_subscribing(me: RowStream, sub) -> AsyncIterator[ServerSentEventMessage]:
-        # Subscribed, handed rows, and this human's transitions notifying (presence), before
-        # the snapshot: nothing committed in between is missed.
-        first = await asyncio.shield(first_snapshot(me.watching))
-        gone = first.data.get("gone")
-        frame = first.message("snapshot", csrf)
-        del first  # an idle stream keeps no snapshot alive (tens of KB each)
-        yield frame
-        del frame
-        if gone:
-            me.watching = None  # absent, or not this human's: nothing more to watch
-        loop = asyncio.get_running_loop()
-        refresh_at = loop.time() + WATCH_REFRESH_SECONDS
-        # The overview: refreshed when this human's todos change, coalesced (RefreshSchedule),
-        # and now and then while nothing changes, so the chart's window moves on.
-        overview = RefreshSchedule.starting(loop.time())
-        while True:
-            now = loop.time()
-            if overview.due(now):  # checked first, so a stream of events cannot hold it off
-                overview.sent(now)
-                data = await asyncio.shield(overviews.get(store, human, window))
-                yield renders.get(data, back).message("overview", csrf)
-                continue
-            event = await sub.get(min(refresh_at if me.watching else now + PING_SECONDS, overview.at))
-            if event is None:
-                if overview.due(loop.time()):
-                    continue
-                elif me.watching:
-                    refresh_at = loop.time() + WATCH_REFRESH_SECONDS
-                    data = await render_todo(store, human, me.watching, filters, True, csrf)
-                    if data["gone"]:
-                        me.watching = None
-                    yield message("todo", data)
-                else:
-                    yield ServerSentEventMessage(comment="ping")
-                continue
-            kind = event.get("kind")
-            if kind == ROW:  # one of this human's todos changed: its row (and drawer), ready
-                overview.changed(loop.time())
-                if event["watched"]:
-                    refresh_at = loop.time() + WATCH_REFRESH_SECONDS
-                yield event["encoded"].message("todo", csrf if event["watched"] else None)
-            elif event is ROW_UNAVAILABLE:
-                raise Unavailable()
-            elif kind == "shutdown":
-                return  # the server is stopping: end the stream; the browser reconnects
-            elif kind == "resync":
-                yield (await asyncio.shield(first_snapshot(me.watching))).message("snapshot", csrf)
-                overview.sent(loop.time())
-            elif kind in QUEUE_KINDS and event.get("user") == human.user_id:
-                # One of this human's queues paused or resumed.
-                overviews.forget(human.user_id)
-                overview.at_once(loop.time())
+    async def stream() -> AsyncIterator[ServerSentEventMessage]:
+        # One generator for the whole stream: every frame passes through each generator of
+        # the chain, and a thousand streams pay for each a transition.
+        try:
+            async with fanout.subscription(todos=False) as sub, \
+                    rows.streaming(RowStream(human, row_key, watched, sub)) as me, \
+                    fanout.presence.listening(human.user_id, rt.settings.db_wait_seconds):
+                # Subscribed, handed rows, and this human's transitions notifying (presence), before
+                # the snapshot: nothing committed in between is missed.
+                first = await asyncio.shield(first_snapshot(me.watching))
+                gone = first.data.get("gone")
+                frame = first.message("snapshot", csrf)
+                del first  # an idle stream keeps no snapshot alive (tens of KB each)
+                yield frame
+                del frame
+                if gone:
+                    me.watching = None  # absent, or not this human's: nothing more to watch
+                loop = asyncio.get_running_loop()
+                refresh_at = loop.time() + WATCH_REFRESH_SECONDS
+                # The overview: refreshed when this human's todos change, coalesced (RefreshSchedule),
+                # and now and then while nothing changes, so the chart's window moves on.
+                overview = RefreshSchedule.starting(loop.time())
+                while True:
+                    now = loop.time()
+                    if overview.due(now):  # checked first, so a stream of events cannot hold it off
+                        overview.sent(now)
+                        data = await asyncio.shield(overviews.get(store, human, window))
+                        yield renders.get(data, back).message("overview", csrf)
+                        continue
+                    event = await sub.get(min(refresh_at if me.watching else now + PING_SECONDS, overview.at))
+                    if event is None:
+                        if overview.due(loop.time()):
+                            continue
+                        elif me.watching:
+                            refresh_at = loop.time() + WATCH_REFRESH_SECONDS
+                            data = await render_todo(store, human, me.watching, filters, True, csrf)
+                            if data["gone"]:
+                                me.watching = None
+                            yield message("todo", data)
+                        else:
+                            yield ServerSentEventMessage(comment="ping")
+                        continue
+                    kind = event.get("kind")
+                    if kind == ROW:  # one of this human's todos changed: its row (and drawer), ready
+                        overview.changed(loop.time())
+                        if event["watched"]:
+                            refresh_at = loop.time() + WATCH_REFRESH_SECONDS
+                        yield event["encoded"].message("todo", csrf if event["watched"] else None)
+                    elif event is ROW_UNAVAILABLE:
+                        raise Unavailable()
+                    elif kind == "shutdown":
+                        return  # the server is stopping: end the stream; the browser reconnects
+                    elif kind == "resync":
+                        yield (await asyncio.shield(first_snapshot(me.watching))).message("snapshot", csrf)
+                        overview.sent(loop.time())
+                    elif kind in QUEUE_KINDS and event.get("user") == human.user_id:
+                        # One of this human's queues paused or resumed.
+                        overviews.forget(human.user_id)
+                        overview.at_once(loop.time())
+        except Unavailable:  # a read met the database away: end cleanly; the browser comes back
+            yield ServerSentEventMessage(event="unavailable", data=json.dumps({"retry_ms": RETRY_MS}),
+                                         retry=RETRY_MS)
 
     return ServerSentEvent(stream(), retry_duration=RETRY_MS, headers=SSE_HEADERS)
 
