@@ -1,5 +1,6 @@
 """The LISTEN fan-out: one dedicated LISTEN connection per process, fanned out in-process to
-one queue per subscriber (SSE streams, the MCP doorbell).
+one queue per subscriber (SSE streams, the MCP doorbell). A Board stream does not hear
+todos' notifications itself: the Board's one consumer of them hands it its rows ready.
 
 A notification is a hint carrying ids only; subscribers re-read through the store. When the
 LISTEN connection drops, it reconnects with jittered backoff (waits of at most 2 s) and
