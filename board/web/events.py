@@ -223,36 +223,37 @@ class BoardRows:
     def _ended(self, endpoint: str, done: asyncio.Task) -> None:
         if self._last.get(endpoint) is done:
             del self._last[endpoint]
+        if not done.cancelled() and done.exception() is not None:  # taken here, never left unretrieved
+            log.error("a live row's delivery failed: %s", type(done.exception()).__name__, exc_info=done.exception())
 
     async def _deliver(self, event: dict, endpoint: str, todo_id: str, before: asyncio.Task | None) -> None:
         try:
             owner = await web_state(self.app).owner_of(self.store, endpoint)
-        except Unavailable:
-            owner, streams = None, [s for group in self._streams.values() for s in group]
+        except Unavailable:  # whose change it is cannot be told: every stream ends, and comes back
             reads = None
+            members = [(s, None) for group in self._streams.values() for s in group]
+        except Exception:  # a fault of ours, logged once where the owner's read failed: this change is lost
+            return
         else:
-            streams = list(self._streams.get(owner, ()))
+            # Each stream's key as it stands now: a drawer closed meanwhile still gets this frame.
+            members = [(s, (s.row_key, s.watching == todo_id)) for s in self._streams.get(owner, ())]
             reads = {}
-            for stream in streams:
-                key = (stream.row_key, stream.watching == todo_id)
+            for stream, key in members:
                 if key not in reads:
-                    human = stream.human
-                    reads[key] = row_read(lambda f=key[0], w=key[1], h=human:
+                    reads[key] = row_read(lambda f=key[0], w=key[1], h=stream.human:
                                           render_todo(self.store, h, todo_id, f, w, CSRF_SLOT))
         if reads:
             await asyncio.wait(reads.values())
         if before is not None and not before.done():
             await asyncio.wait([before])  # the endpoint's earlier frames first
-        if not streams:
-            return
-        frames = {}
+        frames = {None: ROW_UNAVAILABLE}
         for key, read in (reads or {}).items():
             failed = read.exception() if not read.cancelled() else asyncio.CancelledError()
             frames[key] = ROW_UNAVAILABLE if isinstance(failed, Unavailable) else None if failed else {
                 "kind": ROW, "todo": todo_id, "watched": key[1], "encoded": read.result()}
-        for stream in streams:
-            frame = ROW_UNAVAILABLE if reads is None else frames.get((stream.row_key, stream.watching == todo_id))
-            if frame is not None:
+        for stream, key in members:
+            frame = frames[key]
+            if frame is not None:  # None: the read failed otherwise, and row_read logged it
                 stream.sub.put(frame)
 
 

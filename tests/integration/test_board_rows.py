@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import logging
 from types import SimpleNamespace
 
 from litestar.datastructures import State
@@ -141,3 +143,44 @@ async def test_a_change_read_while_the_database_is_away_ends_the_streams(store, 
         me = stream_of(rows, fanout, human)
         await store.todo_add(agent, queue="q", title="Heard while away")
         assert await next_event(me) is ROW_UNAVAILABLE
+
+
+async def test_a_delivery_that_fails_unexpectedly_is_logged_once_and_the_next_change_still_arrives(
+        store, db_url, settings, caplog):
+    class OwnerLookupBreaksOnce:
+        """The store, except that the first owner lookup fails as no database error does."""
+
+        def __init__(self):
+            self.lookups = 0
+
+        def __getattr__(self, name):
+            return getattr(store, name)
+
+        async def endpoint_owner(self, endpoint_id):
+            self.lookups += 1
+            if self.lookups == 1:
+                raise RuntimeError("a fault of ours")
+            return await store.endpoint_owner(endpoint_id)
+
+    human = await make_user(store)
+    agent = await make_agent(store, user=human)
+    loop = asyncio.get_running_loop()
+    unretrieved = []
+    before = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: unretrieved.append(context))
+    try:
+        with caplog.at_level(logging.ERROR):
+            async with board_rows(store, db_url, settings, rows_store=OwnerLookupBreaksOnce()) as (
+                    fanout, presence, rows), presence.listening(human.user_id, 10):
+                me = stream_of(rows, fanout, human)
+                await store.todo_add(agent, queue="q", title="Lost to the fault")
+                second = await store.todo_add(agent, queue="q", title="Heard after it")
+                frame = await next_event(me)
+                assert frame["todo"] == second["id"]
+        gc.collect()
+        await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(before)
+    assert unretrieved == []
+    failures = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert failures == ["an endpoint's owner read failed: RuntimeError"]
