@@ -204,3 +204,26 @@ async def test_two_sessions_watching_one_drawer_each_get_its_forms_with_their_ow
         r = await a.post(f"/todos/{todo['id']}/cancel", data={"csrf_token": csrf_of(got_a["drawer"])})
         assert r.status_code == 303, r.text
         assert (await store.todo_get(ada, todo["id"]))["state"] == "canceled"
+
+
+async def test_a_stream_the_browser_closes_lets_go_of_its_subscription_its_rows_and_its_presence(live_server):
+    """A closed tab must not keep costing the server: once the browser goes away, its
+    stream is unsubscribed, no longer handed rows, and its human no longer held as
+    listening (so their transitions stop notifying once nobody else watches)."""
+    store = live_server.store
+    ada = await make_human(store, "ada")
+    fanout = live_server.runtime.fanout
+    rows = live_server.app.state.board_rows
+
+    def counts():
+        return fanout.subscriber_count, len(rows._streams.get(ada.user_id, ())), ada.user_id in fanout.presence.held()
+
+    async with client_for(live_server) as a:
+        await sign_in(a, "ada")
+        async with open_stream(a), open_stream(a, "?state=pending"):
+            assert counts() == (2, 2, True)
+        for _ in range(200):  # the server hears the connections close
+            if counts() == (0, 0, False):
+                break
+            await asyncio.sleep(0.05)
+        assert counts() == (0, 0, False)
