@@ -11,7 +11,9 @@ it waits until every subscriber has received the `todo` fragment for it.
 
 Latency is measured from the moment the committing store call starts (so it includes the
 transaction itself, an upper bound on commit -> fragment) to the moment the fragment's
-event is read by the subscriber. Prints p50 and p99 (and more). With --processes N, N serve
+event is read by the subscriber. Prints p50 and p99 (and more), over every transition and
+over all but the first (whose endpoint's owner lookup and row statements run cold), and the
+time the last stream got each transition's fragment. With --processes N, N serve
 processes share the database and the sessions are signed in on them in turn, so the
 subscribers spread over the processes; each hears the transition through its own LISTEN
 connection.
@@ -250,7 +252,8 @@ async def bench(args) -> int:
         print(f"all {args.subscribers} streams had their snapshot {time.perf_counter() - connecting:.1f} s after "
               "connecting at once", flush=True)
 
-        latencies: list[float] = []
+        await asyncio.sleep(args.settle)
+        latencies: list[list[float]] = []  # per transition
         statement: list[float] = []
         missing = 0
         cpu_before = [cpu_seconds(p.pid) for p in procs], resource.getrusage(resource.RUSAGE_SELF)
@@ -268,9 +271,10 @@ async def bench(args) -> int:
                 await asyncio.wait_for(tally.done.wait(), timeout=args.timeout)
             except asyncio.TimeoutError:
                 pass
+            latencies.append([])
             for s in subscribers:
                 if len(s.arrivals) >= expected:
-                    latencies.append(s.arrivals[expected - 1] - start)
+                    latencies[-1].append(s.arrivals[expected - 1] - start)
                 else:
                     missing += 1
                     s.arrivals.extend([float("nan")] * (expected - len(s.arrivals)))
@@ -278,13 +282,21 @@ async def bench(args) -> int:
         servers_cpu = sum(cpu_seconds(p.pid) for p in procs) - sum(cpu_before[0])
         after = resource.getrusage(resource.RUSAGE_SELF)
         client_cpu = (after.ru_utime + after.ru_stime) - (cpu_before[1].ru_utime + cpu_before[1].ru_stime)
-        ms = [x * 1000 for x in latencies]
+        ms = [x * 1000 for one in latencies for x in one]
+        warm = [x * 1000 for one in latencies[1:] for x in one]
+        last = [max(one) * 1000 for one in latencies if one]
         print(f"live_latency: {args.subscribers} concurrent SSE subscribers ({args.watchers} with the drawer open, "
               f"{args.sessions} sessions of one human) on {args.processes} process(es), {args.transitions} transitions, "
               f"{len(ms)} fragments, {missing} missing")
         print(f"  commit -> fragment latency (ms): p50 {percentile(ms, 50):.1f}  p90 {percentile(ms, 90):.1f}  "
               f"p99 {percentile(ms, 99):.1f}  max {max(ms):.1f}  mean {statistics.fmean(ms):.1f}")
-        print(f"  the committing store call itself (ms): p50 {percentile([x * 1000 for x in statement], 50):.1f}")
+        if warm:  # the first change of a stream's endpoint meets cold caches and first executions
+            print(f"  after the first transition (ms): p50 {percentile(warm, 50):.1f}  p90 {percentile(warm, 90):.1f}  "
+                  f"p99 {percentile(warm, 99):.1f}")
+        print(f"  the last stream's fragment, per transition (ms): first {last[0]:.1f}, median of the rest "
+              f"{statistics.median(last[1:] or last):.1f}, slowest of the rest {max(last[1:] or last):.1f}")
+        print(f"  the committing store call itself (ms): p50 {percentile([x * 1000 for x in statement], 50):.1f}, "
+              f"the first {statement[0] * 1000:.1f}")
         print(f"  CPU per transition: the server(s) {servers_cpu / args.transitions * 1000:.1f} ms "
               f"({servers_cpu / args.transitions / args.subscribers * 1e6:.0f} us a stream), this bench's "
               f"{args.subscribers} SSE clients {client_cpu / args.transitions * 1000:.1f} ms")
@@ -319,6 +331,8 @@ def main() -> int:
     p.add_argument("--filler", type=int, default=40, help="other todos on the Board (default 40)")
     p.add_argument("--connect-timeout", type=float, default=60.0,
                    help="seconds to wait for every stream's first snapshot (default 60)")
+    p.add_argument("--settle", type=float, default=0.0,
+                   help="seconds to wait after the last snapshot before the first transition (default 0)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for one fragment everywhere")
     args = p.parse_args()
     if args.watchers is None:

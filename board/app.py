@@ -21,6 +21,7 @@ from board.ops import health
 
 from board.web import routes as web
 from board.web.events import BoardRows
+from board.web.view import compile_templates
 from board.ops import metrics as metrics_mod
 from board.config import Settings
 from board.store.db import EmbeddedPostgres, database_label, migrate, open_pool
@@ -80,6 +81,7 @@ def serve(settings: Settings, host: str, port: int) -> None:
     class Server(uvicorn.Server):
         async def startup(self, sockets=None) -> None:
             await super().startup(sockets)
+            compile_templates()  # before the first request that renders one, and frozen with the rest
             # What startup made (modules, the app, its pools) lives as long as the process:
             # frozen out of the collector's sight, and the youngest generation collected
             # every 10,000 allocations rather than 700, so far fewer objects reach the

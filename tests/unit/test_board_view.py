@@ -57,3 +57,18 @@ def test_an_attempt_opens_with_one_sentence_a_person_would_say():
     assert attempt_sentence(board) == "Attempt 1, completed after 1 second, by the owner, on the Board: done by hand"
     open_ = {"seq": 4, "outcome": None, "claimed_at": t0, "claimant": "run-8"}
     assert attempt_sentence(open_, now=t0 + timedelta(hours=2)) == "Attempt 4, open for 2 hours, by run-8"
+
+
+def test_every_template_is_compiled_before_the_first_page_or_live_update_needs_it(monkeypatch):
+    from board.resources import resource_dir
+    from board.web import view
+
+    view.ENV.cache.clear()
+    assert view.compile_templates() == len(list(resource_dir("templates").glob("*.html")))
+
+    def compiling(*args, **kwargs):
+        raise AssertionError("a template was compiled at its first rendering")
+
+    monkeypatch.setattr(view.ENV, "compile", compiling)
+    for name in ("_drawer.html", "_note_form.html", "_attempt_row.html", "board.html", "_todo_row.html"):
+        view.ENV.get_template(name)
