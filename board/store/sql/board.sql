@@ -44,18 +44,20 @@ SELECT p.queue, count(*) AS n FROM queue_pauses p GROUP BY 1;
 
 -- name: todos_count_by_queue_state
 -- description: Every todo counted by queue and state, for /metrics: the live ones through their partial indexes, the ended ones from todo_counts (done: all, less the live, canceled and dead)
-WITH live AS (
-  SELECT t.queue, t.state FROM todos t WHERE t.state = 'pending'
-  UNION ALL
-  SELECT t.queue, t.state FROM todos t WHERE t.state = 'claimed'
-  UNION ALL
-  SELECT t.queue, t.state FROM todos t WHERE t.state IN ('input_required', 'auth_required')
-  UNION ALL
-  SELECT t.queue, t.state FROM todos t WHERE t.state = 'failed' AND t.next_retry_at IS NOT NULL
+WITH live AS (  -- counted per queue and state here: a row per count, not one per todo
+  SELECT x.queue, x.state, count(*) AS n
+    FROM (SELECT t.queue, t.state FROM todos t WHERE t.state = 'pending'
+          UNION ALL
+          SELECT t.queue, t.state FROM todos t WHERE t.state = 'claimed'
+          UNION ALL
+          SELECT t.queue, t.state FROM todos t WHERE t.state IN ('input_required', 'auth_required')
+          UNION ALL
+          SELECT t.queue, t.state FROM todos t WHERE t.state = 'failed' AND t.next_retry_at IS NOT NULL) x
+   GROUP BY 1, 2
 )
 SELECT x.queue, x.state::text AS state, sum(x.n)::bigint AS n
   FROM (SELECT l.queue, v.state, v.n
-          FROM live l CROSS JOIN LATERAL (VALUES (l.state, 1), ('done'::todo_state, -1)) v(state, n)
+          FROM live l CROSS JOIN LATERAL (VALUES (l.state, l.n), ('done'::todo_state, -l.n)) v(state, n)
         UNION ALL
         SELECT c.queue, v.state, v.n
           FROM todo_counts c
@@ -69,34 +71,41 @@ HAVING sum(x.n) <> 0;
 -- description: The Board's overview: the human's todos counted by queue and state, every queue of theirs listed
 WITH live AS (
   -- Per endpoint of the human, its live todos through their partial indexes; then the todos
-  -- waiting out a retry's backoff, few in all, read once for the human's endpoints.
-  SELECT x.queue, x.state, x.next_retry_at
-    FROM endpoints e
-    CROSS JOIN LATERAL (
-      SELECT t.queue, t.state, t.next_retry_at FROM todos t WHERE t.endpoint_id = e.id AND t.state = 'pending'
+  -- waiting out a retry's backoff, few in all, read once for the human's endpoints. Counted
+  -- here, per queue and state, so what follows handles a row per count, not one per todo
+  -- (a backlog of 90,000 pending todos is one row).
+  SELECT x.queue, x.state, x.state = 'failed' AND x.next_retry_at IS NOT NULL AS retrying,
+         todo_dead_letter(x.state, x.next_retry_at) AS dead, count(*) AS n
+    FROM (
+      SELECT y.queue, y.state, y.next_retry_at
+        FROM endpoints e
+        CROSS JOIN LATERAL (
+          SELECT t.queue, t.state, t.next_retry_at FROM todos t WHERE t.endpoint_id = e.id AND t.state = 'pending'
+          UNION ALL
+          SELECT t.queue, t.state, t.next_retry_at FROM todos t WHERE t.endpoint_id = e.id AND t.state = 'claimed'
+          UNION ALL
+          SELECT t.queue, t.state, t.next_retry_at
+            FROM todos t WHERE t.endpoint_id = e.id AND t.state IN ('input_required', 'auth_required')) y
+       WHERE e.user_id = %(user_id)s
       UNION ALL
-      SELECT t.queue, t.state, t.next_retry_at FROM todos t WHERE t.endpoint_id = e.id AND t.state = 'claimed'
-      UNION ALL
-      SELECT t.queue, t.state, t.next_retry_at
-        FROM todos t WHERE t.endpoint_id = e.id AND t.state IN ('input_required', 'auth_required')) x
-   WHERE e.user_id = %(user_id)s
-  UNION ALL
-  SELECT t.queue, t.state, t.next_retry_at FROM todos t
-   WHERE t.state = 'failed' AND t.next_retry_at IS NOT NULL
-     AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
+      SELECT t.queue, t.state, t.next_retry_at FROM todos t
+       WHERE t.state = 'failed' AND t.next_retry_at IS NOT NULL
+         AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))) x
+   GROUP BY 1, 2, 3, 4
 ),
 rows AS (
-  -- Each live todo counts in its state and against done; todo_counts (migration 0010) gives
-  -- the todos there are (as done), the canceled and the dead letters (each against done).
-  SELECT l.queue, v.state, v.next_retry_at, v.n
+  -- Each live count in its state and against done; todo_counts (migration 0010) gives the
+  -- todos there are (as done), the canceled and the dead letters (each against done).
+  SELECT l.queue, v.state, v.retrying, v.dead, v.n
     FROM live l
-   CROSS JOIN LATERAL (VALUES (l.state, l.next_retry_at, 1::bigint), ('done'::todo_state, NULL, -1)) v(state, next_retry_at, n)
+   CROSS JOIN LATERAL (VALUES (l.state, l.retrying, l.dead, l.n), ('done'::todo_state, false, false, -l.n))
+        v(state, retrying, dead, n)
   UNION ALL
-  SELECT c.queue, v.state, NULL, v.n
+  SELECT c.queue, v.state, false, v.dead, v.n
     FROM todo_counts c
    CROSS JOIN LATERAL (VALUES (CASE c.kind WHEN 'all' THEN 'done' WHEN 'canceled' THEN 'canceled'
-                                           ELSE 'failed' END::todo_state, c.n),
-                              ('done'::todo_state, CASE WHEN c.kind = 'all' THEN 0 ELSE -c.n END)) v(state, n)
+                                           ELSE 'failed' END::todo_state, c.kind = 'dead', c.n),
+                              ('done'::todo_state, false, CASE WHEN c.kind = 'all' THEN 0 ELSE -c.n END)) v(state, dead, n)
    WHERE c.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
 ),
 counts AS (
@@ -105,8 +114,8 @@ counts AS (
          coalesce(sum(r.n) FILTER (WHERE r.state = 'claimed'), 0)::bigint AS claimed,
          coalesce(sum(r.n) FILTER (WHERE r.state = 'input_required'), 0)::bigint AS input_required,
          coalesce(sum(r.n) FILTER (WHERE r.state = 'auth_required'), 0)::bigint AS auth_required,
-         coalesce(sum(r.n) FILTER (WHERE r.state = 'failed' AND r.next_retry_at IS NOT NULL), 0)::bigint AS retrying,
-         coalesce(sum(r.n) FILTER (WHERE todo_dead_letter(r.state, r.next_retry_at)), 0)::bigint AS dead,
+         coalesce(sum(r.n) FILTER (WHERE r.retrying), 0)::bigint AS retrying,
+         coalesce(sum(r.n) FILTER (WHERE r.dead), 0)::bigint AS dead,
          coalesce(sum(r.n) FILTER (WHERE r.state = 'done'), 0)::bigint AS done,
          coalesce(sum(r.n) FILTER (WHERE r.state = 'canceled'), 0)::bigint AS canceled,
          sum(r.n) AS todos
