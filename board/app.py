@@ -77,11 +77,11 @@ def serve(settings: Settings, host: str, port: int) -> None:
     import uvicorn
 
     app = create_app(settings)
+    compile_templates()  # before the first request that renders one (and frozen with the rest below)
 
     class Server(uvicorn.Server):
         async def startup(self, sockets=None) -> None:
             await super().startup(sockets)
-            compile_templates()  # before the first request that renders one, and frozen with the rest
             # What startup made (modules, the app, its pools) lives as long as the process:
             # frozen out of the collector's sight, and the youngest generation collected
             # every 10,000 allocations rather than 700, so far fewer objects reach the
