@@ -202,9 +202,11 @@ CREATE FUNCTION public.attempts_count_deleted() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
+  PERFORM pg_advisory_xact_lock_shared(x'5B0A0012'::bigint);
   INSERT INTO attempt_outcome_counts AS c (endpoint_id, bucket, queue, outcome, n)
   SELECT t.endpoint_id, outcome_bucket(OLD.ended_at), t.queue, OLD.outcome, 1
-    FROM todos t WHERE t.id = OLD.todo_id
+    FROM todos t
+   WHERE t.id = OLD.todo_id AND OLD.ended_at >= (SELECT f.before FROM attempt_outcomes_folded f)
   ON CONFLICT (endpoint_id, bucket, queue, outcome) DO UPDATE SET n = c.n + 1;
   RETURN NULL;
 END
@@ -324,10 +326,12 @@ CREATE FUNCTION public.todos_count_deleted_attempts() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
+  PERFORM pg_advisory_xact_lock_shared(x'5B0A0012'::bigint);
   INSERT INTO attempt_outcome_counts AS c (endpoint_id, bucket, queue, outcome, n)
   SELECT OLD.endpoint_id, outcome_bucket(a.ended_at), OLD.queue, a.outcome, count(*)
     FROM attempts a
    WHERE a.todo_id = OLD.id AND a.outcome IS NOT NULL
+     AND a.ended_at >= (SELECT f.before FROM attempt_outcomes_folded f)
    GROUP BY 2, 4
    ORDER BY 2, 4
   ON CONFLICT (endpoint_id, bucket, queue, outcome) DO UPDATE SET n = c.n + excluded.n;
@@ -391,6 +395,11 @@ CREATE TABLE public.attempt_outcome_counts (
     outcome public.attempt_outcome NOT NULL,
     n bigint NOT NULL,
     CONSTRAINT attempt_outcome_counts_n_check CHECK ((n > 0))
+);
+CREATE TABLE public.attempt_outcomes_folded (
+    only_row boolean DEFAULT true NOT NULL,
+    before timestamp with time zone NOT NULL,
+    CONSTRAINT attempt_outcomes_folded_only_row_check CHECK (only_row)
 );
 CREATE TABLE public.endpoints (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -523,6 +532,8 @@ ALTER TABLE ONLY public.attempt_notes
     ADD CONSTRAINT attempt_notes_pkey PRIMARY KEY (todo_id, seq, n);
 ALTER TABLE ONLY public.attempt_outcome_counts
     ADD CONSTRAINT attempt_outcome_counts_pkey PRIMARY KEY (endpoint_id, bucket, queue, outcome);
+ALTER TABLE ONLY public.attempt_outcomes_folded
+    ADD CONSTRAINT attempt_outcomes_folded_pkey PRIMARY KEY (only_row);
 ALTER TABLE ONLY public.attempts
     ADD CONSTRAINT attempts_one_open_per_todo EXCLUDE USING btree (todo_id WITH =) WHERE ((ended_at IS NULL)) DEFERRABLE INITIALLY DEFERRED;
 ALTER TABLE ONLY public.attempts

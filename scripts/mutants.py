@@ -46,6 +46,7 @@ METRICS = "tests/acceptance/test_metrics.py"
 PRUNE = "tests/integration/test_prune_counts.py"
 OAUTH = "tests/acceptance/test_oauth.py"
 CHARTS = "tests/acceptance/test_board_charts.py"
+FOLDED = "tests/integration/test_outcomes_folded.py"
 COUNTS = "tests/integration/test_todo_counts.py"
 
 
@@ -276,10 +277,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "           AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e))",
            (PAUSES,), "the overview's chart counts another human's attempts", "overview_outcomes"),
     # -- the charts' counts of deleted attempts (migration 0007) ----------------------------
-    Mutant("chart-count-pruned", "chart", "migrations/0007_outcome_counts.sql",
+    Mutant("chart-count-pruned", "chart", "migrations/0012_outcomes_folded.sql",
            "DO UPDATE SET n = c.n + 1", "DO UPDATE SET n = c.n",
            (CHARTS,), "a pruned attempt in a bucket already counted is not counted"),
-    Mutant("chart-count-deleted-todo", "chart", "migrations/0007_outcome_counts.sql",
+    Mutant("chart-count-deleted-todo", "chart", "migrations/0012_outcomes_folded.sql",
            "DO UPDATE SET n = c.n + excluded.n", "DO UPDATE SET n = excluded.n",
            (CHARTS,), "a deleted todo's attempts replace the bucket's count instead of adding to it"),
     Mutant("chart-deleted-scope", "chart", SQL + "board.sql",
@@ -289,6 +290,27 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("chart-without-deleted", "chart", SQL + "board.sql",
            "        SELECT c.queue, c.outcome, c.bucket, c.n\n", "        SELECT c.queue, c.outcome, c.bucket, 0\n",
            (CHARTS,), "the chart counts only the attempt rows that survive pruning and retention", "overview_outcomes"),
+    # -- the charts' fold (migration 0012) ----------------------------------------------------
+    Mutant("fold-past-running-closes", "chart", SQL + "sweeps.sql",
+           "AND s.backend_type = 'client backend' AND s.pid <> pg_backend_pid()", "AND false",
+           (FOLDED,), "the fold moves past a close still committing, which no chart then counts",
+           "attempt_outcomes_fold"),
+    Mutant("fold-read-twice", "chart", SQL + "board.sql", "greatest(w.oldest, w.folded)", "w.oldest",
+           (FOLDED,), "the chart reads folded attempts as attempts too", "overview_outcomes"),
+    Mutant("fold-without-lock", "chart", SQL + "sweeps.sql",
+           "SELECT pg_advisory_xact_lock(x'5B0A0012'::bigint);", "SELECT 1;",
+           (FOLDED,), "the fold counts an attempt a delete in flight has counted", "attempt_outcomes_fold_lock"),
+    Mutant("fold-delete-without-lock", "chart", "migrations/0012_outcomes_folded.sql",
+           "  PERFORM pg_advisory_xact_lock_shared(x'5B0A0012'::bigint);\n  INSERT INTO attempt_outcome_counts AS c "
+           "(endpoint_id, bucket, queue, outcome, n)\n  SELECT OLD.endpoint_id",
+           "  INSERT INTO attempt_outcome_counts AS c (endpoint_id, bucket, queue, outcome, n)\n  SELECT OLD.endpoint_id",
+           (FOLDED,), "a delete counts an attempt a fold in flight has counted"),
+    Mutant("fold-deleted-todo-counted-twice", "chart", "migrations/0012_outcomes_folded.sql",
+           "     AND a.ended_at >= (SELECT f.before FROM attempt_outcomes_folded f)", "",
+           (FOLDED,), "a deleted todo's folded attempts are counted again"),
+    Mutant("fold-pruned-counted-twice", "chart", "migrations/0012_outcomes_folded.sql",
+           " AND OLD.ended_at >= (SELECT f.before FROM attempt_outcomes_folded f)", "",
+           (FOLDED,), "an attempt pruned past the cap after its fold is counted again"),
     # -- the todos' counts (migration 0010) ---------------------------------------------------
     Mutant("counts-added", "counts", "migrations/0010_todo_counts.sql",
            "SELECT a.endpoint_id, a.queue, 'all', count(*) FROM added a GROUP BY 1, 2",

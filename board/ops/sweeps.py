@@ -1,4 +1,4 @@
-"""Background sweeps: the reaper, the retry scheduler, the counts roll-up and retention.
+"""Background sweeps: the reaper, the retry scheduler, the counts roll-ups and retention.
 
 Each is a loop calling one store function. The statements use SKIP LOCKED, so every server
 process can run every sweep against one database at once. An interval of 0 turns a sweep
@@ -55,6 +55,8 @@ class Sweeps:
             ("retry", self.settings.retry_interval_seconds, self.store.sweep_retry, 1.0),
             # The todos' counts folded, on the reaper's period too.
             ("counts", self.settings.reaper_interval_seconds, self.store.sweep_counts, 1.0),
+            # The charts' closed attempts folded into counts (migration 0012), on it too.
+            ("outcomes", self.settings.reaper_interval_seconds, self.store.sweep_outcomes, 1.0),
             ("retention", self.settings.retention_interval_seconds, self.store.sweep_retention, RETENTION_DUTY),
         ]
         for name, interval, fn, duty in plan:

@@ -103,6 +103,9 @@ _HOLDER_OPS = {op: ("claimed",) for op in ("heartbeat", "complete", "fail", "rel
 
 # How long a checkout waits while the database is known away (Store._connection).
 AWAY_WAIT_SECONDS = 0.5
+# The charts' fold leaves the last five minutes' closes as attempts: a close's ended_at is
+# its transaction's start, and one just starting may not be in pg_stat_activity yet.
+FOLD_MARGIN_SECONDS = 300.0
 # The least a checkout waits once its call's deadline has passed: enough to take an idle
 # connection, too short to wait for a new one.
 _PAST_DEADLINE_WAIT = 0.01
@@ -1296,6 +1299,23 @@ class Store(Accounts, Grants):
         folded into one row. One pass a period: returns 0, so the sweep loop does not repeat it."""
         await self._fetch(query("todo_counts_compact"), {}, op="counts")
         return 0
+
+    async def sweep_outcomes(self, *, now: datetime | None = None,
+                             margin_seconds: float = FOLD_MARGIN_SECONDS) -> int:
+        """The charts' fold (migration 0012): the attempts closed before the next watermark
+        counted into attempt_outcome_counts, at most an hour of them a pass. Returns the
+        count rows written, at least 1 when the watermark moved (so the sweep loop repeats
+        while behind), 0 when it stayed."""
+        try:
+            async with self._connection() as conn:
+                async with conn.transaction():
+                    await execute(conn, query("attempt_outcomes_fold_lock"), {})
+                    cur = await execute(conn, query("attempt_outcomes_fold"),
+                                        {"now": now, "margin_seconds": margin_seconds})
+                    row = await cur.fetchone()
+        except (PoolTimeout, psycopg.Error) as err:
+            raise _translate(err, "outcomes", None) from None
+        return max(row["counted"], 1) if row["before"] is not None else 0
 
     # -- presence (board/live/presence.py): who this process has live listeners for ----------
 

@@ -23,6 +23,7 @@ SMALLEST = {
     "peers.py": ["--concurrency", "2", "--rounds", "1", "--seconds", "0.3", "--jobs", "15000"],
     "wakeup.py": ["--agents", "1", "2", "--rounds", "2", "--generations", "modern", "--processes", "1", "2"],
     "memory.py": ["--connections", "20", "--settle", "0.2"],
+    "chart_read.py": ["--small", "100", "--big", "1000", "--rounds", "1", "--requests", "2"],
     "processes.py": ["--processes", "1", "2", "--clients", "2", "--slices", "1", "--seconds", "0.3",
                      "--backlog", "3000"],
 }

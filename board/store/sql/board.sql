@@ -1,8 +1,9 @@
 -- Queue pauses (migration 0003), the Board's overview and the counts /metrics and /readyz
 -- read, each scoped to the owning human in the statement where it has one. The overview's
 -- counts read the live todos through their partial indexes and the rest from todo_counts
--- (migration 0010), so they do not grow with history; its chart reads
--- attempts closed in the window through the BRIN index on ended_at.
+-- (migration 0010), so they do not grow with history; its chart reads the closed-attempt
+-- counts and, through the BRIN index on ended_at, the attempts closed since the fold's
+-- watermark (migration 0012), a few minutes' worth, so it does not grow with the closes.
 
 -- name: queue_pause
 -- description: The human pauses a queue of their endpoints (already paused: no row, nothing notified)
@@ -135,18 +136,18 @@ SELECT coalesce(c.queue, g.queue) AS queue, coalesce(c.pending, 0) AS pending,
  ORDER BY 1;
 
 -- name: overview_outcomes
--- description: The Board's charts: attempts of the human's todos closed in the window's buckets (0: the one holding now), by queue, outcome and bucket: the attempts there, and the counts of those deleted
+-- description: The Board's charts: attempts of the human's todos closed in the window's buckets (0: the one holding now), by queue, outcome and bucket: the counts (of the attempts folded and of those deleted), and the attempts closed since the fold's watermark
 SELECT x.queue, x.outcome::text AS outcome, attempt_died(x.outcome) AS died,
        ceil(extract(epoch FROM w.newest - x.bucket) / %(bucket_seconds)s)::int AS bucket,
        sum(x.n)::bigint AS n
   FROM (SELECT d.newest, d.newest - (%(buckets)s - 1) * %(bucket_seconds)s * interval '1 second' AS oldest,
-               coalesce(%(now)s::timestamptz, now()) AS now
+               coalesce(%(now)s::timestamptz, now()) AS now, (SELECT f.before FROM attempt_outcomes_folded f) AS folded
           FROM (SELECT date_bin(%(bucket_seconds)s * interval '1 second', coalesce(%(now)s::timestamptz, now()),
                                 timestamptz '2000-01-01 00:00:00+00') AS newest) d) w
  CROSS JOIN LATERAL (
         SELECT t.queue, a.outcome, outcome_bucket(a.ended_at) AS bucket, 1 AS n
           FROM attempts a JOIN todos t ON t.id = a.todo_id
-         WHERE a.ended_at >= w.oldest AND a.ended_at <= w.now
+         WHERE a.ended_at >= greatest(w.oldest, w.folded) AND a.ended_at <= w.now
            AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
         UNION ALL
         SELECT c.queue, c.outcome, c.bucket, c.n

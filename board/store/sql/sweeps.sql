@@ -209,3 +209,41 @@ WITH folded AS (
 INSERT INTO todo_counts (endpoint_id, queue, kind, n)
 SELECT f.endpoint_id, f.queue, f.kind, sum(f.n) FROM folded f GROUP BY 1, 2, 3 HAVING sum(f.n) <> 0
 RETURNING n;
+
+-- name: attempt_outcomes_fold_lock
+-- description: The charts' fold takes its lock (migration 0012) before it reads the attempts: a deleting transaction holding it shared has committed when this returns
+SELECT pg_advisory_xact_lock(x'5B0A0012'::bigint);
+
+-- name: attempt_outcomes_fold
+-- description: The charts' fold: counts the attempts closed between the watermark and its next position into attempt_outcome_counts and moves it there (at most an hour a pass; never within margin_seconds of now or past a running transaction's start); returns the count rows it wrote and where it moved the watermark (null: it stayed)
+WITH f AS (
+  -- Attempts closed more than eight days ago are in no chart: the first fold starts there.
+  SELECT f.before, greatest(f.before, outcome_bucket(coalesce(%(now)s::timestamptz, now()) - interval '8 days')) AS lo
+    FROM attempt_outcomes_folded f
+),
+w AS (
+  SELECT f.before, f.lo,
+         least(outcome_bucket(least(coalesce(%(now)s::timestamptz, now()) - %(margin_seconds)s * interval '1 second',
+                                    (SELECT min(s.xact_start) FROM pg_stat_activity s
+                                      WHERE s.datid = (SELECT oid FROM pg_database WHERE datname = current_database())
+                                        AND s.backend_type = 'client backend' AND s.pid <> pg_backend_pid()))),
+               f.lo + interval '1 hour') AS new
+    FROM f
+),
+counted AS (
+  INSERT INTO attempt_outcome_counts AS c (endpoint_id, bucket, queue, outcome, n)
+  SELECT t.endpoint_id, outcome_bucket(a.ended_at), t.queue, a.outcome, count(*)
+    FROM w JOIN attempts a ON a.ended_at >= w.lo AND a.ended_at < w.new
+   -- Each attempt's todo by its key (OFFSET 0 keeps the planner from joining the whole table):
+   -- the range holds minutes of closes, a few of the todos.
+   CROSS JOIN LATERAL (SELECT t.endpoint_id, t.queue FROM todos t WHERE t.id = a.todo_id OFFSET 0) t
+   WHERE a.outcome IS NOT NULL
+   GROUP BY 1, 2, 3, 4
+   ORDER BY 1, 2, 3, 4
+  ON CONFLICT (endpoint_id, bucket, queue, outcome) DO UPDATE SET n = c.n + excluded.n
+  RETURNING 1
+),
+moved AS (
+  UPDATE attempt_outcomes_folded f SET before = w.new FROM w WHERE w.new > w.before RETURNING f.before
+)
+SELECT (SELECT count(*) FROM counted) AS counted, (SELECT before FROM moved) AS before;
