@@ -1303,7 +1303,8 @@ class Store(Accounts, Grants):
     async def sweep_outcomes(self, *, now: datetime | None = None,
                              margin_seconds: float = FOLD_MARGIN_SECONDS) -> int:
         """The charts' fold (migration 0012): the attempts closed before the next watermark
-        counted into attempt_outcome_counts, at most an hour of them a pass. Returns the
+        counted into attempt_outcome_counts, at most an hour of them a pass, and the counts
+        no chart needs at five minutes merged into hours and six hours. Returns the
         count rows written, at least 1 when the watermark moved (so the sweep loop repeats
         while behind), 0 when it stayed."""
         try:
@@ -1313,6 +1314,8 @@ class Store(Accounts, Grants):
                     cur = await execute(conn, query("attempt_outcomes_fold"),
                                         {"now": now, "margin_seconds": margin_seconds})
                     row = await cur.fetchone()
+                    if row["before"] is not None:
+                        await execute(conn, query("attempt_counts_merge"), {"now": now})
         except (PoolTimeout, psycopg.Error) as err:
             raise _translate(err, "outcomes", None) from None
         return max(row["counted"], 1) if row["before"] is not None else 0

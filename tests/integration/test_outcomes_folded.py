@@ -17,7 +17,7 @@ from board.store.queries import execute, query
 from board.web.overview import WINDOWS
 from tests.conftest import make_agent, make_user, sql_rows
 
-WEEK, HOUR = WINDOWS["week"], WINDOWS["hour"]
+WEEK, DAY, HOUR = WINDOWS["week"], WINDOWS["day"], WINDOWS["hour"]
 
 
 def bucket(t: datetime) -> datetime:
@@ -61,6 +61,10 @@ async def test_the_week_s_chart_is_the_same_after_the_fold_and_after_pruning_and
     await closed(agent, "builds", "complete", timedelta(days=3))
     await closed(agent, "builds", "fail", timedelta(days=2, hours=5), max_attempts=1)
     await closed(agent, "docs", "complete", timedelta(hours=7))
+    await closed(agent, "docs", "complete", timedelta(hours=9))
+    twelve = (now - timedelta(hours=12)).replace(minute=0, second=0, microsecond=0)
+    for minute in (10, 40):  # two five-minute buckets of one hour, merged into one row
+        await closed(agent, "docs", "complete", now - twelve - timedelta(minutes=minute))
     await closed(agent, "docs", "complete", timedelta(minutes=50))
     await closed(agent, "builds", "complete", timedelta(minutes=2))  # inside the fold's margin
     await closed(bob_agent, "builds", "complete", timedelta(hours=1))  # never in Ada's chart
@@ -74,13 +78,24 @@ async def test_the_week_s_chart_is_the_same_after_the_fold_and_after_pruning_and
     def by_outcome(c: dict) -> dict:
         return {o: sum(n for (_, oo, _), n in c.items() if oo == o) for o in ("completed", "failed", "released")}
 
-    week, hour = await chart(store, ada, now), await chart(store, ada, now, HOUR)
-    assert by_outcome(week) == {"completed": 4, "failed": 1, "released": 5} and sum(hour.values()) == 2
+    async def charts() -> tuple[dict, dict, dict]:
+        return await chart(store, ada, now), await chart(store, ada, now, DAY), await chart(store, ada, now, HOUR)
+
+    week, day, hour = before = await charts()
+    assert by_outcome(week) == {"completed": 7, "failed": 1, "released": 5} and sum(hour.values()) == 2
 
     passes = await fold_all(store, now=now)
     assert passes > 100  # eight days, an hour a pass
     assert await folded_before(db_url) == bucket(now - timedelta(minutes=5))
-    assert await chart(store, ada, now) == week and await chart(store, ada, now, HOUR) == hour
+    assert await charts() == before
+    # The counts no chart needs at five minutes are merged: of six hours past a day, of
+    # hours past an hour.
+    for r in await sql_rows(db_url, "SELECT bucket FROM attempt_outcome_counts"):
+        b = r["bucket"]
+        if b < now - timedelta(days=1, hours=6):
+            assert b.hour % 6 == 0 and b.minute == 0, b
+        elif b < now - timedelta(hours=2):
+            assert b.minute == 0, b
 
     # Two more releases and a completion since the watermark: the three claims past the cap
     # prune the three oldest attempts, folded already, so the deletion trigger leaves them.
@@ -90,19 +105,19 @@ async def test_the_week_s_chart_is_the_same_after_the_fold_and_after_pruning_and
     await capped.todo_claim(agent, flaky["id"], lease_seconds=60, now=now - timedelta(seconds=100))
     await capped.todo_complete(agent, flaky["id"], now=now - timedelta(seconds=90))
     assert (await capped.todo_get(agent, flaky["id"]))["attempts_pruned"] == 3
-    week, hour = await chart(store, ada, now), await chart(store, ada, now, HOUR)
-    assert by_outcome(week) == {"completed": 5, "failed": 1, "released": 7} and sum(hour.values()) == 5
+    week, day, hour = after = await charts()
+    assert by_outcome(week) == {"completed": 8, "failed": 1, "released": 7} and sum(hour.values()) == 5
 
-    # Retention deletes every ended todo a day old, with its attempts: the folded ones are
-    # counted already, the two closed since the watermark are counted now.
+    # Retention deletes every ended todo a day old (Ada's ten, Bob's one) with its attempts:
+    # those closed before the watermark are counted already, the rest are counted now.
     deleted = await capped.sweep_retention(now=now + timedelta(days=1, minutes=1))
-    assert deleted == 8
+    assert deleted == 11
     assert await sql_rows(db_url, "SELECT todo_id FROM attempts") == []
-    assert await chart(store, ada, now) == week and await chart(store, ada, now, HOUR) == hour
+    assert await charts() == after
 
     # And the fold that follows finds nothing left to count twice.
     await fold_all(store, now=now + timedelta(minutes=10))
-    assert await chart(store, ada, now) == week
+    assert await charts() == after
 
 
 async def waiting(db_url, what: str, *, unless: asyncio.Task | None = None) -> None:
@@ -192,3 +207,22 @@ async def test_a_pass_moves_the_watermark_at_most_an_hour_and_never_into_the_mar
     await fold_all(store, now=now)
     assert await folded_before(db_url) == bucket(now - timedelta(minutes=5))
     assert await store.sweep_outcomes(now=now) == 0
+
+
+async def test_merged_buckets_keep_the_sum_of_their_counts(store, db_url):
+    ada = await make_user(store, "ada")
+    agent = await make_agent(store, user=ada, queues=("q",))
+    now = datetime.now(timezone.utc)
+    hour = (now - timedelta(hours=5)).replace(minute=0, second=0, microsecond=0)
+    six = (now - timedelta(days=3)).replace(hour=0, minute=0, second=0, microsecond=0)
+    rows = [(hour + timedelta(minutes=10), 2), (hour + timedelta(minutes=40), 3),
+            (six + timedelta(hours=1, minutes=5), 4), (six + timedelta(hours=5, minutes=55), 5), (six, 6)]
+    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
+        for at, n in rows:
+            await conn.execute("INSERT INTO attempt_outcome_counts (endpoint_id, bucket, queue, outcome, n) "
+                               "VALUES (%s, %s, 'q', 'completed', %s)", (agent.endpoint_id, at, n))
+    before = [await chart(store, ada, now, w) for w in (WEEK, DAY, HOUR)]
+    assert await store.sweep_outcomes(now=now) == 1  # it moved, so it merged
+    assert [(r["bucket"], r["n"]) for r in await sql_rows(db_url, "SELECT bucket, n::int FROM attempt_outcome_counts "
+                                                                  "ORDER BY bucket")] == [(six, 15), (hour, 5)]
+    assert [await chart(store, ada, now, w) for w in (WEEK, DAY, HOUR)] == before

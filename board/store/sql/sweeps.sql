@@ -247,3 +247,27 @@ moved AS (
   UPDATE attempt_outcomes_folded f SET before = w.new FROM w WHERE w.new > w.before RETURNING f.before
 )
 SELECT (SELECT count(*) FROM counted) AS counted, (SELECT before FROM moved) AS before;
+
+-- name: attempt_counts_merge
+-- description: After a fold, the charts' counts merged into coarser buckets once no chart needs them fine: of hours for what is over an hour old (the hour's chart shows five minutes), of six hours for what is over a day old (the day's shows hours); the week's chart reads hundreds of rows, not thousands
+WITH cut AS (
+  SELECT date_bin(interval '1 hour', coalesce(%(now)s::timestamptz, now()) - interval '1 hour',
+                  timestamptz '2000-01-01 00:00:00+00') AS hours,
+         date_bin(interval '6 hours', coalesce(%(now)s::timestamptz, now()) - interval '1 day',
+                  timestamptz '2000-01-01 00:00:00+00') AS six_hours
+),
+gone AS (
+  DELETE FROM attempt_outcome_counts c
+   USING cut
+   WHERE c.bucket < cut.six_hours AND c.bucket <> date_bin(interval '6 hours', c.bucket, timestamptz '2000-01-01 00:00:00+00')
+      OR c.bucket < cut.hours AND c.bucket <> date_bin(interval '1 hour', c.bucket, timestamptz '2000-01-01 00:00:00+00')
+  RETURNING c.endpoint_id, c.queue, c.outcome, c.n,
+            date_bin(CASE WHEN c.bucket < cut.six_hours THEN interval '6 hours' ELSE interval '1 hour' END, c.bucket,
+                     timestamptz '2000-01-01 00:00:00+00') AS bucket
+)
+INSERT INTO attempt_outcome_counts AS c (endpoint_id, bucket, queue, outcome, n)
+SELECT endpoint_id, bucket, queue, outcome, sum(n) FROM gone
+ GROUP BY 1, 2, 3, 4
+ ORDER BY 1, 2, 3, 4
+ON CONFLICT (endpoint_id, bucket, queue, outcome) DO UPDATE SET n = c.n + excluded.n
+RETURNING 1;
