@@ -273,8 +273,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "   WHERE c.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e))\n),",
            (PAUSES,), "the overview counts another human's todos", "overview_counts"),
     Mutant("overview-chart-scope", "pause", SQL + "board.sql",
-           "           AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))",
-           "           AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e))",
+           "                   AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))",
+           "                   AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e))",
            (PAUSES,), "the overview's chart counts another human's attempts", "overview_outcomes"),
     # -- the charts' counts of deleted attempts (migration 0007) ----------------------------
     Mutant("chart-count-pruned", "chart", "migrations/0012_outcomes_folded.sql",

@@ -103,9 +103,9 @@ _HOLDER_OPS = {op: ("claimed",) for op in ("heartbeat", "complete", "fail", "rel
 
 # How long a checkout waits while the database is known away (Store._connection).
 AWAY_WAIT_SECONDS = 0.5
-# The charts' fold leaves the last five minutes' closes as attempts: a close's ended_at is
-# its transaction's start, and one just starting may not be in pg_stat_activity yet.
-FOLD_MARGIN_SECONDS = 300.0
+# The charts' fold leaves the last half minute's closes as attempts: a close's ended_at is
+# its statement's arrival, which the backend shows in pg_stat_activity a moment later.
+FOLD_MARGIN_SECONDS = 30.0
 # The least a checkout waits once its call's deadline has passed: enough to take an idle
 # connection, too short to wait for a new one.
 _PAST_DEADLINE_WAIT = 0.01
@@ -1314,7 +1314,7 @@ class Store(Accounts, Grants):
                     cur = await execute(conn, query("attempt_outcomes_fold"),
                                         {"now": now, "margin_seconds": margin_seconds})
                     row = await cur.fetchone()
-                    if row["before"] is not None:
+                    if row["new_hour"]:  # the merge's cuts move by the hour
                         await execute(conn, query("attempt_counts_merge"), {"now": now})
         except (PoolTimeout, psycopg.Error) as err:
             raise _translate(err, "outcomes", None) from None

@@ -66,7 +66,7 @@ async def test_the_week_s_chart_is_the_same_after_the_fold_and_after_pruning_and
     for minute in (10, 40):  # two five-minute buckets of one hour, merged into one row
         await closed(agent, "docs", "complete", now - twelve - timedelta(minutes=minute))
     await closed(agent, "docs", "complete", timedelta(minutes=50))
-    await closed(agent, "builds", "complete", timedelta(minutes=2))  # inside the fold's margin
+    await closed(agent, "builds", "complete", timedelta(seconds=20))  # inside the fold's margin
     await closed(bob_agent, "builds", "complete", timedelta(hours=1))  # never in Ada's chart
     # Released five times over the last two days (the cap: nothing pruned yet).
     flaky = await capped.todo_add(agent, queue="builds", title="flaky", max_attempts=10, now=now - timedelta(days=2))
@@ -86,7 +86,7 @@ async def test_the_week_s_chart_is_the_same_after_the_fold_and_after_pruning_and
 
     passes = await fold_all(store, now=now)
     assert passes > 100  # eight days, an hour a pass
-    assert await folded_before(db_url) == bucket(now - timedelta(minutes=5))
+    assert await folded_before(db_url) == now - timedelta(seconds=st.FOLD_MARGIN_SECONDS)
     assert await charts() == before
     # The counts no chart needs at five minutes are merged: of six hours past a day, of
     # hours past an hour.
@@ -99,11 +99,11 @@ async def test_the_week_s_chart_is_the_same_after_the_fold_and_after_pruning_and
 
     # Two more releases and a completion since the watermark: the three claims past the cap
     # prune the three oldest attempts, folded already, so the deletion trigger leaves them.
-    for at in (now - timedelta(minutes=4), now - timedelta(minutes=3)):
+    for at in (now - timedelta(seconds=28), now - timedelta(seconds=25)):
         await capped.todo_claim(agent, flaky["id"], lease_seconds=60, now=at)
         await capped.todo_release(agent, flaky["id"], now=at + timedelta(seconds=1))
-    await capped.todo_claim(agent, flaky["id"], lease_seconds=60, now=now - timedelta(seconds=100))
-    await capped.todo_complete(agent, flaky["id"], now=now - timedelta(seconds=90))
+    await capped.todo_claim(agent, flaky["id"], lease_seconds=60, now=now - timedelta(seconds=22))
+    await capped.todo_complete(agent, flaky["id"], now=now - timedelta(seconds=21))
     assert (await capped.todo_get(agent, flaky["id"]))["attempts_pruned"] == 3
     week, day, hour = after = await charts()
     assert by_outcome(week) == {"completed": 8, "failed": 1, "released": 7} and sum(hour.values()) == 5
@@ -151,7 +151,7 @@ async def test_a_close_still_committing_when_the_fold_runs_is_counted_once(store
     assert await folded_before(db_url) <= closed["updated_at"]
     assert await chart(store, ada, later, HOUR) == {("q", "completed", 2): 1}
     await fold_all(store, now=later, margin_seconds=0)  # nothing runs now: it folds the close
-    assert await folded_before(db_url) == bucket(later)
+    assert await folded_before(db_url) == later
     assert await sql_rows(db_url, "SELECT outcome::text, n::int FROM attempt_outcome_counts") == [
         {"outcome": "completed", "n": 1}]
     assert await chart(store, ada, later, HOUR) == {("q", "completed", 2): 1}
@@ -194,7 +194,7 @@ async def test_a_delete_racing_the_fold_is_counted_once(store, db_url, first):
         await deleter.close()
         await folder.close()
     assert await sql_rows(db_url, "SELECT count(*)::int AS n FROM todos") == [{"n": 0}]
-    assert await folded_before(db_url) == bucket(later)
+    assert await folded_before(db_url) == later
     assert await sql_rows(db_url, "SELECT outcome::text, n::int FROM attempt_outcome_counts") == [
         {"outcome": "completed", "n": 1}]
     assert await chart(store, ada, later, HOUR) == {("q", "completed", 6): 1}
@@ -205,7 +205,7 @@ async def test_a_pass_moves_the_watermark_at_most_an_hour_and_never_into_the_mar
     assert await store.sweep_outcomes(now=now) == 1  # nothing closed, but it moved
     assert await folded_before(db_url) == bucket(now - timedelta(days=8)) + timedelta(hours=1)
     await fold_all(store, now=now)
-    assert await folded_before(db_url) == bucket(now - timedelta(minutes=5))
+    assert await folded_before(db_url) == now - timedelta(seconds=st.FOLD_MARGIN_SECONDS)
     assert await store.sweep_outcomes(now=now) == 0
 
 

@@ -3,7 +3,7 @@
 -- counts read the live todos through their partial indexes and the rest from todo_counts
 -- (migration 0010), so they do not grow with history; its chart reads the closed-attempt
 -- counts and, through the BRIN index on ended_at, the attempts closed since the fold's
--- watermark (migration 0012), a few minutes' worth, so it does not grow with the closes.
+-- watermark (migration 0012), the last half minute's, so it does not grow with the closes.
 
 -- name: queue_pause
 -- description: The human pauses a queue of their endpoints (already paused: no row, nothing notified)
@@ -146,9 +146,15 @@ SELECT x.queue, x.outcome::text AS outcome, attempt_died(x.outcome) AS died,
                                 timestamptz '2000-01-01 00:00:00+00') AS newest) d) w
  CROSS JOIN LATERAL (
         SELECT t.queue, a.outcome, outcome_bucket(a.ended_at) AS bucket, 1 AS n
-          FROM attempts a JOIN todos t ON t.id = a.todo_id
+          FROM attempts a
+          -- Each attempt's todo by its key: OFFSET 0 keeps the planner, which cannot know how
+          -- far the watermark has come, from hashing the whole todos table instead.
+         CROSS JOIN LATERAL (
+                SELECT t.queue FROM todos t
+                 WHERE t.id = a.todo_id
+                   AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
+                OFFSET 0) t
          WHERE a.ended_at >= greatest(w.oldest, w.folded) AND a.ended_at <= w.now
-           AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
         UNION ALL
         SELECT c.queue, c.outcome, c.bucket, c.n
           FROM attempt_outcome_counts c

@@ -215,7 +215,7 @@ RETURNING n;
 SELECT pg_advisory_xact_lock(x'5B0A0012'::bigint);
 
 -- name: attempt_outcomes_fold
--- description: The charts' fold: counts the attempts closed between the watermark and its next position into attempt_outcome_counts and moves it there (at most an hour a pass; never within margin_seconds of now or past a running transaction's start); returns the count rows it wrote and where it moved the watermark (null: it stayed)
+-- description: The charts' fold: counts the attempts closed between the watermark and its next position into attempt_outcome_counts and moves it there (at most an hour a pass; never within margin_seconds of now or past a running transaction's start); returns the count rows it wrote, where it moved the watermark (null: it stayed) and whether it crossed an hour
 WITH f AS (
   -- Attempts closed more than eight days ago are in no chart: the first fold starts there.
   SELECT f.before, greatest(f.before, outcome_bucket(coalesce(%(now)s::timestamptz, now()) - interval '8 days')) AS lo
@@ -223,10 +223,10 @@ WITH f AS (
 ),
 w AS (
   SELECT f.before, f.lo,
-         least(outcome_bucket(least(coalesce(%(now)s::timestamptz, now()) - %(margin_seconds)s * interval '1 second',
-                                    (SELECT min(s.xact_start) FROM pg_stat_activity s
-                                      WHERE s.datid = (SELECT oid FROM pg_database WHERE datname = current_database())
-                                        AND s.backend_type = 'client backend' AND s.pid <> pg_backend_pid()))),
+         least(coalesce(%(now)s::timestamptz, now()) - %(margin_seconds)s * interval '1 second',
+               (SELECT min(s.xact_start) FROM pg_stat_activity s
+                 WHERE s.datid = (SELECT oid FROM pg_database WHERE datname = current_database())
+                   AND s.backend_type = 'client backend' AND s.pid <> pg_backend_pid()),
                f.lo + interval '1 hour') AS new
     FROM f
 ),
@@ -244,12 +244,15 @@ counted AS (
   RETURNING 1
 ),
 moved AS (
-  UPDATE attempt_outcomes_folded f SET before = w.new FROM w WHERE w.new > w.before RETURNING f.before
+  UPDATE attempt_outcomes_folded f SET before = w.new FROM w WHERE w.new > w.before
+  RETURNING f.before, NOT isfinite(w.before) OR date_bin(interval '1 hour', w.new, timestamptz '2000-01-01 00:00:00+00')
+                                                > date_bin(interval '1 hour', w.before, timestamptz '2000-01-01 00:00:00+00') AS new_hour
 )
-SELECT (SELECT count(*) FROM counted) AS counted, (SELECT before FROM moved) AS before;
+SELECT (SELECT count(*) FROM counted) AS counted, (SELECT before FROM moved) AS before,
+       coalesce((SELECT new_hour FROM moved), false) AS new_hour;
 
 -- name: attempt_counts_merge
--- description: After a fold, the charts' counts merged into coarser buckets once no chart needs them fine: of hours for what is over an hour old (the hour's chart shows five minutes), of six hours for what is over a day old (the day's shows hours); the week's chart reads hundreds of rows, not thousands
+-- description: After a fold that crossed an hour, the charts' counts merged into coarser buckets once no chart needs them fine: of hours for what is over an hour old (the hour's chart shows five minutes), of six hours for what is over a day old (the day's shows hours); the week's chart reads hundreds of rows, not thousands
 WITH cut AS (
   SELECT date_bin(interval '1 hour', coalesce(%(now)s::timestamptz, now()) - interval '1 hour',
                   timestamptz '2000-01-01 00:00:00+00') AS hours,
