@@ -1305,8 +1305,8 @@ class Store(Accounts, Grants):
         """The charts' fold (migration 0012): the attempts closed before the next watermark
         counted into attempt_outcome_counts, at most an hour of them a pass, and the counts
         no chart needs at five minutes merged into hours and six hours. Returns the
-        count rows written, at least 1 when the watermark moved (so the sweep loop repeats
-        while behind), 0 when it stayed."""
+        count rows written, at least 1 while an hour's cap stopped it (so the sweep loop
+        repeats until it has caught up), else 0."""
         try:
             async with self._connection() as conn:
                 async with conn.transaction():
@@ -1318,7 +1318,7 @@ class Store(Accounts, Grants):
                         await execute(conn, query("attempt_counts_merge"), {"now": now})
         except (PoolTimeout, psycopg.Error) as err:
             raise _translate(err, "outcomes", None) from None
-        return max(row["counted"], 1) if row["before"] is not None else 0
+        return max(row["counted"], 1) if row["behind"] else 0
 
     # -- presence (board/live/presence.py): who this process has live listeners for ----------
 

@@ -215,7 +215,7 @@ RETURNING n;
 SELECT pg_advisory_xact_lock(x'5B0A0012'::bigint);
 
 -- name: attempt_outcomes_fold
--- description: The charts' fold: counts the attempts closed between the watermark and its next position into attempt_outcome_counts and moves it there (at most an hour a pass; never within margin_seconds of now or past a running transaction's start); returns the count rows it wrote, where it moved the watermark (null: it stayed) and whether it crossed an hour
+-- description: The charts' fold: counts the attempts closed between the watermark and its next position into attempt_outcome_counts and moves it there (at most an hour a pass; never within margin_seconds of now or past a running transaction's start); returns the count rows it wrote, where it moved the watermark (null: it stayed), whether it crossed an hour, and whether the hour's cap stopped it (more to fold)
 WITH f AS (
   -- Attempts closed more than eight days ago are in no chart: the first fold starts there.
   SELECT f.before, greatest(f.before, outcome_bucket(coalesce(%(now)s::timestamptz, now()) - interval '8 days')) AS lo
@@ -249,7 +249,8 @@ moved AS (
                                                 > date_bin(interval '1 hour', w.before, timestamptz '2000-01-01 00:00:00+00') AS new_hour
 )
 SELECT (SELECT count(*) FROM counted) AS counted, (SELECT before FROM moved) AS before,
-       coalesce((SELECT new_hour FROM moved), false) AS new_hour;
+       coalesce((SELECT new_hour FROM moved), false) AS new_hour,
+       (SELECT w.new = w.lo + interval '1 hour' FROM w) AS behind;
 
 -- name: attempt_counts_merge
 -- description: After a fold that crossed an hour, the charts' counts merged into coarser buckets once no chart needs them fine: of hours for what is over an hour old (the hour's chart shows five minutes), of six hours for what is over a day old (the day's shows hours); the week's chart reads hundreds of rows, not thousands
