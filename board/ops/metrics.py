@@ -79,6 +79,10 @@ class Metrics:
             "switchboard_watched_humans",
             "Humans this process has a live listener for (a Board stream, an MCP doorway): their transitions notify.",
             registry=r)
+        self.chart_fold_lag = Gauge(
+            "switchboard_chart_fold_lag_seconds",
+            "How far the charts' fold is behind now, read at scrape time: about 30 while it keeps up; "
+            "a running transaction holds it back (+Inf before the first fold).", registry=r)
         self.queue_paused = Gauge(
             "switchboard_queue_paused", "Owners who have paused the queue (0: live for everyone), read at scrape time.",
             ["queue"], registry=r)
@@ -143,6 +147,7 @@ class Metrics:
         self.queue_paused.clear()
         for queue, n in paused.items():
             self.queue_paused.labels(queue).set(n)
+        self.chart_fold_lag.set(await store.outcomes_fold_lag())
         return generate_latest(self.registry)
 
     def route(self):

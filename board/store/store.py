@@ -277,6 +277,7 @@ READS = frozenset((
     query("queue_pauses_count"), query("queues_paused_by"), query("overview_counts"), query("overview_outcomes"),
     query("oauth_client_get"), query("oauth_code_get"), query("oauth_refresh_get"), query("oauth_access_get"),
     query("todos_still_pending"), query("watchers_in_flight"), query("watchers_in_flight_left"),
+    query("attempt_outcomes_fold_lag"),
 ))
 
 
@@ -1319,6 +1320,11 @@ class Store(Accounts, Grants):
         except (PoolTimeout, psycopg.Error) as err:
             raise _translate(err, "outcomes", None) from None
         return max(row["counted"], 1) if row["behind"] else 0
+
+    async def outcomes_fold_lag(self) -> float:
+        """Read: the seconds the charts' fold is behind now, for /metrics."""
+        row = await self._fetch(query("attempt_outcomes_fold_lag"), {}, op="metrics", one=True)
+        return row["seconds"]
 
     # -- presence (board/live/presence.py): who this process has live listeners for ----------
 
