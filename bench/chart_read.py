@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import claim_contention as cc  # noqa: E402
+from million import pct  # noqa: E402
 from board.config import Settings  # noqa: E402
 from board.store import vocabulary  # noqa: E402
 from board.store.auth import hash_password  # noqa: E402
@@ -127,11 +128,6 @@ class Side:
         if getattr(self, "pool", None) is not None:
             await self.pool.close()
         cc.drop(self.admin, self.name)
-
-
-def pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(q * len(s)))]
 
 
 async def bench(args) -> None:
