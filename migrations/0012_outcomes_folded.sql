@@ -6,7 +6,7 @@
 -- Now a sweep counts the attempts closed before a watermark into attempt_outcome_counts (by
 -- endpoint, five-minute bucket, queue and outcome, as 0007 counts deleted ones) and moves
 -- the watermark on, in one transaction. A chart reads the counts plus the attempts closed
--- at or after the watermark: the last half minute's. Each closed attempt is still in exactly
+-- at or after the watermark: the last ten seconds'. Each closed attempt is still in exactly
 -- one of the two:
 --   - closed before the watermark: counted by the fold, whether it was deleted since or not,
 --     so the deletion triggers below count only attempts closed at or after it;
@@ -15,7 +15,7 @@
 -- A close that commits late: a close's ended_at is its transaction's start, and the fold
 -- never moves the watermark past the start of a transaction still running in the database
 -- (pg_stat_activity.xact_start, visible for the sessions of the server's own role), nor
--- closer than half a minute to now (a backend shows its start a moment after it takes it),
+-- closer than ten seconds to now (a backend shows its start a moment after it takes it),
 -- so no attempt can commit later with an ended_at behind it.
 --
 -- A delete racing the fold: a deleting transaction takes the advisory lock below shared

@@ -81,7 +81,7 @@ class Metrics:
             registry=r)
         self.chart_fold_lag = Gauge(
             "switchboard_chart_fold_lag_seconds",
-            "How far the charts' fold is behind now, read at scrape time: about 30 while it keeps up; "
+            "How far the charts' fold is behind now, read at scrape time: about 10 while it keeps up; "
             "a running transaction holds it back (+Inf before the first fold).", registry=r)
         self.queue_paused = Gauge(
             "switchboard_queue_paused", "Owners who have paused the queue (0: live for everyone), read at scrape time.",

@@ -103,9 +103,9 @@ _HOLDER_OPS = {op: ("claimed",) for op in ("heartbeat", "complete", "fail", "rel
 
 # How long a checkout waits while the database is known away (Store._connection).
 AWAY_WAIT_SECONDS = 0.5
-# The charts' fold leaves the last half minute's closes as attempts: a close's ended_at is
-# its statement's arrival, which the backend shows in pg_stat_activity a moment later.
-FOLD_MARGIN_SECONDS = 30.0
+# The charts' fold leaves the last ten seconds' closes as attempts: a close's ended_at is
+# its statement's arrival, which its backend shows in pg_stat_activity microseconds later.
+FOLD_MARGIN_SECONDS = 10.0
 # The least a checkout waits once its call's deadline has passed: enough to take an idle
 # connection, too short to wait for a new one.
 _PAST_DEADLINE_WAIT = 0.01

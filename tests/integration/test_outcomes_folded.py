@@ -66,7 +66,7 @@ async def test_the_week_s_chart_is_the_same_after_the_fold_and_after_pruning_and
     for minute in (10, 40):  # two five-minute buckets of one hour, merged into one row
         await closed(agent, "docs", "complete", now - twelve - timedelta(minutes=minute))
     await closed(agent, "docs", "complete", timedelta(minutes=50))
-    await closed(agent, "builds", "complete", timedelta(seconds=20))  # inside the fold's margin
+    await closed(agent, "builds", "complete", timedelta(seconds=5))  # inside the fold's margin
     await closed(bob_agent, "builds", "complete", timedelta(hours=1))  # never in Ada's chart
     # Released five times over the last two days (the cap: nothing pruned yet).
     flaky = await capped.todo_add(agent, queue="builds", title="flaky", max_attempts=10, now=now - timedelta(days=2))
@@ -99,11 +99,11 @@ async def test_the_week_s_chart_is_the_same_after_the_fold_and_after_pruning_and
 
     # Two more releases and a completion since the watermark: the three claims past the cap
     # prune the three oldest attempts, folded already, so the deletion trigger leaves them.
-    for at in (now - timedelta(seconds=28), now - timedelta(seconds=25)):
+    for at in (now - timedelta(seconds=9), now - timedelta(seconds=7)):
         await capped.todo_claim(agent, flaky["id"], lease_seconds=60, now=at)
         await capped.todo_release(agent, flaky["id"], now=at + timedelta(seconds=1))
-    await capped.todo_claim(agent, flaky["id"], lease_seconds=60, now=now - timedelta(seconds=22))
-    await capped.todo_complete(agent, flaky["id"], now=now - timedelta(seconds=21))
+    await capped.todo_claim(agent, flaky["id"], lease_seconds=60, now=now - timedelta(seconds=4))
+    await capped.todo_complete(agent, flaky["id"], now=now - timedelta(seconds=3))
     assert (await capped.todo_get(agent, flaky["id"]))["attempts_pruned"] == 3
     week, day, hour = after = await charts()
     assert by_outcome(week) == {"completed": 8, "failed": 1, "released": 7} and sum(hour.values()) == 5

@@ -3,7 +3,7 @@
 -- counts read the live todos through their partial indexes and the rest from todo_counts
 -- (migration 0010), so they do not grow with history; its chart reads the closed-attempt
 -- counts and, through the BRIN index on ended_at, the attempts closed since the fold's
--- watermark (migration 0012), the last half minute's, so it does not grow with the closes.
+-- watermark (migration 0012), the last ten seconds', so it does not grow with the closes.
 
 -- name: queue_pause
 -- description: The human pauses a queue of their endpoints (already paused: no row, nothing notified)

@@ -277,5 +277,5 @@ ON CONFLICT (endpoint_id, bucket, queue, outcome) DO UPDATE SET n = c.n + exclud
 RETURNING 1;
 
 -- name: attempt_outcomes_fold_lag
--- description: How far the charts' fold is behind now, for /metrics: the watermark's age in seconds (half a minute when the fold keeps up; infinity before the first fold)
+-- description: How far the charts' fold is behind now, for /metrics: the watermark's age in seconds (ten seconds when the fold keeps up; infinity before the first fold)
 SELECT extract(epoch FROM now() - f.before)::float8 AS seconds FROM attempt_outcomes_folded f;
