@@ -43,7 +43,7 @@ async def folded_before(url) -> datetime:
     return (await sql_rows(url, "SELECT before FROM attempt_outcomes_folded"))[0]["before"]
 
 
-async def test_the_week_s_chart_is_the_same_after_the_fold_and_after_pruning_and_retention(store, db_url):
+async def test_the_charts_are_the_same_after_the_fold_and_after_pruning_and_retention(store, db_url):
     capped = st.Store(store.pool, store.settings.with_(attempt_history_max_per_todo=5, retention_days=1))
     ada, bob = await make_user(store, "ada"), await make_user(store, "bob")
     agent = await make_agent(capped, user=ada, queues=("builds", "docs"))
