@@ -294,11 +294,11 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("fold-past-running-closes", "chart", SQL + "sweeps.sql",
            "AND s.backend_type = 'client backend' AND s.pid <> pg_backend_pid()", "AND false",
            (FOLDED,), "the fold moves past a close still committing, which no chart then counts",
-           "attempt_outcomes_fold"),
+           "attempt_outcomes_fold_lock"),
     Mutant("fold-read-twice", "chart", SQL + "board.sql", "greatest(w.oldest, w.folded)", "w.oldest",
            (FOLDED,), "the chart reads folded attempts as attempts too", "overview_outcomes"),
     Mutant("fold-without-lock", "chart", SQL + "sweeps.sql",
-           "SELECT pg_advisory_xact_lock(x'5B0A0012'::bigint);", "SELECT 1;",
+           "SELECT pg_advisory_xact_lock(x'5B0A0012'::bigint) AS locked,", "SELECT 1 AS locked,",
            (FOLDED,), "the fold counts an attempt a delete in flight has counted", "attempt_outcomes_fold_lock"),
     Mutant("fold-delete-without-lock", "chart", "migrations/0012_outcomes_folded.sql",
            "  PERFORM pg_advisory_xact_lock_shared(x'5B0A0012'::bigint);\n  INSERT INTO attempt_outcome_counts AS c "

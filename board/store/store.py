@@ -1311,9 +1311,10 @@ class Store(Accounts, Grants):
         try:
             async with self._connection() as conn:
                 async with conn.transaction():
-                    await execute(conn, query("attempt_outcomes_fold_lock"), {})
+                    cur = await execute(conn, query("attempt_outcomes_fold_lock"), {})
+                    running_since = (await cur.fetchone())["running_since"]
                     cur = await execute(conn, query("attempt_outcomes_fold"),
-                                        {"now": now, "margin_seconds": margin_seconds})
+                                        {"now": now, "margin_seconds": margin_seconds, "running_since": running_since})
                     row = await cur.fetchone()
                     if row["new_hour"]:  # the merge's cuts move by the hour
                         await execute(conn, query("attempt_counts_merge"), {"now": now})

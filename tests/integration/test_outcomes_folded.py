@@ -182,8 +182,10 @@ async def test_a_delete_racing_the_fold_is_counted_once(store, db_url, first):
             await fold_all(store, now=later, margin_seconds=0)
         else:
             # The fold has counted the attempt and not committed; the delete must wait for it.
-            await execute(folder, query("attempt_outcomes_fold_lock"), {})
-            await execute(folder, query("attempt_outcomes_fold"), {"now": later, "margin_seconds": 0})
+            locked = await execute(folder, query("attempt_outcomes_fold_lock"), {})
+            running_since = (await locked.fetchone())[1]
+            await execute(folder, query("attempt_outcomes_fold"),
+                          {"now": later, "margin_seconds": 0, "running_since": running_since})
             deleting = asyncio.create_task(deleter.execute("DELETE FROM todos WHERE id = %s", (todo["id"],)))
             await waiting(db_url, "the delete did not wait for the fold", unless=deleting)
             await folder.commit()

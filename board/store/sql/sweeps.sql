@@ -211,11 +211,14 @@ SELECT f.endpoint_id, f.queue, f.kind, sum(f.n) FROM folded f GROUP BY 1, 2, 3 H
 RETURNING n;
 
 -- name: attempt_outcomes_fold_lock
--- description: The charts' fold takes its lock (migration 0012) before it reads the attempts: a deleting transaction holding it shared has committed when this returns
-SELECT pg_advisory_xact_lock(x'5B0A0012'::bigint);
+-- description: The charts' fold takes its lock (migration 0012) before it reads the attempts (a deleting transaction holding it shared has committed when this returns), and reads when the oldest other transaction still running began, before its next statement takes its snapshot: a close that began earlier is then either still running, and holds the watermark back, or committed where the fold sees it
+SELECT pg_advisory_xact_lock(x'5B0A0012'::bigint) AS locked,
+       (SELECT min(s.xact_start) FROM pg_stat_activity s
+         WHERE s.datid = (SELECT oid FROM pg_database WHERE datname = current_database())
+           AND s.backend_type = 'client backend' AND s.pid <> pg_backend_pid()) AS running_since;
 
 -- name: attempt_outcomes_fold
--- description: The charts' fold: counts the attempts closed between the watermark and its next position into attempt_outcome_counts and moves it there (at most an hour a pass; never within margin_seconds of now or past a running transaction's start); returns the count rows it wrote, where it moved the watermark (null: it stayed), whether it crossed an hour, and whether the hour's cap stopped it (more to fold)
+-- description: The charts' fold: counts the attempts closed between the watermark and its next position into attempt_outcome_counts and moves it there (at most an hour a pass; never within margin_seconds of now or past running_since, the start of the oldest transaction running when attempt_outcomes_fold_lock looked); returns the count rows it wrote, where it moved the watermark (null: it stayed), whether it crossed an hour, and whether the hour's cap stopped it (more to fold)
 WITH f AS (
   -- Attempts closed more than eight days ago are in no chart: the first fold starts there.
   SELECT f.before, greatest(f.before, outcome_bucket(coalesce(%(now)s::timestamptz, now()) - interval '8 days')) AS lo
@@ -224,10 +227,7 @@ WITH f AS (
 w AS (
   SELECT f.before, f.lo,
          least(coalesce(%(now)s::timestamptz, now()) - %(margin_seconds)s * interval '1 second',
-               (SELECT min(s.xact_start) FROM pg_stat_activity s
-                 WHERE s.datid = (SELECT oid FROM pg_database WHERE datname = current_database())
-                   AND s.backend_type = 'client backend' AND s.pid <> pg_backend_pid()),
-               f.lo + interval '1 hour') AS new
+               %(running_since)s::timestamptz, f.lo + interval '1 hour') AS new
     FROM f
 ),
 counted AS (
