@@ -47,6 +47,7 @@ PRUNE = "tests/integration/test_prune_counts.py"
 OAUTH = "tests/acceptance/test_oauth.py"
 CHARTS = "tests/acceptance/test_board_charts.py"
 FOLDED = "tests/integration/test_outcomes_folded.py"
+OUTAGE = "tests/integration/test_outage.py"
 COUNTS = "tests/integration/test_todo_counts.py"
 
 
@@ -127,6 +128,10 @@ MUTANTS: tuple[Mutant, ...] = (
            'params = self._params(caller, id=todo_id, lease_seconds=self._lease(lease_seconds), now=now,\n'
            '                              from_states=["claimed", "input_required", "auth_required"])',
            (BOUNDARIES, FENCE), "a heartbeat revives an interrupted todo's lease"),
+    # -- a call's one deadline while Postgres is away (docs/reliability.md) ---------------
+    Mutant("deadline-per-checkout", "deadline", "board/store/store.py",
+           "    token = _CALL_DEADLINE.set(deadline)\n", "    token = _CALL_DEADLINE.set(None)\n",
+           (OUTAGE,), "each checkout of a call waits on its own while Postgres is away"),
     # -- locks ---------------------------------------------------------------------------
     Mutant("lock-claim-by-id", "lock", SQL + "claims.sql",
            "AND t.attempt < t.max_attempts))\n   FOR UPDATE OF t\n)", "AND t.attempt < t.max_attempts))\n)",

@@ -17,7 +17,9 @@ from board.store.db import EmbeddedPostgres, migrate, open_pool
 from board.errors import Unavailable
 from tests.conftest import CALL_MARGIN_SECONDS, LOAD_SLACK_SECONDS, ROOT, make_agent
 
-WAIT = 1.0
+# SWITCHBOARD_DB_WAIT_SECONDS for these servers: longer than the load slack plus the margin, so
+# a call that waited twice (its token lookup, then its statement) breaks every bound below.
+WAIT = 2.0
 FIRST_CALL_AFTER_BACK_SECONDS = 1.0  # docs/reliability.md's promise
 
 
@@ -50,6 +52,27 @@ async def warm(store: st.Store, agent, n: int = 6) -> str:
     todo = await store.todo_add(agent, queue="q", title="survives restarts")
     await asyncio.gather(*(store.todo_get(agent, todo["id"]) for _ in range(n)))
     return todo["id"]
+
+
+async def test_a_calls_checkouts_while_postgres_is_away_share_one_deadline(private_pg, outage_store):
+    """Six statements of one call while Postgres is stopped: the first waits out the call's
+    deadline, the rest find it passed and answer at once, so the call ends within its one
+    wait. Checkouts that each waited on their own (half a second once the store knows
+    Postgres is away) would take three seconds, past the bound even with the load slack."""
+    server, _ = private_pg
+    agent = await make_agent(outage_store)
+    todo_id = await warm(outage_store, agent)
+    server.stop()
+    call_wait = 0.5
+    started = time.monotonic()
+    with st.call_deadline(st.deadline_after(call_wait)):
+        for _ in range(6):
+            with pytest.raises(Unavailable):
+                await outage_store.todo_get(agent, todo_id)
+    took = time.monotonic() - started
+    print(f"six statements unavailable after {took:.2f} s (deadline {call_wait} s)")
+    assert took <= call_wait + CALL_MARGIN_SECONDS + LOAD_SLACK_SECONDS
+    server.start()
 
 
 async def test_calls_while_postgres_is_stopped_are_unavailable_then_the_first_call_after_works(private_pg, outage_store):
@@ -179,8 +202,6 @@ async def test_every_call_at_the_onset_of_an_outage_is_answered_within_the_wait(
     seconds = sorted([s for _, s in tools] + [page_seconds])
     print(f"answered unavailable after {[round(s, 2) for s in seconds]} s (wait {WAIT} s)")
     assert seconds[-1] <= WAIT + CALL_MARGIN_SECONDS + LOAD_SLACK_SECONDS, seconds
-    # The slack is for a loaded machine's stragglers; the typical call keeps the margin.
-    assert seconds[len(seconds) // 2] <= WAIT + CALL_MARGIN_SECONDS, seconds
 
 
 @pytest.mark.parametrize("generation", ["modern", "legacy"])
