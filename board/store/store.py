@@ -415,6 +415,7 @@ class Store(Accounts, Grants):
         if not isinstance(title, str) or not 1 <= len(title) <= 500:
             raise Invalid("title must be a string of 1 to 500 characters", argument="title", op="add_todo")
         storable(title, "title")
+        screen_secrets(title, "title")
         if continues is not None:
             continues = _continues_id(continues)
         params = self._params(
@@ -501,6 +502,7 @@ class Store(Accounts, Grants):
                           op="add_todos")
         try:
             storable(title, f"{at}.title")
+            screen_secrets(title, f"{at}.title")
             payload = json_object(item.get("payload"), f"{at}.payload")
             routing = json_object(item.get("routing"), f"{at}.routing")
             max_attempts = item.get("max_attempts")
@@ -801,14 +803,15 @@ class Store(Accounts, Grants):
             if summary is not None and not isinstance(summary, str):
                 raise Invalid("summary must be a string", argument="summary")
             if with_result and result is not None:
-                json_value(result, "result")
-            named = "summary"
+                json_value(result, "result")  # screened there, keys and strings
+            from_result = False
             if summary is None and with_result and result is not None and self.settings.attempt_summary_from_result:
-                summary, named = json.dumps(result, separators=(",", ":"), ensure_ascii=False), "result"
+                summary, from_result = json.dumps(result, separators=(",", ":"), ensure_ascii=False), True
             truncated = False
             if summary is not None:
                 storable(summary, "summary")
-                screen_secrets(summary, named)
+                if not from_result:  # a summary taken from the result was screened as the result
+                    screen_secrets(summary, "summary")
                 summary, truncated = cut_utf8(summary, SUMMARY_MAX_BYTES)
         except SwitchboardError as e:
             e.op, e.todo_id = op, todo_id
