@@ -265,6 +265,26 @@ def screen_json(value: Any, argument: str) -> None:
     screen_secrets("\x00".join(pieces), argument)
 
 
+def answer_fence(asked: Any) -> tuple[bool, datetime | None]:
+    """An answer's fence on the question it was given for: (fenced, when that question was
+    asked). None: no fence (any question waiting takes it); "": given while no question was
+    waiting; else the question's asked_at to the microsecond with its offset, as the todo
+    detail view's question key says it."""
+    if asked is None:
+        return False, None
+    if not isinstance(asked, str):
+        raise Invalid("asked must be a string", argument="asked")
+    if not asked:
+        return True, None
+    try:
+        at = datetime.fromisoformat(asked)
+    except ValueError:
+        at = None
+    if at is None or at.tzinfo is None:
+        raise Invalid("asked must be when the question was asked, as the Board drew it", argument="asked")
+    return True, at
+
+
 # Usage per attempt (migration 0004's domains hold the same bounds).
 USAGE_TOKENS_MAX = 10**12
 USAGE_COST_MAX = 10**9
