@@ -463,6 +463,37 @@ MUTANTS: tuple[Mutant, ...] = (
            'httponly=True, samesite="lax", secure=request.url.scheme == "https")',
            'httponly=True, samesite="none", secure=request.url.scheme == "https")', (BOARD_AUTH,),
            "the session cookie rides on other sites' requests"),
+    # -- the fence on a person's answer: only the owner's todo, only while it waits, and only on
+    # -- the question it was given for (holds.sql todo_answer_human, reads.sql todo_answer_choices;
+    # -- the owner check of the answer itself is answer-scope above)
+    Mutant("answer-fence-state", "answer-fence", SQL + "holds.sql",
+           "AND t.state = ANY(%(from_states)s::todo_state[])", "AND true",
+           (QUESTIONS,), "an answer lands after the agent resumed", "todo_answer_human"),
+    Mutant("answer-fence-question", "answer-fence", SQL + "holds.sql",
+           "     AND (NOT %(fenced)s::boolean OR prev.asked_at IS NOT DISTINCT FROM %(asked_at)s::timestamptz)\n", "",
+           (QUESTIONS,), "an answer lands on a question asked after the one it was given for", "todo_answer_human"),
+    Mutant("answer-fence-no-question", "answer-fence", SQL + "holds.sql",
+           "prev.asked_at IS NOT DISTINCT FROM %(asked_at)s", "prev.asked_at = %(asked_at)s",
+           (QUESTIONS,), "an answer given while no question waited is refused", "todo_answer_human"),
+    Mutant("answer-fence-current-question", "answer-fence", SQL + "holds.sql",
+           "\n                             AND a.asked_n > a.waiting_n", "",
+           (QUESTIONS,), "an earlier interrupt's question counts as the one waiting", "todo_answer_human"),
+    Mutant("answer-fence-store-unfenced", "answer-fence", "board/store/store.py",
+           "from_states=list(INTERRUPT_STATES), fenced=fenced, asked_at=asked_at)",
+           "from_states=list(INTERRUPT_STATES), fenced=False, asked_at=asked_at)",
+           (QUESTIONS,), "the store drops the question an answer was given for"),
+    Mutant("answer-fence-said", "answer-fence", "board/store/store.py",
+           'if waiting is not None and fenced and waiting["asked_at"] != asked_at:', "if False:",
+           (QUESTIONS,), "an answer to a question asked since is refused as if the todo had stopped waiting"),
+    Mutant("answer-fence-board-form", "answer-fence", "board/web/pages.py",
+           "asked=str(asked) if asked is not None else None)", "asked=None)",
+           ("tests/acceptance/test_board_answers.py",), "the Board's answer lands on whatever question waits"),
+    Mutant("answer-fence-lookup-scope", "answer-fence", SQL + "reads.sql",
+           "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)", "true",
+           (QUESTIONS,), "another human's answer by choice is told the question's choices", "todo_answer_choices"),
+    Mutant("answer-fence-lookup-state", "answer-fence", SQL + "reads.sql",
+           "AND t.state = ANY(%(from_states)s::todo_state[])", "AND true",
+           (QUESTIONS,), "a choice is blamed for an answer to a todo that stopped waiting", "todo_answer_choices"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the

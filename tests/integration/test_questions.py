@@ -332,3 +332,23 @@ async def test_an_answer_for_a_question_key_that_is_not_one_is_refused_naming_as
         await store.todo_answer(ada, todo_id, text="yes", asked=asked)
     assert e.value.argument == "asked"
     assert [n["kind"] for n in await notes_of(db_url, todo_id)] == ["question"]
+
+
+async def test_an_answer_by_choice_to_a_todo_not_waiting_or_not_theirs_is_refused_for_that_reason(store, db_url,
+                                                                                                people):
+    """The choice is not blamed: another human's todo is not found (its choices are not named),
+    and a todo the agent resumed is no longer waiting, whatever the choice."""
+    ada, agent = people
+    mallory = await make_user(store, "mallory")
+    todo_id, _ = await asking(store, ada, agent, question="Ship it?", choices=["yes", "no"])
+    key = await asked_key(store, ada, todo_id)
+    for asked in (None, key):
+        with pytest.raises(NotFound):
+            await store.todo_answer(mallory, todo_id, choice="yes", asked=asked)
+        with pytest.raises(NotFound):
+            await store.todo_answer(mallory, todo_id, choice="maybe", asked=asked)
+    await store.todo_resume(agent, todo_id)
+    for asked in (None, key):
+        with pytest.raises(Conflict, match="no longer waiting for an answer"):
+            await store.todo_answer(ada, todo_id, choice="yes", asked=asked)
+    assert [n["kind"] for n in await notes_of(db_url, todo_id)] == ["question"]
