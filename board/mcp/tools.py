@@ -403,7 +403,8 @@ A_SUMMARY = {"type": "string",
 A_ARTIFACT = {"type": "string", "maxLength": 512,
               "description": "Optional reference to output: mcp://cairn/<id> (letters, digits, _ or -, up to 64) or "
                              "an absolute https URL, at most 512 bytes. Anything else fails with invalid. " + NO_SECRETS}
-A_RESULT = _ANY_JSON | {"description": "Optional JSON result, stored on the todo (at most 64 KiB serialized)."}
+A_RESULT = _ANY_JSON | {"description": "Optional JSON result, stored on the todo (at most 64 KiB serialized). "
+                                        + NO_SECRETS}
 A_USAGE = {
     "type": "object", "additionalProperties": False,
     "description": "Optional: what this attempt used, stored on the attempt it closes and summed in get_todo's usage.",
@@ -461,9 +462,11 @@ SPECS: tuple[ToolSpec, ...] = (
         "todo.",
         {
             "queue": {"type": "string", "description": f"A queue this endpoint is granted ({vocabulary.QUEUE_RULE})."},
-            "title": {"type": "string", "minLength": 1, "maxLength": 500, "description": "A short title, 1 to 500 characters."},
-            "payload": {"type": "object", "description": "Optional JSON object: the work's input for the worker."},
-            "routing": {"type": "object", "description": "Optional JSON object: routing hints."},
+            "title": {"type": "string", "minLength": 1, "maxLength": 500,
+                      "description": "A short title, 1 to 500 characters. " + NO_SECRETS},
+            "payload": {"type": "object",
+                        "description": "Optional JSON object: the work's input for the worker. " + NO_SECRETS},
+            "routing": {"type": "object", "description": "Optional JSON object: routing hints. " + NO_SECRETS},
             "max_attempts": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 5,
                              "description": "Optional cap on attempts before a fail dead-letters the todo (default 5)."},
             "continues": {"type": "string",

@@ -138,36 +138,151 @@ def clean_choice(choice: str) -> str:
     return kept
 
 
-# What is plainly a credential, in what agents write for the next worker (notes, summaries,
-# artifacts): shown to whoever works on the todo next, so refused rather than stored. Only
-# shapes with a fixed prefix or frame, so ordinary prose, ids and hashes pass; not general DLP.
+# What is plainly a credential, in what is shown to whoever works on a todo (titles, payloads,
+# routing, notes, questions, answers, summaries, results, artifacts): refused rather than
+# stored. Only shapes with a fixed prefix, frame or name, so ordinary prose, ids and hashes
+# pass; not general DLP. Every shape is searched once from the start of a run it can begin
+# (a literal, a lookbehind or a bounded prefix), so screening stays linear in the text.
+_MASK = re.compile(r"[*\u2022\u00b7.#xX-]+")  # ***, ••••, xxxx, ----
+# What stands in for a value rather than being one: a variable ($PW, ${DB_PASSWORD}), a
+# template or format slot (<password>, {password}, {{ pw }}, %(pw)s, %s, [REDACTED]).
+_SLOT = re.compile(r"\$\{?\w+\}?|<[^<>]*>|\{\{?[^{}]*\}?\}|%(?:\(\w+\))?s|\[[^\[\]]*\]")
+_PLACEHOLDER_WORDS = re.compile(r"(?i)(?:(?:your|my|the|some|db|new|old)[_-]?)?"
+                                r"(?:password|passwd|passphrase|pass|pwd|pw|secret|redacted|changeme|example)")
+# A value of words, not a password: letters in one case or CamelCase (rotated, NONE, changeme,
+# SecretStr), joined by _, - or a space (DB_PASSWORD, see-vault, "in the vault"). A password
+# has a digit, a symbol or mixed case.
+_WORDS = re.compile(r"(?:[a-z]+|[A-Z]+|(?:[A-Z][a-z]+)+)(?:[_ -](?:[a-z]+|[A-Z]+|(?:[A-Z][a-z]+)+))*")
+_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")  # settings.DB_PASSWORD, process.env.PW
+_ASSIGNED_VALUE = re.compile(r"[^\s\x00\"'`,;&]{0,256}")
+ASSIGNED_MIN_CHARS = 4  # password: str, pw=%s, pwd: 12 are not passwords worth the false alarms
+
+
+def _url_password_real(password: str) -> bool:
+    """A URL's password (user:PASSWORD@host) unless empty or a stand-in: masked, a slot, a
+    placeholder word (user:password@, :secret@, :changeme@)."""
+    return bool(password) and not (_MASK.fullmatch(password) or _SLOT.fullmatch(password)
+                                   or _PLACEHOLDER_WORDS.fullmatch(password))
+
+
+def _assigned_real(text: str, after: int) -> bool:
+    """Whether what follows a `password=` / `passwd:` at `after` is a password, not a stand-in
+    for one: shorter than ASSIGNED_MIN_CHARS, words (rotated, see vault, NONE, changeme),
+    masked, a reference ($PW, ${PW}, %(pw)s, <redacted>, [REDACTED], /run/secrets/db, @file)
+    or code (getpass(), os.environ["PW"], settings.DB_PASSWORD) are innocent."""
+    if after < len(text) and text[after] in "\"'`":
+        end = text.find(text[after], after + 1, after + 258)
+        value = text[after + 1:end] if end > 0 else _ASSIGNED_VALUE.match(text, after + 1).group()
+    else:
+        value = _ASSIGNED_VALUE.match(text, after).group().rstrip(".,:;!?")
+    return not (len(value) < ASSIGNED_MIN_CHARS or _WORDS.fullmatch(value) or _MASK.fullmatch(value)
+                or value[0] in "$%{<[(@:!/~" or "(" in value or "[" in value or _DOTTED_NAME.fullmatch(value))
+
+
+def _jwt_header(text: str, found: re.Match) -> bool:
+    """A JWT's first segment is base64url of a JSON object naming its algorithm."""
+    header = found.group()
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))
+    except (ValueError, RecursionError):  # not base64, not UTF-8, not JSON, or nested past the parser
+        return False
+    return isinstance(decoded, dict) and isinstance(decoded.get("alg"), str)
+
+
 _SECRET_SHAPES = (
-    # (what it is, literals one of which it must contain, its shape). The literals are a
-    # substring test first: most text holds none, and the shapes are then never searched.
-    ("a private key", ("PRIVATE KEY",), re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
-    ("a Switchboard token", ("sb",), re.compile(r"\bsb[arc]?_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])")),
-    ("an AWS access key", ("AKIA", "ASIA"), re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    # (what it is, literals one of which it must contain, its shape, and for a shape that
+    # only finds candidates, what confirms one). The literals are a substring test first:
+    # most text holds none, and the shapes are then never searched.
+    ("a private key", ("PRIVATE KEY",), re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"), None),
+    ("a Switchboard token", ("sb",), re.compile(r"\bsb[arc]?_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"), None),
+    ("an AWS access key", ("AKIA", "ASIA"), re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), None),
+    ("an AWS secret access key", ("ecret", "ECRET"),
+     re.compile(r"(?i)(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)[\"']?[ \t]*(?::=|=>|[:=])[ \t]*[\"']?"
+                r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"), None),
     ("a GitHub token", ("gh", "github_pat_"),
-     re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
-    ("a GitLab token", ("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
-    ("a Slack token", ("xox",), re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
-    ("an API key", ("sk-",), re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{32,}")),
-    ("a Google API key", ("AIza",), re.compile(r"\bAIza[0-9A-Za-z_-]{35}")),
-    ("a Stripe secret key", ("_live_",), re.compile(r"\b[rs]k_live_[0-9A-Za-z]{24,}")),
+     re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"), None),
+    ("a GitLab token", ("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), None),
+    ("a Slack token", ("xox",), re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), None),
+    ("an API key", ("sk-",), re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{32,}"), None),
+    ("a Google API key", ("AIza",), re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), None),
+    ("a Stripe secret key", ("_live_",), re.compile(r"\b[rs]k_live_[0-9A-Za-z]{24,}"), None),
     ("an Authorization header", ("uthorization", "UTHORIZATION"),
-     re.compile(r"(?i)\bauthorization\s*:\s*(?:bearer|basic|token)\s+\S{8,}")),
-    ("a bearer token", ("Bearer",), re.compile(r"\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*")),
+     re.compile(r"(?i)\bauthorization\s*:\s*(?:bearer|basic|token)\s+\S{8,}"), None),
+    ("a bearer token", ("Bearer",), re.compile(r"\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*"), None),
+    # header.payload.signature, base64url; the match is the header, confirmed as JSON.
+    ("a JWT", ("eyJ",),
+     re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}(?=\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{16,})"), _jwt_header),
+    ("a URL with a password", ("://",),
+     re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s\x00/?#@:]*:(?P<password>[^\s\x00/?#@]*)@"
+                r"[^\s\x00/?#@]"), lambda text, found: _url_password_real(found.group("password"))),
+    ("a password", ("assw", "ASSW", "assphrase", "ASSPHRASE"),
+     re.compile(r"(?i)(?:password|passwd|passphrase)[\"']?[ \t]*(?::=|=>|[:=])[ \t]*"),
+     lambda text, found: _assigned_real(text, found.end())),
 )
 
 
+def secret_in(value: str) -> str | None:
+    """What credential the text plainly holds (\"a JWT\"), or None."""
+    for what, literals, shape, confirm in _SECRET_SHAPES:
+        if not any(literal in value for literal in literals):
+            continue
+        if confirm is None:
+            if shape.search(value):
+                return what
+        elif any(confirm(value, found) for found in shape.finditer(value)):
+            return what
+    return None
+
+
 def screen_secrets(value: str | None, argument: str) -> None:
-    """Refuse text that plainly holds a credential as invalid, naming the argument and why."""
-    if not value:
-        return
-    for what, literals, shape in _SECRET_SHAPES:
-        if any(literal in value for literal in literals) and shape.search(value):
-            raise Invalid(f"{argument} looks like it holds a credential ({what}); what agents write here is shown "
-                          "to whoever works on this todo next, so it must not contain secrets", argument=argument)
+    """Refuse text that plainly holds a credential as invalid, naming the argument and what it
+    holds, never the text."""
+    what = secret_in(value) if value else None
+    if what is not None:
+        raise Invalid(f"{argument} looks like it holds a credential ({what}); it is shown to whoever works on "
+                      "this todo, so it must not contain secrets", argument=argument)
+
+
+def screen_json(value: Any, argument: str) -> None:
+    """screen_secrets over a JSON value: every key and string, and each object member whose
+    value is a string or a number also as "key: value" (so {"password": "..."} reads as the
+    assignment it is). The pieces are joined by NUL, which storable() keeps out of the value
+    and no shape matches, so no shape spans two of them. Linear in the value's size."""
+    pieces, pending = [], [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            pieces.append(item)
+        elif isinstance(item, dict):
+            for key, member in item.items():
+                if isinstance(member, (str, int, float)) and not isinstance(member, bool):
+                    pieces.append(f"{key}: {member}")
+                else:
+                    pieces.append(str(key))
+                    pending.append(member)
+        elif isinstance(item, (list, tuple)):
+            pending.extend(item)
+    screen_secrets("\x00".join(pieces), argument)
+
+
+def answer_fence(asked: Any) -> tuple[bool, datetime | None]:
+    """An answer's fence on the question it was given for: (fenced, when that question was
+    asked). None: no fence (any question waiting takes it); "": given while no question was
+    waiting; else the question's asked_at to the microsecond with its offset, as the todo
+    detail view's question key says it."""
+    if asked is None:
+        return False, None
+    if not isinstance(asked, str):
+        raise Invalid("asked must be a string", argument="asked")
+    if not asked:
+        return True, None
+    try:
+        at = datetime.fromisoformat(asked)
+    except ValueError:
+        at = None
+    if at is None or at.tzinfo is None:
+        raise Invalid("asked must be when the question was asked, as the Board drew it", argument="asked")
+    return True, at
 
 
 # Usage per attempt (migration 0004's domains hold the same bounds).
@@ -247,6 +362,7 @@ def json_value(value: Any, argument: str) -> Any:
         raise Invalid(f"{argument} must be JSON", argument=argument) from None
     if len(text.encode("utf-8")) > RESULT_MAX_BYTES:
         raise Invalid(f"{argument} must be at most {RESULT_MAX_BYTES} bytes of JSON", argument=argument)
+    screen_json(value, argument)  # after the size check: bounded by RESULT_MAX_BYTES
     return value
 
 

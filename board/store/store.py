@@ -38,6 +38,7 @@ from board.store.accounts import Accounts
 from board.store.grants import Grants
 from board.errors import Conflict, Forbidden, Internal, Invalid, NotFound, SwitchboardError, Unavailable
 from board.store.inputs import (
+    answer_fence,
     checked_todo_id,
     clean_artifact,
     clean_claimant,
@@ -415,6 +416,7 @@ class Store(Accounts, Grants):
         if not isinstance(title, str) or not 1 <= len(title) <= 500:
             raise Invalid("title must be a string of 1 to 500 characters", argument="title", op="add_todo")
         storable(title, "title")
+        screen_secrets(title, "title")
         if continues is not None:
             continues = _continues_id(continues)
         params = self._params(
@@ -501,6 +503,7 @@ class Store(Accounts, Grants):
                           op="add_todos")
         try:
             storable(title, f"{at}.title")
+            screen_secrets(title, f"{at}.title")
             payload = json_object(item.get("payload"), f"{at}.payload")
             routing = json_object(item.get("routing"), f"{at}.routing")
             max_attempts = item.get("max_attempts")
@@ -801,14 +804,15 @@ class Store(Accounts, Grants):
             if summary is not None and not isinstance(summary, str):
                 raise Invalid("summary must be a string", argument="summary")
             if with_result and result is not None:
-                json_value(result, "result")
-            named = "summary"
+                json_value(result, "result")  # screened there, keys and strings
+            from_result = False
             if summary is None and with_result and result is not None and self.settings.attempt_summary_from_result:
-                summary, named = json.dumps(result, separators=(",", ":"), ensure_ascii=False), "result"
+                summary, from_result = json.dumps(result, separators=(",", ":"), ensure_ascii=False), True
             truncated = False
             if summary is not None:
                 storable(summary, "summary")
-                screen_secrets(summary, named)
+                if not from_result:  # a summary taken from the result was screened as the result
+                    screen_secrets(summary, "summary")
                 summary, truncated = cut_utf8(summary, SUMMARY_MAX_BYTES)
         except SwitchboardError as e:
             e.op, e.todo_id = op, todo_id
@@ -1110,14 +1114,17 @@ class Store(Accounts, Grants):
         return out
 
     async def todo_answer(self, caller: Human, todo_id: Any, *, text: Any = None, choice: Any = None,
-                          now: datetime | None = None) -> dict:
+                          asked: Any = None, now: datetime | None = None) -> dict:
         """The owning human answers an interrupted todo: a note of kind answer on its open
         attempt (text, or one of the question's choices, or both), written only while the
-        todo is still interrupted. The holder gets a fresh lease to resume in; its sessions
-        are rung. Refused: a todo no longer interrupted (Conflict), a choice the question does
-        not offer (Invalid), a todo not the human's (NotFound)."""
+        todo is still interrupted and, with asked (the question key the answer was given for,
+        "" for none), only while that question is the one waiting. The holder gets a fresh
+        lease to resume in; its sessions are rung. Refused: a todo no longer interrupted
+        (Conflict), another question waiting than the one answered (Conflict naming asked), a
+        choice the question does not offer (Invalid), a todo not the human's (NotFound)."""
         todo_id = checked_todo_id(todo_id)
         try:
+            fenced, asked_at = answer_fence(asked)
             if choice is not None:
                 if not isinstance(choice, str):
                     raise Invalid("choice must be a string", argument="choice")
@@ -1132,13 +1139,18 @@ class Store(Accounts, Grants):
             raise
         params = self._params(caller, id=todo_id, text=text, truncated=truncated, choice=choice, now=now,
                               username=caller.username, lease_seconds=float(self.settings.lease_seconds),
-                              from_states=list(INTERRUPT_STATES))
+                              from_states=list(INTERRUPT_STATES), fenced=fenced, asked_at=asked_at)
         row = await self._fetch(query("todo_answer_human"), params, op="answer", todo_id=todo_id, one=True)
         if row is None:
-            if choice is not None:
-                asked = await self._fetch(query("todo_answer_choices"), params, op="answer", todo_id=todo_id, one=True)
-                if asked is not None:
-                    offered = asked["choices"]
+            if choice is not None or fenced:
+                waiting = await self._fetch(query("todo_answer_choices"), params, op="answer", todo_id=todo_id,
+                                            one=True)
+                if waiting is not None and fenced and waiting["asked_at"] != asked_at:
+                    raise Conflict("the agent asked something else since this answer was written: read the "
+                                   "question waiting now and answer that", argument="asked", op="answer",
+                                   todo_id=todo_id)
+                if waiting is not None and choice is not None:
+                    offered = waiting["choices"]
                     if not offered:
                         raise Invalid("this question offers no choices; answer with text", argument="choice",
                                       op="answer", todo_id=todo_id)

@@ -174,7 +174,10 @@ def question_detail(question: dict, now: datetime) -> dict:
             "expiry_passed": left is not None and left <= 0,
             "answers": answers, "expired": expired is not None, "expired_at": _when(expired),
             "expired_mark": [{"text": status}] if expired else [], "current": current, "status_text": status,
-            "lines": [{"text": line} for line in lines]}
+            "lines": [{"text": line} for line in lines],
+            # Which question an answer is given for (the store's answer fence): when it was asked,
+            # to the microsecond.
+            "key": asked.isoformat() if asked else ""}
 
 
 def note_detail(note: dict, n: int, seq: int) -> dict:

@@ -207,13 +207,16 @@ async def todo_note(request: Request, human: Human, session, todo_id: str, form)
 
 async def todo_answer(request: Request, human: Human, session, todo_id: str, form) -> Response:
     """The owner's answer to an interrupted todo, through the store's answer: a choice's
-    button sends choice, the text box sends text. A todo that stopped waiting meanwhile, or a
-    choice the question does not offer, comes back as a flash on the drawer."""
+    button sends choice, the text box sends text, and the form says which question it was
+    drawn for. A todo that stopped waiting meanwhile, a question asked since, or a choice the
+    question does not offer, comes back as a flash on the drawer."""
     text = str(form.get("text") or "")
     choice = form.get("choice")
+    asked = form.get("asked")  # the question the drawer showed ("" none); absent from a form drawn before it
     try:
         await runtime(request).store.todo_answer(human, todo_id, text=text if text.strip() or choice is None else None,
-                                                 choice=str(choice) if choice is not None else None)
+                                                 choice=str(choice) if choice is not None else None,
+                                                 asked=str(asked) if asked is not None else None)
     except NotFound:
         return not_found(request, session, human)
     except (Conflict, Invalid) as e:

@@ -16,7 +16,7 @@ from litestar import Request, Response, get, post
 from litestar.params import FromPath
 
 from board.errors import Conflict, Forbidden, Invalid, NotFound
-from board.store.inputs import int_text, json_object_text
+from board.store.inputs import int_text, json_object_text, screen_secrets
 from board.store.store import Human
 from board.web.context import (checked_form, not_found, page, query_text, redirect, require_human, runtime,
                                view_query)
@@ -91,6 +91,11 @@ async def todo_new_submit(request: Request) -> Response:
         errors["title"] = "Give the todo a title."
     elif len(title) > 500:
         errors["title"] = "The title must be at most 500 characters."
+    else:
+        try:
+            screen_secrets(title, "title")  # the store screens it too; here it shows beside the other problems
+        except Invalid as e:
+            errors["title"] = sentence(e.message)
     parsed = {}
     for name, check in (("payload", lambda v: json_object_text(v, "payload")),
                         ("routing", lambda v: json_object_text(v, "routing")),

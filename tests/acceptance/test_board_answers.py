@@ -40,6 +40,41 @@ async def test_the_owner_answers_a_question_by_choice_and_a_late_answer_is_refus
         assert "Could not answer: The todo is no longer waiting for an answer (it is claimed)" in late
 
 
+def answer_form(drawer: str) -> dict[str, str]:
+    """The answer form's hidden fields as the drawer drew them."""
+    form = re.search(r'<form method="post" action="/todos/[^"]+/answer".*?</form>', drawer, re.S).group(0)
+    return dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', form))
+
+
+async def test_an_answer_drawn_for_one_question_is_refused_once_the_agent_asked_another(live_server):
+    """The drawer showed "Deploy now?"; the agent resumed and asked "Drop the table?" before
+    the click: the answer does not land on the new question, and the drawer says why."""
+    store = live_server.store
+    ada = await make_human(store, "ada")
+    agent = await make_agent(store, user=ada, agent_id="w1")
+    todo = await store.todo_add(agent, queue="q", title="deploy")
+    await store.todo_claim(agent, todo["id"])
+    await store.todo_interrupt(agent, todo["id"], question="Deploy now?", choices=["yes", "no"])
+    path = f"/todos/{todo['id']}/answer"
+    async with client_for(live_server) as c:
+        await sign_in(c, "ada")
+        drawn = answer_form((await c.get(f"/todos/{todo['id']}")).text)
+        assert drawn["asked"]
+        await store.todo_resume(agent, todo["id"])
+        await store.todo_interrupt(agent, todo["id"], question="Drop the table?", choices=["yes", "no"])
+        r = await c.post(path, data={**drawn, "choice": "yes"})
+        assert r.status_code == 303
+        refused = (await c.get(r.headers["location"])).text
+        assert "Could not answer: The agent asked something else since this answer was written" in refused
+        assert (await store.todo_get(ada, todo["id"]))["attempts"][0]["question"]["answers"] == []
+        redrawn = answer_form(refused)
+        assert redrawn["asked"] != drawn["asked"]
+        r = await c.post(path, data={**redrawn, "choice": "no"})
+        assert "Answered. The agent has been told." in (await c.get(r.headers["location"])).text
+    [answer] = (await store.todo_get(ada, todo["id"]))["attempts"][0]["question"]["answers"]
+    assert answer["choice"] == "no"
+
+
 async def test_another_human_cannot_answer_a_todo_that_is_not_theirs_on_the_board(live_server):
     store = live_server.store
     ada = await make_human(store, "ada")

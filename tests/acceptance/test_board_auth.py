@@ -213,3 +213,47 @@ async def test_a_token_from_another_session_is_rejected(live_server):
         await sign_in(second, "ada")
         r = await second.post(f"/todos/{todo['id']}/claim", data={"csrf_token": token_one})
         assert r.status_code == 403
+
+
+async def test_a_form_posted_with_no_session_cookie_is_refused_even_with_a_token(live_server):
+    await make_human(live_server.store, "ada")
+    async with client_for(live_server) as drawn, client_for(live_server) as cookieless:
+        token = csrf_of((await drawn.get("/login")).text)
+        r = await cookieless.post("/login", data={"username": "ada", "password": PASSWORD, "csrf_token": token})
+        assert r.status_code == 403 and "This form has expired" in r.text
+        assert "sb_session" not in r.headers.get("set-cookie", "")
+
+
+async def test_a_post_from_the_board_s_own_origin_or_a_null_origin_is_accepted(live_server):
+    """Browsers send Origin on every form post: the Board's own, or "null" under its
+    no-referrer policy, must pass (the token decides), where a foreign one is refused."""
+    store = live_server.store
+    human = await make_human(store, "ada")
+    agent = await make_agent(store, user=human, agent_id="w1")
+    first = await store.todo_add(agent, queue="q", title="one")
+    second = await store.todo_add(agent, queue="q", title="two")
+    async with client_for(live_server) as c:
+        token = await sign_in(c, "ada")
+        r = await c.post(f"/todos/{first['id']}/claim", data={"csrf_token": token},
+                         headers={"origin": live_server.url.rstrip("/")})
+        assert r.status_code == 303, r.text
+        r = await c.post(f"/todos/{second['id']}/claim", data={"csrf_token": token}, headers={"origin": "null"})
+        assert r.status_code == 303, r.text
+    assert {(await store.todo_get(human, t["id"]))["state"] for t in (first, second)} == {"claimed"}
+
+
+async def test_signing_in_issues_a_new_csrf_token_and_the_sign_in_page_s_stops_working(live_server):
+    """A token planted on the sign-in page (the anonymous session's) is no use after sign-in."""
+    store = live_server.store
+    human = await make_human(store, "ada")
+    agent = await make_agent(store, user=human, agent_id="w1")
+    todo = await store.todo_add(agent, queue="q", title="t")
+    async with client_for(live_server) as c:
+        anonymous = csrf_of((await c.get("/login")).text)
+        r = await c.post("/login", data={"username": "ada", "password": PASSWORD, "csrf_token": anonymous})
+        assert r.status_code == 303
+        signed_in = csrf_of((await c.get("/")).text)
+        assert signed_in != anonymous
+        r = await c.post(f"/todos/{todo['id']}/claim", data={"csrf_token": anonymous})
+        assert r.status_code == 403
+    assert (await store.todo_get(human, todo["id"]))["state"] == "pending"

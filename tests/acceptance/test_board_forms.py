@@ -108,6 +108,35 @@ async def test_the_add_form_shows_every_error_next_to_its_field_and_keeps_what_w
     assert (await store.todo_list(ada))["todos"] == [] and (await store.todo_list(bob))["todos"] == []
 
 
+async def test_a_credential_typed_into_the_add_form_is_shown_beside_its_field_and_nothing_is_added(live_server):
+    """Title, payload and routing are screened like an agent's add: each credential is named
+    by its kind next to its field (never echoed in the message), and look-alikes pass."""
+    store = live_server.store
+    ada = await make_human(store, "ada")
+    ep = await vend(store, user_id=ada.user_id, agent_id="fixer", queues=("builds",))
+    jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9" + ".eyJzdWIiOiJhZGEifQ." + "Sg" * 22
+    async with client_for(live_server) as c:
+        token = await sign_in(c, "ada")
+        r = await c.post("/todos/new", data={
+            "csrf_token": token, "target": f"{ep.endpoint_id}:builds", "title": f"replay session {jwt}",
+            "payload": '{"dsn": "postgresql://app:' + 'Winter2024@db/app"}', "routing": '{"password": "Winter2024"}',
+            "max_attempts": "5"})
+        assert r.status_code == 400 and "Fix these 3 problems" in r.text
+        for name, what in (("add-title", "a JWT"), ("add-payload", "a URL with a password"),
+                           ("add-routing", "a password")):
+            error = field_error(r.text, name)
+            assert error and f"({what})" in error and "must not contain secrets" in error, name
+            assert "Winter2024" not in error and jwt not in error
+        assert (await store.todo_list(ada))["todos"] == []
+        r = await c.post("/todos/new", data={
+            "csrf_token": token, "target": f"{ep.endpoint_id}:builds", "title": "the password reset flow",
+            "payload": '{"password": "see vault", "sha": "3f2a9c0d1e2b4a5f6789abcdef0123456789abcd"}',
+            "routing": '{"clone": "ssh://git@github.com/org/repo.git"}', "max_attempts": "5"})
+        assert r.status_code == 303
+    [todo] = (await store.todo_list(ada))["todos"]
+    assert todo["title"] == "the password reset flow" and todo["payload"]["password"] == "see vault"
+
+
 async def test_cancel_asks_for_confirmation_first(live_server):
     store = live_server.store
     ada, bob = await make_human(store, "ada"), await make_human(store, "bob")

@@ -220,7 +220,7 @@ async def test_a_refused_token_from_a_file_exits_2_without_echoing_it(live_serve
 async def test_a_summary_the_server_refuses_is_replaced_and_the_todo_still_completes(live_server, tmp_path):
     ep = await vend(live_server.store)
     async with connect(live_server, ep.token) as client:
-        todo = await add(client, "leaky", {"summary": "deployed with AKIAIOSFODNN7EXAMPLE"})
+        todo = await add(client, "leaky", {"summary": ["deployed with AKIA", "IOSFODNN7EXAMPLE"]})
         async with working(live_server.url, ep.token, write_command(tmp_path), "--max-todos", "1") as worker:
             assert await worker.wait(60) == 0, worker.output
         got = await settled(client, todo["id"], "done")
@@ -229,6 +229,23 @@ async def test_a_summary_the_server_refuses_is_replaced_and_the_todo_still_compl
     assert attempt["summary"].startswith("the summary was refused by the server: ")
     assert "AKIAIOSFODNN7EXAMPLE" not in attempt["summary"] and "AKIAIOSFODNN7EXAMPLE" not in worker.output
     assert f"refused {todo['id']} summary" in worker.output
+
+
+async def test_a_result_the_server_refuses_is_left_out_and_the_todo_still_completes(live_server, tmp_path):
+    """The command prints a connection string with its password: the result is refused as
+    holding a credential, and the worker completes without it, saying so in the summary."""
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "prints a dsn", {"print": ["postgresql://app:", "Winter2024@db/app"]})
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--max-todos", "1") as worker:
+            assert await worker.wait(60) == 0, worker.output
+        got = await settled(client, todo["id"], "done")
+    [attempt] = got["attempts"]
+    assert attempt["outcome"] == "completed" and got["result"] is None
+    assert attempt["summary"].startswith("the result was refused by the server: result looks like it holds a "
+                                         "credential (a URL with a password)")
+    assert "Winter2024" not in attempt["summary"] and "Winter2024" not in worker.output
+    assert f"refused {todo['id']} result" in worker.output
 
 
 async def test_two_slots_run_two_commands_at_once_and_reaching_max_todos_lets_the_other_finish(live_server,

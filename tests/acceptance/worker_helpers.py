@@ -32,8 +32,8 @@ for note in p.get("notes", []):
     err("::note:: " + note)
 if "usage" in p:
     err("::usage:: " + json.dumps(p["usage"]))
-if p.get("summary"):
-    err("::summary:: " + p["summary"])
+if p.get("summary"):  # a list is joined: a credential in parts passes the payload's screening
+    err("::summary:: " + "".join(p["summary"]))
 if p.get("marker"):
     with open(p["marker"], "w") as f:
         f.write(str(os.getpid()))
@@ -48,6 +48,7 @@ print(json.dumps({
     "attempt": int(os.environ["SWITCHBOARD_ATTEMPT"]), "seq": int(os.environ["SWITCHBOARD_ATTEMPT_SEQ"]),
     "prior": json.loads(os.environ["SWITCHBOARD_PRIOR_ATTEMPTS"]),
     "token_in_env": any(hashlib.sha256(v.encode()).hexdigest() == secret for v in os.environ.values()),
+    **({"printed": "".join(p["print"])} if "print" in p else {}),
 }))
 if p.get("done_marker"):
     open(p["done_marker"], "w").close()

@@ -14,6 +14,7 @@ import pytest
 
 from board.errors import Conflict, Invalid, NotFound
 from board.store.store import Store
+from board.view.todo_detail import todo_detail
 from tests.conftest import RULE_BREAKERS, make_agent, make_user, sql_rows
 
 LATER = timedelta(hours=2)
@@ -272,3 +273,82 @@ async def test_expiry_racing_an_answer_leaves_exactly_one_of_them(store, people)
         else:
             assert swept == 0 and state == "input_required"
             await store.todo_cancel(ada, todo_id)
+
+
+async def asked_key(store, owner, todo_id) -> str:
+    """The key of the question waiting on the todo, as the Board's drawer draws it ("" none)."""
+    waiting = todo_detail(await store.todo_get(owner, todo_id))["waiting"]
+    return waiting[0]["question"][0]["key"] if waiting and waiting[0]["question"] else ""
+
+
+async def test_an_answer_given_for_one_question_does_not_land_on_the_question_asked_after_it(store, db_url, people):
+    """The agent resumed and asked again (or the todo was released and its next holder asked)
+    between the drawer being drawn and the answer: the answer is refused naming asked, and
+    nothing is written; the answer for the question now waiting lands."""
+    ada, agent = people
+    todo_id, _ = await asking(store, ada, agent, question="Deploy build 412 now?", choices=["yes", "not yet"])
+    first = await asked_key(store, ada, todo_id)
+    await store.todo_answer(ada, todo_id, choice="not yet", asked=first)
+    await store.todo_resume(agent, todo_id)
+    await store.todo_interrupt(agent, todo_id, question="Drop the old table?", choices=["yes", "no"])
+    with pytest.raises(Conflict, match="asked something else") as stale:
+        await store.todo_answer(ada, todo_id, choice="yes", asked=first)
+    assert stale.value.argument == "asked"
+    await store.todo_release(ada, todo_id)
+    await store.todo_claim(agent, todo_id)
+    await store.todo_interrupt(agent, todo_id, question="Deploy build 412 now?", choices=["yes", "not yet"])
+    with pytest.raises(Conflict, match="asked something else"):
+        await store.todo_answer(ada, todo_id, text="yes, go", asked=first)
+    assert [(n["seq"], n["kind"]) for n in await notes_of(db_url, todo_id)] == [
+        (1, "question"), (1, "answer"), (1, "question"), (2, "question")]
+    now = await asked_key(store, ada, todo_id)
+    assert now != first
+    answered = await store.todo_answer(ada, todo_id, choice="yes", asked=now)
+    assert answered["attempt_seq"] == 2 and answered["answer"]["choice"] == "yes"
+
+
+async def test_an_answer_given_while_no_question_waited_does_not_land_on_a_question_asked_since(store, db_url, people):
+    """Drawn for an interrupt with no question ("" asked): it lands on such an interrupt,
+    even one after a question was answered, but not on one that asks a question."""
+    ada, agent = people
+    todo_id, _ = await asking(store, ada, agent, question="Which region?")
+    await store.todo_answer(ada, todo_id, text="eu-west", asked=await asked_key(store, ada, todo_id))
+    await store.todo_resume(agent, todo_id)
+    await store.todo_interrupt(agent, todo_id, state="auth_required")
+    assert await asked_key(store, ada, todo_id) == ""
+    await store.todo_answer(ada, todo_id, text="approved on the phone", asked="")
+    await store.todo_resume(agent, todo_id)
+    await store.todo_interrupt(agent, todo_id, question="Delete the bucket?")
+    with pytest.raises(Conflict, match="asked something else"):
+        await store.todo_answer(ada, todo_id, text="approved on the phone", asked="")
+    assert [n["kind"] for n in await notes_of(db_url, todo_id)] == ["question", "answer", "answer", "question"]
+
+
+@pytest.mark.parametrize("asked", ["yesterday", "2026-12-05T10:00:00", 5])
+async def test_an_answer_for_a_question_key_that_is_not_one_is_refused_naming_asked(store, db_url, people, asked):
+    ada, agent = people
+    todo_id, _ = await asking(store, ada, agent, question="Go?")
+    with pytest.raises(Invalid) as e:
+        await store.todo_answer(ada, todo_id, text="yes", asked=asked)
+    assert e.value.argument == "asked"
+    assert [n["kind"] for n in await notes_of(db_url, todo_id)] == ["question"]
+
+
+async def test_an_answer_by_choice_to_a_todo_not_waiting_or_not_theirs_is_refused_for_that_reason(store, db_url,
+                                                                                                people):
+    """The choice is not blamed: another human's todo is not found (its choices are not named),
+    and a todo the agent resumed is no longer waiting, whatever the choice."""
+    ada, agent = people
+    mallory = await make_user(store, "mallory")
+    todo_id, _ = await asking(store, ada, agent, question="Ship it?", choices=["yes", "no"])
+    key = await asked_key(store, ada, todo_id)
+    for asked in (None, key):
+        with pytest.raises(NotFound):
+            await store.todo_answer(mallory, todo_id, choice="yes", asked=asked)
+        with pytest.raises(NotFound):
+            await store.todo_answer(mallory, todo_id, choice="maybe", asked=asked)
+    await store.todo_resume(agent, todo_id)
+    for asked in (None, key):
+        with pytest.raises(Conflict, match="no longer waiting for an answer"):
+            await store.todo_answer(ada, todo_id, choice="yes", asked=asked)
+    assert [n["kind"] for n in await notes_of(db_url, todo_id)] == ["question"]

@@ -140,7 +140,7 @@ SELECT x.text, x.choice, x.author AS who, x.at
  ORDER BY x.n;
 
 -- name: todo_answer_human
--- description: The owning human answers an interrupted todo of theirs: a note of kind answer on the open attempt (a choice only if the current question offers it), and the holder has a fresh lease to resume in, else the reaper takes it back
+-- description: The owning human answers an interrupted todo of theirs: a note of kind answer on the open attempt (a choice only if the current question offers it; fenced: only while the question waiting is the one asked at asked_at, null for none), and the holder has a fresh lease to resume in, else the reaper takes it back
 WITH cur AS (
   SELECT t.id, t.endpoint_id, t.queue, t.state, t.attempts_total FROM todos t
    WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
@@ -162,6 +162,7 @@ att AS (
          lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second'
     FROM prev
    WHERE a.todo_id = prev.todo_id AND a.seq = prev.seq
+     AND (NOT %(fenced)s::boolean OR prev.asked_at IS NOT DISTINCT FROM %(asked_at)s::timestamptz)
   RETURNING a.todo_id, a.seq, a.notes_count, a.last_note_at, a.lease_expires_at
 ),
 ins AS (

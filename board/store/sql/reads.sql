@@ -298,8 +298,8 @@ SELECT t.id, t.endpoint_id::text AS endpoint_id, t.queue
  WHERE e.id = ANY(%(endpoint_ids)s::uuid[]);
 
 -- name: todo_answer_choices
--- description: The choices the current question of an interrupted todo of the human's offers (an empty array: none), to name them when an answer's choice is not among them
-SELECT coalesce(q.choices, '[]'::jsonb) AS choices
+-- description: The current question of an interrupted todo of the human's: when it was asked (null: none) and the choices it offers (an empty array: none), to say why an answer missed
+SELECT q.at AS asked_at, coalesce(q.choices, '[]'::jsonb) AS choices
   FROM todos t
   JOIN attempts a ON a.todo_id = t.id AND a.seq = t.attempts_total AND a.outcome IS NULL
   LEFT JOIN attempt_notes q ON q.todo_id = a.todo_id AND q.seq = a.seq AND q.n = a.asked_n AND a.asked_n > a.waiting_n
