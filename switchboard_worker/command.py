@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import signal
 import sys
@@ -54,12 +55,59 @@ def now() -> str:
 
 
 def say(*parts: str) -> None:
-    print(now(), *parts, flush=True)
+    """A line of the worker's log, on standard output."""
+    write(sys.stdout, now(), *parts)
+
+
+def complain(*parts: str) -> None:
+    """A line on standard error: why the worker stops."""
+    write(sys.stderr, *parts)
+
+
+def write(stream: Any, *parts: str) -> None:
+    """Print a line; when nobody reads the stream any more (`switchboard work ... | head -3`),
+    send this and every later line to /dev/null instead, and go on working: losing its reader
+    must not stop the worker, nor keep a signal from stopping it."""
+    try:
+        print(*parts, file=stream, flush=True)
+    except OSError:  # BrokenPipeError, or EIO from a closed terminal
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())  # what is still buffered goes there too
+            os.close(devnull)
 
 
 def cut_bytes(text: str, limit: int) -> str:
     data = text.encode()
     return text if len(data) <= limit else data[-limit:].decode(errors="ignore")
+
+
+class OneLine(logging.Formatter):
+    """A library's log record as one escaped line on standard error, its exception named, never
+    a traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"{record.levelname.lower()}: {record.name}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            text += f" ({type(record.exc_info[1]).__name__})"
+        return shown(text, 300)
+
+
+def quiet_cancellations(record: logging.LogRecord) -> bool:
+    """Drop what the MCP SDK logs when a call it was reading is cancelled (the stream it would
+    hand the reply to is closed): the worker gave up on that call itself, at shutdown or on a
+    reconnect."""
+    exc = record.exc_info[1] if record.exc_info else None
+    return type(exc).__name__ not in ("BrokenResourceError", "ClosedResourceError")
+
+
+def setup_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLine())
+    handler.addFilter(quiet_cancellations)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -162,17 +210,17 @@ class CommandWorker:
     def on_signal(self, signum: int) -> None:
         name = signal.Signals(signum).name
         self.signals += 1
-        if self.signals == 1:
+        if self.signals == 1:  # stop first, then say so
             self.stop_signal = name
             self.shutdown.set()
-            say("stopping", f"({name}): claiming nothing more;",
-                f"{len(self.runs)} running, {self.args.grace_seconds:g} s grace")
             self.worker.stop()
             for run in list(self.runs):
                 self.signal_run(run, signum)
+            say("stopping", f"({name}): claiming nothing more;",
+                f"{len(self.runs)} running, {self.args.grace_seconds:g} s grace")
         else:  # a second signal: no more grace
-            say("stopping now", f"({name})")
             self.killing.set()
+            say("stopping now", f"({name})")
 
     def signal_run(self, run: Run, signum: int) -> None:
         run.signalled = signal.Signals(signum).name
@@ -190,7 +238,7 @@ class CommandWorker:
             if not await self.connected():
                 return 0  # stopped before the server ever answered
         except Refused as e:
-            print(f"switchboard work: {e}", file=sys.stderr)
+            complain(f"switchboard work: {e}")
             return 2
         say("working", f"on {shown(self.worker.conn.mcp_url, 200)}", f"queue {shown(self.args.queue or '(any)')},",
             f"concurrency {self.args.concurrency}, lease {self.args.lease_seconds:g} s")
@@ -198,7 +246,7 @@ class CommandWorker:
             slots = [asyncio.create_task(self.slot(n)) for n in range(self.args.concurrency)]
             await asyncio.gather(*slots)
         except Refused as e:
-            print(f"switchboard work: {e}", file=sys.stderr)
+            complain(f"switchboard work: {e}")
             return 2
         finally:
             await self.worker.release_held(self.release_summary())
@@ -449,8 +497,9 @@ def main(argv: list[str] | None = None, prog: str = "switchboard work") -> int:
         command = check(args)
         token = read_token(args)
     except UsageError as e:
-        print(f"{prog}: {e}", file=sys.stderr)
+        complain(f"{prog}: {e}")
         return 2
+    setup_logging()
     try:
         return asyncio.run(CommandWorker(args, command, token).main())
     except KeyboardInterrupt:

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import subprocess
 import time
 
 import pytest
 
 from tests.acceptance.mcp_helpers import call, connect, vend
-from tests.acceptance.worker_helpers import WorkerProcess, kill_pid_in, working, write_command
+from tests.acceptance.worker_helpers import PipedWorker, WorkerProcess, kill_pid_in, working, write_command
 from tests.conftest import LOAD_SLACK_SECONDS
 
 
@@ -283,3 +284,52 @@ async def test_a_todo_released_from_the_board_mid_run_stops_its_command_and_is_r
     assert got["attempts"][0]["summary"] == "taking it back"  # the worker closed nothing after
     assert f"lost {todo['id']} after " in worker.output
     assert "1 claimed, 0 completed, 0 failed, 0 released, 1 lost" in worker.output
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+async def test_a_signal_after_the_output_reader_is_gone_still_stops_the_worker_and_releases_its_todo(
+        live_server, tmp_path, signum):
+    ep = await vend(live_server.store)
+    marker = tmp_path / "running"
+    grace = 1
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "piped to head", {"seconds": 60, "marker": str(marker)})
+        worker = PipedWorker(live_server.url, ep.token, write_command(tmp_path), "--grace-seconds", str(grace),
+                             stderr_path=tmp_path / "stderr")
+        try:
+            await worker.read_until(f"claimed {todo['id']}")
+            while not marker.exists():
+                await asyncio.sleep(0.05)
+            worker.close_reader()  # `switchboard work ... | head -3`: head has its lines and is gone
+            worker.proc.send_signal(signum)
+            bound = grace + 3 + LOAD_SLACK_SECONDS
+            try:
+                code = await asyncio.to_thread(worker.proc.wait, bound)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"the worker still runs {bound:g} s after {signum.name}:\n{worker.stderr}")
+        finally:
+            worker.kill()
+            kill_pid_in(marker)
+        got = await settled(client, todo["id"], "pending")
+    assert code == 0, worker.stderr
+    [attempt] = got["attempts"]
+    assert (attempt["outcome"], attempt["disposition"]) == ("released", "requeued")
+    assert attempt["summary"].startswith(f"released on shutdown ({signum.name}): the command was stopped after ")
+    assert "Traceback" not in worker.stderr and "BrokenPipeError" not in worker.stderr, worker.stderr
+
+
+async def test_an_idle_worker_whose_output_reader_is_gone_stops_on_sigterm(live_server, tmp_path):
+    ep = await vend(live_server.store)
+    worker = PipedWorker(live_server.url, ep.token, write_command(tmp_path), stderr_path=tmp_path / "stderr")
+    try:
+        await worker.read_until(r"\bworking on ")
+        worker.close_reader()
+        worker.proc.send_signal(signal.SIGTERM)
+        bound = 3 + LOAD_SLACK_SECONDS
+        try:
+            code = await asyncio.to_thread(worker.proc.wait, bound)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the worker still runs {bound:g} s after SIGTERM:\n{worker.stderr}")
+    finally:
+        worker.kill()
+    assert code == 0 and "Traceback" not in worker.stderr, worker.stderr
