@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
 import time
@@ -41,6 +42,11 @@ USAGE_KEYS = {"input_tokens", "output_tokens", "cost_usd", "model"}
 
 class UsageError(Exception):
     pass
+
+
+class Fatal(Exception):
+    """The worker cannot go on (the server refused its queue, its command cannot start): the
+    message is the one line it stops with."""
 
 
 def shown(value: Any, limit: int = 60) -> str:
@@ -170,7 +176,24 @@ def check(args: argparse.Namespace) -> list[str]:
         raise UsageError("--poll-seconds must be positive")
     if args.max_todos is not None and args.max_todos < 1:
         raise UsageError("--max-todos must be at least 1")
+    if (why := unrunnable(command[0])) is not None:
+        raise UsageError(f"cannot run the command {shown(command[0], 200)}: {why}")
     return command
+
+
+def unrunnable(program: str) -> str | None:
+    """Why the command's program cannot be started, found as the command will be (a path, or
+    a name on PATH), or None: a worker that cannot run it must not fail every todo it claims."""
+    if os.sep not in program:
+        return None if shutil.which(program) else "not found on PATH (or not executable)"
+    path = Path(program)
+    if not path.exists():
+        return "no such file"
+    if path.is_dir():
+        return "it is a directory"
+    if not os.access(path, os.X_OK):
+        return "not executable"
+    return None
 
 
 class Run:
@@ -201,7 +224,7 @@ class CommandWorker:
         self.claimed = 0
         self.reserved = 0
         self.stop_signal: str | None = None
-        self.signals = 0
+        self.fatal: str | None = None  # why the worker stopped itself: its last line, on standard error
         self.killing = asyncio.Event()
         self.shutdown = asyncio.Event()  # a signal came: running commands are being stopped
 
@@ -209,18 +232,22 @@ class CommandWorker:
 
     def on_signal(self, signum: int) -> None:
         name = signal.Signals(signum).name
-        self.signals += 1
-        if self.signals == 1:  # stop first, then say so
-            self.stop_signal = name
-            self.shutdown.set()
-            self.worker.stop()
-            for run in list(self.runs):
-                self.signal_run(run, signum)
-            say("stopping", f"({name}): claiming nothing more;",
-                f"{len(self.runs)} running, {self.args.grace_seconds:g} s grace")
+        if not self.shutdown.is_set():
+            self.begin_stop(name, signum)
         else:  # a second signal: no more grace
             self.killing.set()
             say("stopping now", f"({name})")
+
+    def begin_stop(self, why: str, signum: int) -> None:
+        """Claim nothing more and pass the signal to the running commands (their todos are
+        released once they end, or when the grace is over); then say so."""
+        self.stop_signal = why
+        self.shutdown.set()
+        self.worker.stop()
+        for run in list(self.runs):
+            self.signal_run(run, signum)
+        say("stopping", f"({why}): claiming nothing more;",
+            f"{len(self.runs)} running, {self.args.grace_seconds:g} s grace")
 
     def signal_run(self, run: Run, signum: int) -> None:
         run.signalled = signal.Signals(signum).name
@@ -242,18 +269,24 @@ class CommandWorker:
             return 2
         say("working", f"on {shown(self.worker.conn.mcp_url, 200)}", f"queue {shown(self.args.queue or '(any)')},",
             f"concurrency {self.args.concurrency}, lease {self.args.lease_seconds:g} s")
+        slots = [asyncio.create_task(self.slot(n)) for n in range(self.args.concurrency)]
         try:
-            slots = [asyncio.create_task(self.slot(n)) for n in range(self.args.concurrency)]
             await asyncio.gather(*slots)
-        except Refused as e:
-            complain(f"switchboard work: {e}")
-            return 2
+        except (Refused, Fatal) as e:
+            self.fatal = str(e)
         finally:
+            self.worker.stop()
+            for task in slots:
+                task.cancel()
+            await asyncio.gather(*slots, return_exceptions=True)
             await self.worker.release_held(self.release_summary())
             await self.worker.conn.close()
         c = self.counts
         say("stopped:", f"{self.claimed} claimed, {c['completed']} completed, {c['failed']} failed,",
             f"{c['released']} released, {c['lost']} lost")
+        if self.fatal is not None:
+            complain(f"switchboard work: {self.fatal}")
+            return 2
         return 0
 
     async def connected(self) -> bool:
@@ -289,6 +322,9 @@ class CommandWorker:
                 raise
             except Closed:
                 return
+            except ToolError as e:  # forbidden: a queue the token is not granted, or no claim_next
+                raise Fatal(f"{self.args.queue and 'queue ' + shown(self.args.queue) + ': ' or ''}"
+                            f"the server refused the claim: {shown(e.message, 200)}") from None
             finally:
                 self.reserved -= 1
             if todo is None:
@@ -324,8 +360,10 @@ class CommandWorker:
                 *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, env=self.environment(todo), start_new_session=True,
                 limit=LINE_LIMIT)
-        except OSError as e:
-            run.tail.append(f"cannot start the command: {e.strerror or e}")
+        except OSError as e:  # it ran at start (unrunnable): it was removed, or its interpreter is missing
+            self.fatal = f"cannot run the command {shown(self.command[0], 200)}: {shown(e.strerror or e, 200)}"
+            if not self.shutdown.is_set():
+                self.begin_stop("the command cannot run", signal.SIGTERM)
             return
         if self.shutdown.is_set():  # signalled while it started
             self.signal_run(run, signal.SIGTERM)
@@ -437,7 +475,9 @@ class CommandWorker:
             say("lost", todo.id, f"after {took:.1f} s: the lease was no longer ours")
             return
         code = proc.returncode if proc is not None else None
-        if run.signalled and self.shutdown.is_set():
+        if proc is None:  # it never started: not the todo's fault, so it goes back unspent
+            verb, args = "release", {"summary": f"released: the worker could not start its command ({self.fatal})"}
+        elif run.signalled and self.shutdown.is_set():
             how = "was stopped" if code is None or code != 0 else "stopped and exited 0"
             verb, args = "release", {"summary": f"released on shutdown ({self.stop_signal}): the command {how} "
                                                 f"after {took:.1f} s", "usage": run.usage}
@@ -446,9 +486,7 @@ class CommandWorker:
             verb, args = "complete", {"result": self.result_of(run), "summary": summary, "artifact": run.artifact,
                                       "usage": run.usage}
         else:
-            if code is None:
-                why = "the command could not start"
-            elif code < 0:
+            if code < 0:
                 why = f"the command was killed by {signal.Signals(-code).name}"
             else:
                 why = f"the command exited {code}"

@@ -311,6 +311,9 @@ class Worker:
         stop = asyncio.create_task(self.stopping.wait())
         try:
             await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()  # the call goes with its caller
+            raise
         finally:
             stop.cancel()
         if task.done():

@@ -12,8 +12,9 @@ import time
 import pytest
 
 from tests.acceptance.mcp_helpers import call, connect, vend
-from tests.acceptance.worker_helpers import PipedWorker, WorkerProcess, kill_pid_in, working, write_command
-from tests.conftest import LOAD_SLACK_SECONDS
+from tests.acceptance.worker_helpers import (PipedWorker, WorkerProcess, kill_pid_in, worker_argv, worker_env, working,
+                                             write_command)
+from tests.conftest import LOAD_SLACK_SECONDS, ROOT
 
 
 @pytest.fixture
@@ -333,3 +334,52 @@ async def test_an_idle_worker_whose_output_reader_is_gone_stops_on_sigterm(live_
     finally:
         worker.kill()
     assert code == 0 and "Traceback" not in worker.stderr, worker.stderr
+
+
+def run_worker(url: str, token: str, command: list[str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(worker_argv(url, command, *args), cwd=ROOT, env=worker_env(token), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+async def test_a_queue_the_token_is_not_granted_stops_the_worker_with_one_line_naming_it(live_server, tmp_path):
+    ep = await vend(live_server.store, queues=("q",))
+    r = await asyncio.to_thread(run_worker, live_server.url, ep.token, write_command(tmp_path), "--queue", "builds",
+                                "--concurrency", "2")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert len(r.stderr.splitlines()) == 1, r.stderr
+    [line] = r.stderr.splitlines()
+    assert line == ("switchboard work: queue builds: the server refused the claim: "
+                    "this endpoint is not granted queue builds"), r.stderr
+
+
+@pytest.mark.parametrize("problem", ["not found", "not executable", "not on PATH"])
+def test_a_command_that_cannot_run_stops_the_worker_at_start_with_one_line_naming_it(tmp_path, problem):
+    script = tmp_path / "build.sh"
+    if problem == "not executable":
+        script.write_text("#!/bin/sh\nexit 0\n")
+        script.chmod(0o644)
+    program, why = {"not found": (str(script), "no such file"), "not executable": (str(script), "not executable"),
+                    "not on PATH": ("no-such-build-tool", "not found on PATH (or not executable)")}[problem]
+    r = run_worker("http://127.0.0.1:9", "sb_unused", [program, "--fast"])
+    assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
+    [line] = r.stderr.splitlines()
+    assert line == f"switchboard work: cannot run the command {program}: {why}", r.stderr
+
+
+async def test_a_command_whose_interpreter_is_gone_stops_the_worker_and_releases_the_todo_unspent(live_server,
+                                                                                               tmp_path):
+    script = tmp_path / "agent.sh"
+    script.write_text("#!/nonexistent/interpreter\n")
+    script.chmod(0o755)
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "cannot start", {}, max_attempts=1)
+        r = await asyncio.to_thread(run_worker, live_server.url, ep.token, [str(script)])
+        got = await settled(client, todo["id"], "pending")
+    assert r.returncode == 2, r.stdout + r.stderr
+    [line] = r.stderr.splitlines()
+    assert line == f"switchboard work: cannot run the command {script}: No such file or directory", r.stderr
+    [attempt] = got["attempts"]
+    assert attempt["outcome"] == "released" and got["attempt"] == 1 and not got["dead_letter"]
+    assert attempt["summary"].startswith("released: the worker could not start its command (cannot run the command ")
+    assert "1 claimed, 0 completed, 0 failed, 1 released, 0 lost" in r.stdout
