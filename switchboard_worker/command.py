@@ -38,6 +38,13 @@ RESULT_CHARS = 60_000  # under the server's 64 KiB result bound once serialized
 STDOUT_CAP = 4 * 1024 * 1024  # kept in memory at most; the result keeps the tail
 TOKEN_ENV = ("SWITCHBOARD_TOKEN", "SWITCHBOARD_TOKEN_FILE")
 USAGE_KEYS = {"input_tokens", "output_tokens", "cost_usd", "model"}
+# What the worker cannot do without each verb of a worker's grant (claim_next it cannot work without).
+WITHOUT = {
+    "heartbeat": "a command running longer than the {lease:g} s lease loses it",
+    "release": "a stop leaves its todo to the reaper, which uses up an attempt",
+    "complete": "a command that exits 0 cannot complete its todo, whose lease lapses",
+    "fail": "a command that fails cannot fail its todo, whose lease lapses",
+}
 
 
 class UsageError(Exception):
@@ -225,6 +232,7 @@ class CommandWorker:
         self.reserved = 0
         self.stop_signal: str | None = None
         self.fatal: str | None = None  # why the worker stopped itself: its last line, on standard error
+        self.granted: set[str] = set()  # the tools the token may call
         self.killing = asyncio.Event()
         self.shutdown = asyncio.Event()  # a signal came: running commands are being stopped
 
@@ -267,8 +275,21 @@ class CommandWorker:
         except Refused as e:
             complain(f"switchboard work: {e}")
             return 2
+        try:
+            self.granted = await self.worker.tools()
+            refused = None if "claim_next" in self.granted else \
+                "the token may not call claim_next, so it cannot work (vend one with the worker preset)"
+        except Refused as e:
+            refused = str(e)
+        if refused is not None:
+            await self.worker.conn.close()
+            complain(f"switchboard work: {refused}")
+            return 2
         say("working", f"on {shown(self.worker.conn.mcp_url, 200)}", f"queue {shown(self.args.queue or '(any)')},",
             f"concurrency {self.args.concurrency}, lease {self.args.lease_seconds:g} s")
+        if missing := [verb for verb in WITHOUT if verb not in self.granted]:
+            say("limited:", "; ".join(f"no {verb}: " + WITHOUT[verb].format(lease=self.args.lease_seconds)
+                                      for verb in missing))
         slots = [asyncio.create_task(self.slot(n)) for n in range(self.args.concurrency)]
         try:
             await asyncio.gather(*slots)
@@ -279,11 +300,12 @@ class CommandWorker:
             for task in slots:
                 task.cancel()
             await asyncio.gather(*slots, return_exceptions=True)
-            await self.worker.release_held(self.release_summary())
+            if "release" in self.granted:
+                await self.worker.release_held(self.release_summary())
             await self.worker.conn.close()
         c = self.counts
         say("stopped:", f"{self.claimed} claimed, {c['completed']} completed, {c['failed']} failed,",
-            f"{c['released']} released, {c['lost']} lost")
+            f"{c['released']} released, {c['lost']} lost" + (f", {c['left']} left to the reaper" if c["left"] else ""))
         if self.fatal is not None:
             complain(f"switchboard work: {self.fatal}")
             return 2
@@ -494,6 +516,11 @@ class CommandWorker:
             summary = run.summary or (f"{why}: {tail}" if tail else why)
             verb, args = "fail", {"result": self.result_of(run), "summary": cut_bytes(summary, SUMMARY_BYTES),
                                   "artifact": run.artifact, "usage": run.usage}
+        if verb not in self.granted:  # say, no release: stop heartbeating, and the reaper takes it
+            todo.abandon()
+            self.counts["left"] += 1
+            say("left", todo.id, f"to the reaper after {took:.1f} s: the token may not {verb}")
+            return
         outcome = await self.send_close(todo, verb, args)
         self.counts[outcome] += 1
         extra = " (replayed after a reconnect)" if todo.replayed else ""

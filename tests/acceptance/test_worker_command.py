@@ -383,3 +383,45 @@ async def test_a_command_whose_interpreter_is_gone_stops_the_worker_and_releases
     assert attempt["outcome"] == "released" and got["attempt"] == 1 and not got["dead_letter"]
     assert attempt["summary"].startswith("released: the worker could not start its command (cannot run the command ")
     assert "1 claimed, 0 completed, 0 failed, 1 released, 0 lost" in r.stdout
+
+
+async def test_a_token_without_release_or_heartbeat_is_said_at_start_and_a_stop_leaves_the_todo_to_the_reaper(
+        live_server, tmp_path):
+    ep = await vend(live_server.store, scope=("add_todo", "list_todos", "get_todo", "claim_next", "complete", "fail"))
+    marker = tmp_path / "running"
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "held without release", {"seconds": 60, "marker": str(marker)}, max_attempts=3)
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--lease-seconds", "3",
+                           "--grace-seconds", "1") as worker:
+            await worker.wait_for_line(f"claimed {todo['id']}")
+            [limited] = [line for line in worker.lines if " limited: " in line]
+            assert limited.split(" ", 1)[1] == (
+                "limited: no heartbeat: a command running longer than the 3 s lease loses it; "
+                "no release: a stop leaves its todo to the reaper, which uses up an attempt")
+            while not marker.exists():
+                await asyncio.sleep(0.05)
+            worker.signal(signal.SIGTERM)
+            assert await worker.wait(30) == 0, worker.output
+        kill_pid_in(marker)
+        got = await settled(client, todo["id"], "pending", timeout=3 + 10 + LOAD_SLACK_SECONDS)
+    [attempt] = got["attempts"]
+    assert attempt["outcome"] == "reaped" and attempt["died"] and got["attempt"] == 1
+    assert f"left {todo['id']} to the reaper after " in worker.output
+    assert "1 claimed, 0 completed, 0 failed, 0 released, 0 lost, 1 left to the reaper" in worker.output
+    assert "Traceback" not in worker.output
+
+
+async def test_a_token_with_every_verb_of_a_worker_says_nothing_of_limits(live_server, tmp_path):
+    ep = await vend(live_server.store, scope=("claim_next", "heartbeat", "complete", "fail", "release"))
+    async with working(live_server.url, ep.token, write_command(tmp_path)) as worker:
+        worker.signal(signal.SIGTERM)
+        assert await worker.wait(30) == 0, worker.output
+    assert " limited: " not in worker.output
+
+
+async def test_a_token_that_may_not_claim_stops_the_worker_with_one_line(live_server, tmp_path):
+    ep = await vend(live_server.store, scope=("add_todo", "list_todos"))
+    r = await asyncio.to_thread(run_worker, live_server.url, ep.token, write_command(tmp_path))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.splitlines() == ["switchboard work: the token may not call claim_next, so it cannot work "
+                                     "(vend one with the worker preset)"], r.stderr
