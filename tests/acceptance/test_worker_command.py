@@ -301,13 +301,7 @@ async def test_a_signal_after_the_output_reader_is_gone_still_stops_the_worker_a
             await worker.read_until(f"claimed {todo['id']}")
             while not marker.exists():
                 await asyncio.sleep(0.05)
-            worker.close_reader()  # `switchboard work ... | head -3`: head has its lines and is gone
-            worker.proc.send_signal(signum)
-            bound = grace + 3 + LOAD_SLACK_SECONDS
-            try:
-                code = await asyncio.to_thread(worker.proc.wait, bound)
-            except subprocess.TimeoutExpired:
-                pytest.fail(f"the worker still runs {bound:g} s after {signum.name}:\n{worker.stderr}")
+            code = await worker.stop_without_reader(signum, grace + 3 + LOAD_SLACK_SECONDS)
         finally:
             worker.kill()
             kill_pid_in(marker)
@@ -324,13 +318,7 @@ async def test_an_idle_worker_whose_output_reader_is_gone_stops_on_sigterm(live_
     worker = PipedWorker(live_server.url, ep.token, write_command(tmp_path), stderr_path=tmp_path / "stderr")
     try:
         await worker.read_until(r"\bworking on ")
-        worker.close_reader()
-        worker.proc.send_signal(signal.SIGTERM)
-        bound = 3 + LOAD_SLACK_SECONDS
-        try:
-            code = await asyncio.to_thread(worker.proc.wait, bound)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"the worker still runs {bound:g} s after SIGTERM:\n{worker.stderr}")
+        code = await worker.stop_without_reader(signal.SIGTERM, 3 + LOAD_SLACK_SECONDS)
     finally:
         worker.kill()
     assert code == 0 and "Traceback" not in worker.stderr, worker.stderr

@@ -156,6 +156,17 @@ class PipedWorker:
             os.close(self._read_end)
             self._read_end = None
 
+    async def stop_without_reader(self, signum: int, bound: float) -> int:
+        """Close the reader, as `| head -3` does once it has its lines, then send the signal: the
+        worker's exit status, which must come within `bound` seconds."""
+        self.close_reader()
+        self.proc.send_signal(signum)
+        try:
+            return await asyncio.to_thread(self.proc.wait, bound)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the worker still runs {bound:g} s after {signal.Signals(signum).name}:\n"
+                                 f"{self.stderr}") from None
+
     @property
     def stderr(self) -> str:
         return self._stderr_path.read_text(errors="replace")
