@@ -382,7 +382,7 @@ class CommandWorker:
                 *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, env=self.environment(todo), start_new_session=True,
                 limit=LINE_LIMIT)
-        except OSError as e:  # it ran at start (unrunnable): it was removed, or its interpreter is missing
+        except OSError as e:  # it passed the check at start: since removed, or its #! interpreter is missing
             self.fatal = f"cannot run the command {shown(self.command[0], 200)}: {shown(e.strerror or e, 200)}"
             if not self.shutdown.is_set():
                 self.begin_stop("the command cannot run", signal.SIGTERM)
