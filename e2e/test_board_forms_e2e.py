@@ -189,3 +189,62 @@ async def test_the_token_copy_button_copies_it_or_selects_it_and_says_so(page: P
     await expect(status).to_contain_text("press Ctrl+C")
     assert await page.evaluate("window.getSelection().toString().trim()") == token
     no_csp_errors(page)
+
+
+WORKER_VERBS = {"list_todos", "get_todo", "claim_next", "heartbeat", "note", "complete", "fail", "release"}
+
+
+async def ticked_verbs(page: Page) -> set[str]:
+    return set(await page.locator("input[name=verbs]:checked").evaluate_all("boxes => boxes.map(b => b.value)"))
+
+
+async def test_the_worker_preset_ticks_its_verbs_by_keyboard_and_the_new_endpoint_shows_its_work_command(
+        page: Page, live_server):
+    store = live_server.store
+    await make_human(store, "ada")
+    await sign_in(page, "ada")
+    await page.goto("/endpoints")
+    await page.get_by_label("Agent id").fill("builder")
+    await page.get_by_label("Queues").fill("builds")
+    for scheme in ("light", "dark"):
+        await page.emulate_media(color_scheme=scheme)
+        await assert_accessible(page, f"the vend wizard with its presets, {scheme}")
+    await tab_to(page, page.get_by_role("link", name="Worker"))
+    await page.keyboard.press("Enter")
+    await expect(page.locator("#preset-status")).to_have_text("Worker preset: its 8 verbs are ticked.")
+    assert await ticked_verbs(page) == WORKER_VERBS
+    await expect(page.get_by_label("Agent id")).to_have_value("builder")  # ticked in place: nothing typed is lost
+    await tab_to(page, page.get_by_role("button", name="Create endpoint"))
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("heading", name="Endpoint builder created: copy its token now")).to_be_focused()
+    token = await page.locator("#new-token").inner_text()
+    assert set((await store.endpoint_authenticate(token)).scope) == WORKER_VERBS
+    await expect(page.locator("#worker-command")).to_have_text(
+        f"SWITCHBOARD_TOKEN={token} switchboard work --url {live_server.url}/mcp --queue builds -- ./run.sh")
+    for scheme in ("light", "dark"):
+        await page.emulate_media(color_scheme=scheme)
+        await assert_accessible(page, f"the new endpoint with its work command, {scheme}")
+    no_csp_errors(page)
+
+
+async def test_a_preset_works_without_javascript(browser, live_server):
+    await make_human(live_server.store, "ada")
+    context = await browser.new_context(base_url=live_server.url, java_script_enabled=False)
+    try:
+        page = await context.new_page()
+        await sign_in(page, "ada")
+        await page.goto("/endpoints")
+        await page.get_by_role("link", name="Read-only").click()
+        await expect(page.locator("#preset-status")).to_have_text("Read-only preset: its 2 verbs are ticked.")
+        assert await ticked_verbs(page) == {"list_todos", "get_todo"}
+        await page.get_by_role("link", name="Worker").click()
+        assert await ticked_verbs(page) == WORKER_VERBS
+        await page.get_by_label("Agent id").fill("builder")
+        await page.get_by_label("Queues").fill("builds docs")
+        await page.get_by_role("button", name="Create endpoint").click()
+        token = await page.locator("#new-token").inner_text()
+        # Two queues: the command drains any it may, so it names none.
+        await expect(page.locator("#worker-command")).to_have_text(
+            f"SWITCHBOARD_TOKEN={token} switchboard work --url {live_server.url}/mcp -- ./run.sh")
+    finally:
+        await context.close()

@@ -53,6 +53,8 @@ SCREENING = "tests/unit/test_secret_screening.py"
 SCREENING_MCP = "tests/acceptance/test_mcp_secret_screening.py"
 BOARD_FORMS = "tests/acceptance/test_board_forms.py"
 BOARD_AUTH = "tests/acceptance/test_board_auth.py"
+WORKER_API = "tests/acceptance/test_worker_api.py"
+WORKER_COMMAND = "tests/acceptance/test_worker_command.py"
 
 
 # How a claim counts the attempts it prunes, by outcome, into todos.pruned_outcomes.
@@ -485,11 +487,34 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("answer-fence-lookup-state", "answer-fence", SQL + "reads.sql",
            "AND t.state = ANY(%(from_states)s::todo_state[])", "AND true",
            (QUESTIONS,), "a choice is blamed for an answer to a todo that stopped waiting", "todo_answer_choices"),
+    # -- the worker's heartbeats and lost leases (switchboard_worker) --------------------------
+    Mutant("worker-heartbeat-late", "worker", "switchboard_worker/worker.py",
+           "every = max(0.2, self.lease_seconds / 3)", "every = max(0.2, self.lease_seconds * 2)",
+           (WORKER_API + "::test_heartbeats_run_in_the_background_while_a_todo_is_held_and_stop_when_it_closes",),
+           "the worker heartbeats after its lease has lapsed"),
+    Mutant("worker-heartbeats-never-run", "worker", "switchboard_worker/worker.py",
+           'self._beats = asyncio.create_task(self._heartbeat_loop(), name=f"heartbeat-{self.id}")',
+           "self._beats = None",
+           (WORKER_API + "::test_heartbeats_run_in_the_background_while_a_todo_is_held_and_stop_when_it_closes",),
+           "a held todo is never heartbeated"),
+    Mutant("worker-lost-lease-ignored", "worker", "switchboard_worker/worker.py",
+           "                    self._lose()\n                    return\n                log.warning(",
+           "                    continue\n                log.warning(",
+           (WORKER_API + "::test_a_lease_taken_over_mid_work_is_noticed_by_the_next_heartbeat_and_the_old_complete_"
+            "is_refused",), "a heartbeat refused as conflict is shrugged off and the worker goes on"),
+    Mutant("worker-lost-lease-unannounced", "worker", "switchboard_worker/worker.py",
+           "        self.lease_lost.set()\n        self.worker._forget(self)", "        self.worker._forget(self)",
+           (WORKER_API + "::test_a_lease_taken_over_mid_work_is_noticed_by_the_next_heartbeat_and_the_old_complete_"
+            "is_refused",), "a lost lease is never announced to whoever does the work"),
+    Mutant("worker-command-outlives-its-lease", "worker", "switchboard_worker/command.py",
+           "lost = asyncio.create_task(run.todo.lease_lost.wait())", "lost = asyncio.create_task(asyncio.Event().wait())",
+           (WORKER_COMMAND + "::test_a_todo_released_from_the_board_mid_run_stops_its_command_and_is_reported_lost",),
+           "the command runs on after its todo's lease was lost"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the
 # package alone would be shadowed by the work tree's).
-COPIED = ("board", "migrations", "tests", "pyproject.toml")
+COPIED = ("board", "switchboard_worker", "migrations", "tests", "pyproject.toml")
 LINKED = ("templates", "static", "e2e", "bench")
 
 
@@ -709,9 +734,10 @@ def run(m: Mutant, pytest_args: list[str]) -> tuple[bool, float, str]:
         target = copy / m.file
         target.write_text(mutated(target.read_text(), m))
         env = {**os.environ, "SWITCHBOARD_TEST_DATA_DIR": str(ROOT / ".switchboard" / "mutants")}
-        probe = subprocess.run([sys.executable, "-c", "import board; print(board.__file__)"], cwd=copy, env=env,
+        probe = subprocess.run([sys.executable, "-c", "import board, switchboard_worker as w; "
+                                "print(board.__file__); print(w.__file__)"], cwd=copy, env=env,
                                capture_output=True, text=True)
-        if not probe.stdout.startswith(str(copy)):
+        if not probe.stdout or not all(line.startswith(str(copy)) for line in probe.stdout.splitlines()):
             raise RuntimeError(f"the mutant's copy is not what imports: {probe.stdout}{probe.stderr}")
         started = time.monotonic()
         proc = subprocess.run(

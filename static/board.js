@@ -246,6 +246,25 @@
     });
   }
 
+  // -- the vend form's presets: tick a preset's verbs in place rather than load its page --
+
+  function setUpPresets() {
+    var status = byId("preset-status");
+    if (!status) return;
+    var form = status.closest("form");
+    form.querySelectorAll("a[data-verbs]").forEach(function (link) {
+      link.addEventListener("click", function (e) {
+        if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+        e.preventDefault();  // keep what is typed in the form; tick here what the link's page would
+        var verbs = link.dataset.verbs.split(" ");
+        form.querySelectorAll("input[name=verbs]").forEach(function (box) {
+          box.checked = verbs.indexOf(box.value) >= 0;
+        });
+        status.textContent = link.textContent.trim() + " preset: its " + verbs.length + " verbs are ticked.";
+      });
+    });
+  }
+
   function parseRows(html) {
     return Array.prototype.slice.call(parse("<table><tbody>" + html + "</tbody></table>").querySelector("tbody").children);
   }
@@ -832,6 +851,7 @@
   setUpSelectPage();
   setUpBulkBar();
   setUpCopy();
+  setUpPresets();
   setUpScheme();
   setUpScrollRegions();
   var d = drawer();

@@ -16,7 +16,9 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import os
+import shutil
 import signal
 import sys
 import time
@@ -36,10 +38,22 @@ RESULT_CHARS = 60_000  # under the server's 64 KiB result bound once serialized
 STDOUT_CAP = 4 * 1024 * 1024  # kept in memory at most; the result keeps the tail
 TOKEN_ENV = ("SWITCHBOARD_TOKEN", "SWITCHBOARD_TOKEN_FILE")
 USAGE_KEYS = {"input_tokens", "output_tokens", "cost_usd", "model"}
+# What the worker cannot do without each verb of a worker's grant (claim_next it cannot work without).
+WITHOUT = {
+    "heartbeat": "a command running longer than the {lease:g} s lease loses it",
+    "release": "a stop leaves its todo to the reaper, which uses up an attempt",
+    "complete": "a command that exits 0 cannot complete its todo, whose lease lapses",
+    "fail": "a command that fails cannot fail its todo, whose lease lapses",
+}
 
 
 class UsageError(Exception):
     pass
+
+
+class Fatal(Exception):
+    """The worker cannot go on (the server refused its queue, its command cannot start): the
+    message is the one line it stops with."""
 
 
 def shown(value: Any, limit: int = 60) -> str:
@@ -54,12 +68,59 @@ def now() -> str:
 
 
 def say(*parts: str) -> None:
-    print(now(), *parts, flush=True)
+    """A line of the worker's log, on standard output."""
+    write(sys.stdout, now(), *parts)
+
+
+def complain(*parts: str) -> None:
+    """A line on standard error: why the worker stops."""
+    write(sys.stderr, *parts)
+
+
+def write(stream: Any, *parts: str) -> None:
+    """Print a line; when nobody reads the stream any more (`switchboard work ... | head -3`),
+    send this and every later line to /dev/null instead, and go on working: losing its reader
+    must not stop the worker, nor keep a signal from stopping it."""
+    try:
+        print(*parts, file=stream, flush=True)
+    except OSError:  # BrokenPipeError, or EIO from a closed terminal
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())  # what is still buffered goes there too
+            os.close(devnull)
 
 
 def cut_bytes(text: str, limit: int) -> str:
     data = text.encode()
     return text if len(data) <= limit else data[-limit:].decode(errors="ignore")
+
+
+class OneLine(logging.Formatter):
+    """A library's log record as one escaped line on standard error, its exception named, never
+    a traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"{record.levelname.lower()}: {record.name}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            text += f" ({type(record.exc_info[1]).__name__})"
+        return shown(text, 300)
+
+
+def quiet_cancellations(record: logging.LogRecord) -> bool:
+    """Drop what the MCP SDK logs when a call it was reading is cancelled (the stream it would
+    hand the reply to is closed): the worker gave up on that call itself, at shutdown or on a
+    reconnect."""
+    exc = record.exc_info[1] if record.exc_info else None
+    return type(exc).__name__ not in ("BrokenResourceError", "ClosedResourceError")
+
+
+def setup_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLine())
+    handler.addFilter(quiet_cancellations)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -122,7 +183,24 @@ def check(args: argparse.Namespace) -> list[str]:
         raise UsageError("--poll-seconds must be positive")
     if args.max_todos is not None and args.max_todos < 1:
         raise UsageError("--max-todos must be at least 1")
+    if (why := unrunnable(command[0])) is not None:
+        raise UsageError(f"cannot run the command {shown(command[0], 200)}: {why}")
     return command
+
+
+def unrunnable(program: str) -> str | None:
+    """Why the command's program cannot be started, found as the command will be (a path, or
+    a name on PATH), or None: a worker that cannot run it must not fail every todo it claims."""
+    if os.sep not in program:
+        return None if shutil.which(program) else "not found on PATH (or not executable)"
+    path = Path(program)
+    if not path.exists():
+        return "no such file"
+    if path.is_dir():
+        return "it is a directory"
+    if not os.access(path, os.X_OK):
+        return "not executable"
+    return None
 
 
 class Run:
@@ -153,7 +231,8 @@ class CommandWorker:
         self.claimed = 0
         self.reserved = 0
         self.stop_signal: str | None = None
-        self.signals = 0
+        self.fatal: str | None = None  # why the worker stopped itself: its last line, on standard error
+        self.granted: set[str] = set()  # the tools the token may call
         self.killing = asyncio.Event()
         self.shutdown = asyncio.Event()  # a signal came: running commands are being stopped
 
@@ -161,18 +240,22 @@ class CommandWorker:
 
     def on_signal(self, signum: int) -> None:
         name = signal.Signals(signum).name
-        self.signals += 1
-        if self.signals == 1:
-            self.stop_signal = name
-            self.shutdown.set()
-            say("stopping", f"({name}): claiming nothing more;",
-                f"{len(self.runs)} running, {self.args.grace_seconds:g} s grace")
-            self.worker.stop()
-            for run in list(self.runs):
-                self.signal_run(run, signum)
+        if not self.shutdown.is_set():
+            self.begin_stop(name, signum)
         else:  # a second signal: no more grace
-            say("stopping now", f"({name})")
             self.killing.set()
+            say("stopping now", f"({name})")
+
+    def begin_stop(self, why: str, signum: int) -> None:
+        """Claim nothing more and pass the signal to the running commands (their todos are
+        released once they end, or when the grace is over); then say so."""
+        self.stop_signal = why
+        self.shutdown.set()
+        self.worker.stop()
+        for run in list(self.runs):
+            self.signal_run(run, signum)
+        say("stopping", f"({why}): claiming nothing more;",
+            f"{len(self.runs)} running, {self.args.grace_seconds:g} s grace")
 
     def signal_run(self, run: Run, signum: int) -> None:
         run.signalled = signal.Signals(signum).name
@@ -190,22 +273,42 @@ class CommandWorker:
             if not await self.connected():
                 return 0  # stopped before the server ever answered
         except Refused as e:
-            print(f"switchboard work: {e}", file=sys.stderr)
+            complain(f"switchboard work: {e}")
+            return 2
+        try:
+            self.granted = await self.worker.tools()
+            refused = None if "claim_next" in self.granted else \
+                "the token may not call claim_next, so it cannot work (vend one with the worker preset)"
+        except Refused as e:
+            refused = str(e)
+        if refused is not None:
+            await self.worker.conn.close()
+            complain(f"switchboard work: {refused}")
             return 2
         say("working", f"on {shown(self.worker.conn.mcp_url, 200)}", f"queue {shown(self.args.queue or '(any)')},",
             f"concurrency {self.args.concurrency}, lease {self.args.lease_seconds:g} s")
+        if missing := [verb for verb in WITHOUT if verb not in self.granted]:
+            say("limited:", "; ".join(f"no {verb}: " + WITHOUT[verb].format(lease=self.args.lease_seconds)
+                                      for verb in missing))
+        slots = [asyncio.create_task(self.slot(n)) for n in range(self.args.concurrency)]
         try:
-            slots = [asyncio.create_task(self.slot(n)) for n in range(self.args.concurrency)]
             await asyncio.gather(*slots)
-        except Refused as e:
-            print(f"switchboard work: {e}", file=sys.stderr)
-            return 2
+        except (Refused, Fatal) as e:
+            self.fatal = str(e)
         finally:
-            await self.worker.release_held(self.release_summary())
+            self.worker.stop()
+            for task in slots:
+                task.cancel()
+            await asyncio.gather(*slots, return_exceptions=True)
+            if "release" in self.granted:
+                await self.worker.release_held(self.release_summary())
             await self.worker.conn.close()
         c = self.counts
         say("stopped:", f"{self.claimed} claimed, {c['completed']} completed, {c['failed']} failed,",
-            f"{c['released']} released, {c['lost']} lost")
+            f"{c['released']} released, {c['lost']} lost" + (f", {c['left']} left to the reaper" if c["left"] else ""))
+        if self.fatal is not None:
+            complain(f"switchboard work: {self.fatal}")
+            return 2
         return 0
 
     async def connected(self) -> bool:
@@ -241,6 +344,9 @@ class CommandWorker:
                 raise
             except Closed:
                 return
+            except ToolError as e:  # forbidden: a queue the token is not granted, or no claim_next
+                raise Fatal(f"{self.args.queue and 'queue ' + shown(self.args.queue) + ': ' or ''}"
+                            f"the server refused the claim: {shown(e.message, 200)}") from None
             finally:
                 self.reserved -= 1
             if todo is None:
@@ -276,8 +382,10 @@ class CommandWorker:
                 *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, env=self.environment(todo), start_new_session=True,
                 limit=LINE_LIMIT)
-        except OSError as e:
-            run.tail.append(f"cannot start the command: {e.strerror or e}")
+        except OSError as e:  # it passed the check at start: since removed, or its #! interpreter is missing
+            self.fatal = f"cannot run the command {shown(self.command[0], 200)}: {shown(e.strerror or e, 200)}"
+            if not self.shutdown.is_set():
+                self.begin_stop("the command cannot run", signal.SIGTERM)
             return
         if self.shutdown.is_set():  # signalled while it started
             self.signal_run(run, signal.SIGTERM)
@@ -389,7 +497,9 @@ class CommandWorker:
             say("lost", todo.id, f"after {took:.1f} s: the lease was no longer ours")
             return
         code = proc.returncode if proc is not None else None
-        if run.signalled and self.shutdown.is_set():
+        if proc is None:  # it never started: not the todo's fault, so it goes back unspent
+            verb, args = "release", {"summary": f"released: the worker could not start its command ({self.fatal})"}
+        elif run.signalled and self.shutdown.is_set():
             how = "was stopped" if code is None or code != 0 else "stopped and exited 0"
             verb, args = "release", {"summary": f"released on shutdown ({self.stop_signal}): the command {how} "
                                                 f"after {took:.1f} s", "usage": run.usage}
@@ -398,9 +508,7 @@ class CommandWorker:
             verb, args = "complete", {"result": self.result_of(run), "summary": summary, "artifact": run.artifact,
                                       "usage": run.usage}
         else:
-            if code is None:
-                why = "the command could not start"
-            elif code < 0:
+            if code < 0:
                 why = f"the command was killed by {signal.Signals(-code).name}"
             else:
                 why = f"the command exited {code}"
@@ -408,6 +516,11 @@ class CommandWorker:
             summary = run.summary or (f"{why}: {tail}" if tail else why)
             verb, args = "fail", {"result": self.result_of(run), "summary": cut_bytes(summary, SUMMARY_BYTES),
                                   "artifact": run.artifact, "usage": run.usage}
+        if verb not in self.granted:  # say, no release: stop heartbeating, and the reaper takes it
+            todo.abandon()
+            self.counts["left"] += 1
+            say("left", todo.id, f"to the reaper after {took:.1f} s: the token may not {verb}")
+            return
         outcome = await self.send_close(todo, verb, args)
         self.counts[outcome] += 1
         extra = " (replayed after a reconnect)" if todo.replayed else ""
@@ -449,8 +562,9 @@ def main(argv: list[str] | None = None, prog: str = "switchboard work") -> int:
         command = check(args)
         token = read_token(args)
     except UsageError as e:
-        print(f"{prog}: {e}", file=sys.stderr)
+        complain(f"{prog}: {e}")
         return 2
+    setup_logging()
     try:
         return asyncio.run(CommandWorker(args, command, token).main())
     except KeyboardInterrupt:

@@ -234,9 +234,35 @@ class Connection:
         connection when `repeat` (else raises Lost); retryable tool errors are repeated."""
         args = {k: v for k, v in (args or {}).items() if v is not None}
         while True:
+            result = await self._send(tool, lambda client: client.call_tool(tool, args), repeat=repeat)
+            if not result.is_error:
+                return result.structured_content or {}
+            err = _error_of(result)
+            code = err.get("code", "error")
+            if code in RETRY_CODES:
+                await asyncio.sleep(RETRY_CODES[code] * (0.75 + self._rng.random() / 2))
+                continue
+            raise ToolError(tool, code, err.get("message", ""), err.get("argument"))
+
+    async def tools(self) -> set[str]:
+        """The names of the tools the server lists for this credential: the server lists only
+        the verbs its scope grants (docs/mcp.md), so these are what it may do."""
+        names: set[str] = set()
+        cursor: str | None = None
+        while True:
+            listed = await self._send("tools/list", lambda client: client.list_tools(cursor=cursor))
+            names.update(tool.name for tool in listed.tools)
+            cursor = listed.next_cursor
+            if not cursor:
+                return names
+
+    async def _send(self, what: str, send: Any, *, repeat: bool = True) -> Any:
+        """send(client)'s reply. When none comes (the server went away, or hung for
+        call_timeout), drop this connection and send it again on the next (else raise Lost)."""
+        while True:
             client = await self._wait_up()
             broken = self._broken
-            call = asyncio.create_task(client.call_tool(tool, args))
+            call = asyncio.create_task(send(client))
             breaker = asyncio.create_task(broken.wait())
             try:
                 done, _ = await asyncio.wait({call, breaker}, timeout=self.call_timeout,
@@ -247,15 +273,7 @@ class Connection:
                 raise
             breaker.cancel()
             if call in done and not call.cancelled() and call.exception() is None:
-                result = call.result()
-                if not result.is_error:
-                    return result.structured_content or {}
-                err = _error_of(result)
-                code = err.get("code", "error")
-                if code in RETRY_CODES:
-                    await asyncio.sleep(RETRY_CODES[code] * (0.75 + self._rng.random() / 2))
-                    continue
-                raise ToolError(tool, code, err.get("message", ""), err.get("argument"))
+                return call.result()
             # No reply: the server went away (or hung). Drop this connection and go again.
             if call not in done:
                 call.cancel()
@@ -266,7 +284,7 @@ class Connection:
             if broken is self._broken:
                 self._up.clear()
             if not repeat:
-                raise Lost(tool)
+                raise Lost(what)
 
 
 def _error_of(result: Any) -> dict:

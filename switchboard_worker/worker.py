@@ -100,6 +100,8 @@ class Todo:
                     self._lose()
                     return
                 log.warning("heartbeat refused: %s", e.code)
+                if e.code == "forbidden":  # the credential may not heartbeat: asking again cannot help
+                    return
             except Closed:  # the worker is shutting down
                 return
 
@@ -273,6 +275,10 @@ class Worker:
     def claimant(self, slot: int = 0) -> str:
         return f"{self.name}/slot-{slot}"
 
+    async def tools(self) -> set[str]:
+        """The tools this credential may call: the server lists only the verbs its scope grants."""
+        return await self.conn.tools()
+
     async def call(self, tool: str, **args: Any) -> dict:
         """Any other tool (list_todos, get_todo, add_todo...), with the same reconnect rules."""
         return await self.conn.call(tool, args)
@@ -311,6 +317,9 @@ class Worker:
         stop = asyncio.create_task(self.stopping.wait())
         try:
             await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()  # the call goes with its caller
+            raise
         finally:
             stop.cancel()
         if task.done():

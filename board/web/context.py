@@ -10,6 +10,7 @@ import json
 import logging
 import re
 import secrets
+import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlencode
@@ -388,6 +389,15 @@ def back_to_list(view: Filters, cursor: str | None, ids: list[str], every: bool)
 
 def mcp_url(request: Request) -> str:
     return f"{request.url.scheme}://{request.url.netloc}/mcp"
+
+
+def worker_command(url: str, token: str, queues: list[str], scope: list[str]) -> str | None:
+    """The `switchboard work` command line for a new endpoint that may claim (docs/worker.md):
+    its one queue, or any it may drain; ./run.sh stands for the person's command."""
+    if "claim_next" not in scope:
+        return None
+    queue = ["--queue", queues[0]] if len(queues) == 1 else []
+    return shlex.join([f"SWITCHBOARD_TOKEN={token}", "switchboard", "work", "--url", url, *queue, "--", "./run.sh"])
 
 
 def client_snippet(url: str, token: str, name: str) -> str:

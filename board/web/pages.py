@@ -24,10 +24,11 @@ from board.store.store import Human
 from board.web.auth import new_session, safe_next
 from board.web.context import (ATTEMPTS_SHOWN, NO_STORE, SCHEMES, Filters, SignInRequired, bad_request,
                                checked_form, client_of, client_snippet, mcp_url, not_found, page, query_text,
-                               read_session, redirect, require_human, runtime, scheme_cookie, web_state)
+                               read_session, redirect, require_human, runtime, scheme_cookie, web_state,
+                               worker_command)
 from board.store.accounts import vend_problems
 from board.web.context import known_human, ticked_of, view_query
-from board.web.view import DEFAULT_VERBS, sentence
+from board.web.view import DEFAULT_VERBS, VERB_PRESETS, sentence
 
 log = logging.getLogger("switchboard.web")
 
@@ -276,8 +277,12 @@ async def endpoints_context(request: Request, human: Human) -> dict:
 async def endpoints_page(request: Request) -> Response:
     human, session = await require_human(request)
     ctx = await endpoints_context(request, human)
+    # A preset's link (the page's script ticks the boxes in place instead): the form, ticked.
+    preset = next((p for p in VERB_PRESETS if p[0] == request.query_params.get("preset")), None)
+    said = f"{preset[1]} preset: its {len(preset[3])} verbs are ticked." if preset else ""
     return page(request, "endpoints.html", session=session, human=human, title="Endpoints", created=None,
-                errors={}, values={"name": "", "agent_id": "", "queues": "", "verbs": list(DEFAULT_VERBS)}, **ctx)
+                errors={}, values={"name": "", "agent_id": "", "queues": "",
+                                   "verbs": list(preset[3] if preset else DEFAULT_VERBS)}, preset_said=said, **ctx)
 
 
 @post("/endpoints")
@@ -306,7 +311,8 @@ async def endpoints_vend(request: Request) -> Response:
         return page(request, "endpoints.html", session=session, human=human, title="Endpoints", status=400,
                     created=None, errors=errors, values=values, scheme_next="/endpoints", **ctx)
     ctx = await endpoints_context(request, human)
-    created = {"row": row, "token": token, "snippet": client_snippet(ctx["mcp_url"], token, "switchboard")}
+    created = {"row": row, "token": token, "snippet": client_snippet(ctx["mcp_url"], token, "switchboard"),
+               "worker_command": worker_command(ctx["mcp_url"], token, row["queues"], row["scope"])}
     # The token is in this response body only: never in a URL, a cookie or a log.
     return page(request, "endpoints.html", session=session, human=human, title="Endpoint created",
                 status=201, created=created, errors={},

@@ -48,6 +48,13 @@ VERB_HELP = {
     "resume": "resume after an interrupt",
 }
 DEFAULT_VERBS = DEFAULT_GRANT
+# The vend wizard's presets: (value, button label, what it is for, the verbs it ticks). A worker
+# is what `switchboard work` needs (docs/worker.md), release included, so a stop hands its todo back.
+VERB_PRESETS = (
+    ("worker", "Worker", "what switchboard work needs",
+     ("list_todos", "get_todo", "claim_next", "heartbeat", "note", "complete", "fail", "release")),
+    ("read-only", "Read-only", "list and read its todos", ("list_todos", "get_todo")),
+)
 assert sorted(v for _, group in VERB_GROUPS for v in group) == sorted(VERBS), "every verb is offered once"
 
 
@@ -192,7 +199,8 @@ def _env() -> Environment:
                        todo_detail=todo_detail, attempt_line=attempt_line, attempt_sentence=attempt_sentence,
                        DISPOSITION_WORDS=DISPOSITION_WORDS, relative=fmt_relative, STATES=STATES, DIED_OUTCOMES=DIED_OUTCOMES,
                        BOARD_SORTS=BOARD_SORTS, BOARD_PAGE_SIZES=BOARD_PAGE_SIZES,
-                       LIST_COLUMNS=LIST_COLUMNS, sort_label=sort_label, row_cursor=row_cursor, VERB_GROUPS=VERB_GROUPS, VERB_HELP=VERB_HELP)
+                       LIST_COLUMNS=LIST_COLUMNS, sort_label=sort_label, row_cursor=row_cursor, VERB_GROUPS=VERB_GROUPS, VERB_HELP=VERB_HELP,
+                       VERB_PRESETS=VERB_PRESETS)
     return env
 
 

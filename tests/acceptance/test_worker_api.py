@@ -232,3 +232,34 @@ async def test_ask_with_a_timeout_goes_on_without_an_answer_and_the_todo_is_held
         got = await history(client, row["id"])
     [attempt] = got["attempts"]
     assert attempt["question"]["text"] == "Deploy now?" and attempt["question"]["answers"] == []
+
+
+async def test_a_lease_taken_over_mid_work_is_noticed_by_the_next_heartbeat_and_the_old_complete_is_refused(
+        live_server):
+    """What every worker must do with a lost lease: notice it by the next heartbeat, let go of
+    the todo, and report nothing after (a worker that ignores it fails here)."""
+    from tests.conftest import LOAD_SLACK_SECONDS
+
+    store = live_server.store
+    ep = await vend(store)
+    human = await owner_of(store, ep)
+    lease = 1.5
+    async with connect(live_server, ep.token) as client:
+        row = await add(client, "taken over", max_attempts=5)
+        async with Worker(live_server.url, ep.token, lease_seconds=lease) as worker:
+            todo = await worker.claim()
+            await store.todo_release(human, row["id"], summary="taking it back")  # the owner, on the Board
+            taker = await call(client, "claim_next", {"queue": "q"})
+            assert taker["todo"]["id"] == todo.id
+            try:
+                await asyncio.wait_for(todo.lease_lost.wait(), lease / 3 + LOAD_SLACK_SECONDS)
+            except asyncio.TimeoutError:
+                pytest.fail(f"no heartbeat noticed the lost lease within {lease / 3 + LOAD_SLACK_SECONDS:g} s")
+            assert todo.outcome == "lost" and not todo.open and todo not in worker.held
+            with pytest.raises(ToolError) as stale:
+                await todo.complete({"ok": True}, summary="too late")
+            assert stale.value.code == "conflict"
+        got = await history(client, row["id"])
+    taken, ours = got["attempts"]
+    assert (ours["outcome"], ours["summary"]) == ("released", "taking it back")  # nothing of ours after
+    assert taken["outcome"] is None and got["state"] == "claimed" and got["result"] is None

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import subprocess
 import time
 
 import pytest
 
 from tests.acceptance.mcp_helpers import call, connect, vend
-from tests.acceptance.worker_helpers import WorkerProcess, kill_pid_in, working, write_command
-from tests.conftest import LOAD_SLACK_SECONDS
+from tests.acceptance.worker_helpers import (PipedWorker, WorkerProcess, kill_pid_in, worker_argv, worker_env, working,
+                                             write_command)
+from tests.conftest import LOAD_SLACK_SECONDS, ROOT
 
 
 @pytest.fixture
@@ -300,3 +302,131 @@ async def test_a_todo_released_from_the_board_mid_run_stops_its_command_and_is_r
     assert got["attempts"][0]["summary"] == "taking it back"  # the worker closed nothing after
     assert f"lost {todo['id']} after " in worker.output
     assert "1 claimed, 0 completed, 0 failed, 0 released, 1 lost" in worker.output
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+async def test_a_signal_after_the_output_reader_is_gone_still_stops_the_worker_and_releases_its_todo(
+        live_server, tmp_path, signum):
+    ep = await vend(live_server.store)
+    marker = tmp_path / "running"
+    grace = 1
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "piped to head", {"seconds": 60, "marker": str(marker)})
+        worker = PipedWorker(live_server.url, ep.token, write_command(tmp_path), "--grace-seconds", str(grace),
+                             stderr_path=tmp_path / "stderr")
+        try:
+            await worker.read_until(f"claimed {todo['id']}")
+            while not marker.exists():
+                await asyncio.sleep(0.05)
+            code = await worker.stop_without_reader(signum, grace + 3 + LOAD_SLACK_SECONDS)
+        finally:
+            worker.kill()
+            kill_pid_in(marker)
+        got = await settled(client, todo["id"], "pending")
+    assert code == 0, worker.stderr
+    [attempt] = got["attempts"]
+    assert (attempt["outcome"], attempt["disposition"]) == ("released", "requeued")
+    assert attempt["summary"].startswith(f"released on shutdown ({signum.name}): the command was stopped after ")
+    assert "Traceback" not in worker.stderr and "BrokenPipeError" not in worker.stderr, worker.stderr
+
+
+async def test_an_idle_worker_whose_output_reader_is_gone_stops_on_sigterm(live_server, tmp_path):
+    ep = await vend(live_server.store)
+    worker = PipedWorker(live_server.url, ep.token, write_command(tmp_path), stderr_path=tmp_path / "stderr")
+    try:
+        await worker.read_until(r"\bworking on ")
+        code = await worker.stop_without_reader(signal.SIGTERM, 3 + LOAD_SLACK_SECONDS)
+    finally:
+        worker.kill()
+    assert code == 0 and "Traceback" not in worker.stderr, worker.stderr
+
+
+def run_worker(url: str, token: str, command: list[str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(worker_argv(url, command, *args), cwd=ROOT, env=worker_env(token), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+async def test_a_queue_the_token_is_not_granted_stops_the_worker_with_one_line_naming_it(live_server, tmp_path):
+    ep = await vend(live_server.store, queues=("q",))
+    r = await asyncio.to_thread(run_worker, live_server.url, ep.token, write_command(tmp_path), "--queue", "builds",
+                                "--concurrency", "2")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert len(r.stderr.splitlines()) == 1, r.stderr
+    [line] = r.stderr.splitlines()
+    assert line == ("switchboard work: queue builds: the server refused the claim: "
+                    "this endpoint is not granted queue builds"), r.stderr
+
+
+@pytest.mark.parametrize("problem", ["not found", "not executable", "not on PATH"])
+def test_a_command_that_cannot_run_stops_the_worker_at_start_with_one_line_naming_it(tmp_path, problem):
+    script = tmp_path / "build.sh"
+    if problem == "not executable":
+        script.write_text("#!/bin/sh\nexit 0\n")
+        script.chmod(0o644)
+    program, why = {"not found": (str(script), "no such file"), "not executable": (str(script), "not executable"),
+                    "not on PATH": ("no-such-build-tool", "not found on PATH (or not executable)")}[problem]
+    r = run_worker("http://127.0.0.1:9", "sb_unused", [program, "--fast"])
+    assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
+    [line] = r.stderr.splitlines()
+    assert line == f"switchboard work: cannot run the command {program}: {why}", r.stderr
+
+
+async def test_a_command_whose_interpreter_is_gone_stops_the_worker_and_releases_the_todo_unspent(live_server,
+                                                                                               tmp_path):
+    script = tmp_path / "agent.sh"
+    script.write_text("#!/nonexistent/interpreter\n")
+    script.chmod(0o755)
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "cannot start", {}, max_attempts=1)
+        r = await asyncio.to_thread(run_worker, live_server.url, ep.token, [str(script)])
+        got = await settled(client, todo["id"], "pending")
+    assert r.returncode == 2, r.stdout + r.stderr
+    [line] = r.stderr.splitlines()
+    assert line == f"switchboard work: cannot run the command {script}: No such file or directory", r.stderr
+    [attempt] = got["attempts"]
+    assert attempt["outcome"] == "released" and got["attempt"] == 1 and not got["dead_letter"]
+    assert attempt["summary"].startswith("released: the worker could not start its command (cannot run the command ")
+    assert "1 claimed, 0 completed, 0 failed, 1 released, 0 lost" in r.stdout
+
+
+async def test_a_token_without_release_or_heartbeat_is_said_at_start_and_a_stop_leaves_the_todo_to_the_reaper(
+        live_server, tmp_path):
+    ep = await vend(live_server.store, scope=("add_todo", "list_todos", "get_todo", "claim_next", "complete", "fail"))
+    marker = tmp_path / "running"
+    async with connect(live_server, ep.token) as client:
+        todo = await add(client, "held without release", {"seconds": 60, "marker": str(marker)}, max_attempts=3)
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--lease-seconds", "3",
+                           "--grace-seconds", "1") as worker:
+            await worker.wait_for_line(f"claimed {todo['id']}")
+            [limited] = [line for line in worker.lines if " limited: " in line]
+            assert limited.split(" ", 1)[1] == (
+                "limited: no heartbeat: a command running longer than the 3 s lease loses it; "
+                "no release: a stop leaves its todo to the reaper, which uses up an attempt")
+            while not marker.exists():
+                await asyncio.sleep(0.05)
+            worker.signal(signal.SIGTERM)
+            assert await worker.wait(30) == 0, worker.output
+        kill_pid_in(marker)
+        got = await settled(client, todo["id"], "pending", timeout=3 + 10 + LOAD_SLACK_SECONDS)
+    [attempt] = got["attempts"]
+    assert attempt["outcome"] == "reaped" and attempt["died"] and got["attempt"] == 1
+    assert f"left {todo['id']} to the reaper after " in worker.output
+    assert "1 claimed, 0 completed, 0 failed, 0 released, 0 lost, 1 left to the reaper" in worker.output
+    assert "Traceback" not in worker.output
+
+
+async def test_a_token_with_every_verb_of_a_worker_says_nothing_of_limits(live_server, tmp_path):
+    ep = await vend(live_server.store, scope=("claim_next", "heartbeat", "complete", "fail", "release"))
+    async with working(live_server.url, ep.token, write_command(tmp_path)) as worker:
+        worker.signal(signal.SIGTERM)
+        assert await worker.wait(30) == 0, worker.output
+    assert " limited: " not in worker.output
+
+
+async def test_a_token_that_may_not_claim_stops_the_worker_with_one_line(live_server, tmp_path):
+    ep = await vend(live_server.store, scope=("add_todo", "list_todos"))
+    r = await asyncio.to_thread(run_worker, live_server.url, ep.token, write_command(tmp_path))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.splitlines() == ["switchboard work: the token may not call claim_next, so it cannot work "
+                                     "(vend one with the worker preset)"], r.stderr

@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -61,19 +62,28 @@ def write_command(tmp_path: Path) -> list[str]:
     return [sys.executable, str(script)]
 
 
+def worker_env(token: str, env: dict | None = None) -> dict[str, str]:
+    """The worker's environment: this one without SWITCHBOARD_ variables, plus the token."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
+    full_env.update(SWITCHBOARD_TOKEN=token, CHECK_TOKEN_SHA=hashlib.sha256(token.encode()).hexdigest(),
+                    PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+                    PYTHONUNBUFFERED="1")
+    full_env.update(env or {})
+    return full_env
+
+
+def worker_argv(url: str, command: list[str], *args: str) -> list[str]:
+    return [sys.executable, "-m", "board", "work", "--url", url, *args, "--", *command]
+
+
 class WorkerProcess:
     """`python -m board work ... -- COMMAND` in its own process group."""
 
     def __init__(self, url: str, token: str, command: list[str], *args: str, env: dict | None = None):
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
-        full_env.update(SWITCHBOARD_TOKEN=token, CHECK_TOKEN_SHA=hashlib.sha256(token.encode()).hexdigest(),
-                        PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
-                        PYTHONUNBUFFERED="1")
-        full_env.update(env or {})
         self.token = token
-        self.proc = subprocess.Popen([sys.executable, "-m", "board", "work", "--url", url, *args, "--", *command],
-                                     cwd=ROOT, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, start_new_session=True)
+        self.proc = subprocess.Popen(worker_argv(url, command, *args), cwd=ROOT, env=worker_env(token, env),
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     start_new_session=True)
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -113,6 +123,61 @@ class WorkerProcess:
 
     def assert_no_token_printed(self) -> None:
         assert self.token not in self.output
+
+
+class PipedWorker:
+    """The worker with its standard output on a pipe the test reads, then closes, as
+    `switchboard work ... | head -3` leaves it once head has its lines; standard error goes to
+    a file, read at the end."""
+
+    def __init__(self, url: str, token: str, command: list[str], *args: str, stderr_path: Path):
+        read_end, write_end = os.pipe()
+        self._read_end: int | None = read_end
+        self._stderr_path = stderr_path
+        with open(stderr_path, "wb") as stderr:
+            self.proc = subprocess.Popen(worker_argv(url, command, *args), cwd=ROOT, env=worker_env(token),
+                                         stdout=write_end, stderr=stderr, start_new_session=True)
+        os.close(write_end)
+        self.output = ""
+
+    async def read_until(self, pattern: str, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not re.search(pattern, self.output):
+            left = deadline - time.monotonic()
+            assert left > 0, f"no {pattern!r} within {timeout} s:\n{self.output}{self.stderr}"
+            ready, _, _ = await asyncio.to_thread(select.select, [self._read_end], [], [], min(left, 0.5))
+            if ready:
+                chunk = os.read(self._read_end, 65536)
+                assert chunk, f"the worker's output ended before {pattern!r}:\n{self.output}{self.stderr}"
+                self.output += chunk.decode(errors="replace")
+
+    def close_reader(self) -> None:
+        """The reader is gone: the worker's next write to standard output meets a broken pipe."""
+        if self._read_end is not None:
+            os.close(self._read_end)
+            self._read_end = None
+
+    async def stop_without_reader(self, signum: int, bound: float) -> int:
+        """Close the reader, as `| head -3` does once it has its lines, then send the signal: the
+        worker's exit status, which must come within `bound` seconds."""
+        self.close_reader()
+        self.proc.send_signal(signum)
+        try:
+            return await asyncio.to_thread(self.proc.wait, bound)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the worker still runs {bound:g} s after {signal.Signals(signum).name}:\n"
+                                 f"{self.stderr}") from None
+
+    @property
+    def stderr(self) -> str:
+        return self._stderr_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        self.close_reader()
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
 
 
 @contextlib.asynccontextmanager
