@@ -235,6 +235,12 @@ class Demo:
                 banner.banner(self.base_url, self.data_dir, creds, self.limits, self.duration)
                 await self.run_agents()
         finally:
+            # As `switchboard serve` does on its signal: every open Board and MCP listen stream
+            # is told to end first, so the server's graceful shutdown does not wait them out
+            # and cancel them (uvicorn logs that as an error with a traceback).
+            runtime = getattr(app.state, "runtime", None)
+            if runtime is not None:
+                runtime.fanout.shutdown()
             server.should_exit = True
             with contextlib.suppress(Exception):
                 await serve_task
