@@ -55,40 +55,42 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="migrate, then serve the Board, /mcp and /metrics")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="the port to listen on (default: 8000)")
 
     sub.add_parser("migrate", help="apply pending migrations and exit")
 
     user = sub.add_parser("user", help="manage Board users").add_subparsers(dest="user_command", required=True)
     add = user.add_parser("add", help="create a Board user")
-    add.add_argument("name")
+    add.add_argument("name", help="the user's sign-in name")
     add.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
 
     endpoint = sub.add_parser("endpoint", help="manage agent endpoints").add_subparsers(
         dest="endpoint_command", required=True)
     vend = endpoint.add_parser("vend", help="create an endpoint credential; prints its token once")
-    vend.add_argument("--user", required=True)
-    vend.add_argument("--agent-id", required=True)
-    vend.add_argument("--queue", action="append", required=True, dest="queues")
+    vend.add_argument("--user", required=True, help="the Board user who owns the endpoint")
+    vend.add_argument("--agent-id", required=True, help="the agent's id, shown on the Board")
+    vend.add_argument("--queue", action="append", required=True, dest="queues",
+                      help="a queue the endpoint may use; repeat for more")
     vend.add_argument("--scope", required=True, help="comma-separated verbs, e.g. claim_next,heartbeat,complete")
-    vend.add_argument("--name")
-    vend.add_argument("--json", action="store_true")
+    vend.add_argument("--name", help="a name for the endpoint (default: the agent id)")
+    vend.add_argument("--json", action="store_true", help="print the endpoint and its token as JSON")
     revoke = endpoint.add_parser("revoke", help="revoke an endpoint; its held todos are dead-lettered")
-    revoke.add_argument("endpoint_id")
+    revoke.add_argument("endpoint_id", help="the endpoint's id, as `endpoint vend` printed it")
 
     queue = sub.add_parser("queue", help="pause or resume a user's queue").add_subparsers(
         dest="queue_command", required=True)
     for verb, helptext in (("pause", "agents claim nothing in the queue until it is resumed"),
                            ("resume", "agents may claim in the queue again; listening agents are told")):
         q = queue.add_parser(verb, help=helptext)
-        q.add_argument("--user", required=True)
-        q.add_argument("queue")
+        q.add_argument("--user", required=True, help="the Board user whose queue it is")
+        q.add_argument("queue", help="the queue's name")
 
     demo = sub.add_parser("demo", help="a live demo: server, embedded Postgres, seeded todos, simulated agents")
-    demo.add_argument("--port", type=int, default=8000)
-    demo.add_argument("--host", default="127.0.0.1")
-    demo.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    demo.add_argument("--port", type=int, default=8000, help="the port the Board and /mcp listen on (default: 8000)")
+    demo.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
+    demo.add_argument("--duration", type=float, default=None,
+                      help="stop after this many seconds (default: run until Ctrl-C)")
 
     # Listed for --help only: main() hands `work` and everything after it to the worker's parser.
     sub.add_parser("work", add_help=False, help="claim todos and run a command for each (docs/worker.md; "

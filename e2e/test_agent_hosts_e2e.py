@@ -24,6 +24,7 @@ from playwright.async_api import expect
 
 from e2e.conftest import AXE_OPTIONS, make_human
 from tests.acceptance.mcp_helpers import Inbox, McpApps, connect, doorbell, vend, wait_until
+from tests.conftest import LOAD_SLACK_SECONDS
 from tests.todo_history import HTTPS_ARTIFACT, MCP_ARTIFACT, XSS, todo_with_every_kind_of_attempt
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -215,3 +216,25 @@ async def test_the_mcp_app_given_a_claims_result_reads_the_todo_through_the_host
             await expect(frame.get_by_role("heading", level=3)).to_have_text([re.compile(r"^Attempt 1, open")])
             await expect(frame.get_by_role("status")).to_have_text("Showing attempts of Write the release notes.")
             assert page.dialogs == [] and page.console_errors == [], page.console_errors
+
+
+HOST_WAIT = 4.0  # seconds the MCP App waits for a host's answer to ui/initialize (HOST_WAIT_MS)
+
+
+async def test_the_mcp_app_opened_with_no_host_says_it_needs_one_within_a_few_seconds(browser, live_server, host_site):
+    """The page as the resource serves it, opened on its own in a tab: nobody answers its
+    ui/initialize, and its live region says it needs an MCP host instead of waiting forever."""
+    human = await make_human(live_server.store, "ada")
+    ep = await vend(live_server.store, user_id=human.user_id)
+    async with connect(live_server, ep.token, "legacy", extensions=[McpApps()]) as client:
+        [app] = (await client.read_resource(APP_URI)).contents
+    async with host_page(browser, "light") as page:
+        url = host_site + "/todo-app.html"
+        await page.route(url, lambda route: route.fulfill(body=app.text, content_type="text/html"))
+        await page.goto(url)
+        status = page.get_by_role("status")
+        await expect(status).to_have_text(re.compile(r"^This view needs an MCP host that supports MCP Apps"),
+                                          timeout=(HOST_WAIT + LOAD_SLACK_SECONDS) * 1000)
+        await expect(page.locator("#todo")).to_be_hidden()
+        await no_violations(page, "the MCP App with no host")
+        assert page.dialogs == [] and page.console_errors == [], page.console_errors

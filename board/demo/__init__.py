@@ -50,16 +50,20 @@ lively as ever):
 - at most 30 live todos (pending, held, or failed with a retry to come): the planner adds
   work only while what it adds fits under the bound;
 - at most 120 todos in all: before adding, the planner removes the oldest finished todos
-  (done, canceled, dead letters), through the store's retention sweep.
+  (done, canceled, dead letters) of its own, by id, as the demo user deletes them on the Board.
 
 So the Board holds the live work and the newest ~90 finished todos, a few minutes of history,
 for as long as the demo runs; a data dir from a long earlier run is trimmed to the bound as
 soon as the planner next adds work. Two environment variables change the bounds (a test
 uses them to see the demo settle within seconds): `SWITCHBOARD_DEMO_LIVE_TODOS` (default
 30) and `SWITCHBOARD_DEMO_MAX_TODOS` (default 120, at least the live bound); anything but a
-whole number of at least 1 is an error (exit 2). The bounds count the demo endpoint's todos;
-the removal of "the oldest finished" applies to every todo in the demo's database, so a todo
-of your own endpoint on the demo server, finished before the cutoff, goes too.
+whole number of at least 1 is an error (exit 2).
+
+The demo deletes only what it added. The planner remembers the id of every todo it adds in
+demo.json, so a second run knows them too; the bounds count only those, and only those are
+removed. A todo you add yourself (on the Board, signed in as the demo user, or through an
+endpoint of your own) is never counted and never deleted by the demo, finished or not; the
+server's retention (7 days untouched, below) is the only thing that removes it.
 
 Stopping: Ctrl-C (SIGINT), SIGTERM or `--duration SECONDS` stop the agents (each releases
 what it holds, "released on shutdown"; agents that are playing dead leave theirs to the
@@ -70,7 +74,7 @@ Where the data lives: `<data dir>/demo`, where the data dir is `SWITCHBOARD_DATA
 `./.switchboard` (so `./.switchboard/demo` by default). The demo never uses the database
 `switchboard serve` uses: `DATABASE_URL` is ignored and the embedded Postgres lives in
 `<data dir>/demo/pgdata`. `<data dir>/demo/demo.json` (mode 0600) keeps the demo password, the
-endpoint token, the session secret and the planner's seeding rounds, so a second run signs in
+endpoint token, the session secret, the planner's seeding rounds and the ids of the todos it added, so a second run signs in
 with the same password, reuses the token and starts from the same data. Delete the directory
 to start over. One demo runs in a data dir at a time: a second one there exits 2 at once with
 one line naming the running demo's pid and URL (`board.demo.lock`: an fcntl lock on
@@ -81,7 +85,7 @@ Settings the demo overrides so that things happen within a minute (environment v
 these are ignored here): reaper every 1 s, retry scheduler every 0.5 s, retry backoff 2 s
 growing to at most 10 s, default lease 10 s, no notify hooks (demo todos are not real work),
 retention 7 days checked every minute (a backstop; the bound on todos in all is what keeps
-the Board short). The session secret is `SWITCHBOARD_SECRET_KEY` when set, else a random one
+the Board short, and retention applies to every todo in the demo's database, yours too). The session secret is `SWITCHBOARD_SECRET_KEY` when set, else a random one
 kept in demo.json.
 
 The parts, by what they do:

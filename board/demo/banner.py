@@ -78,8 +78,9 @@ def banner(base_url: str, data_dir: Path, creds: Credentials, limits: Limits, du
     out("  A host that signs in with OAuth needs only the MCP URL: it sends you to the Board to approve.")
     out()
     out(f"  data      {data_dir}  (a second run reuses it; delete it to start over)")
-    out(f"  settles   at most {limits.live_todos} live todos and {limits.max_todos} in all "
-        "(the oldest finished are removed)")
+    out(f"  settles   at most {limits.live_todos} live todos and {limits.max_todos} in all of its own")
+    out("  keeps     every todo you add (on the Board or with your own agents); it deletes only "
+        "its own finished todos, the oldest first")
     stop = "Ctrl-C stops it" if duration is None else f"stops in {duration:g} s, or on Ctrl-C"
     out(f"  agents    {', '.join(AGENTS)}; {stop}.")
     out()

@@ -1,20 +1,23 @@
 """The planner: keeps the queues stocked, and keeps the Board to the demo's bounds.
 
-It is the only one that adds todos, so it is where the bounds hold. Before adding it takes
-a census of the demo's todos (list_todos over MCP, every page):
+It is the only one that adds todos, so it is where the bounds hold. It remembers the id of
+every todo it adds, in demo.json (`DemoState.added`), so a second run on the same data dir
+knows them too: the bounds count only those, and only those are ever removed. A todo the
+person adds (on the Board, signed in as the demo user, or through an endpoint of their own)
+is never counted and never removed by the demo. Before adding it takes a census of the
+demo's todos (list_todos over MCP, every page, kept to the ids it remembers):
 
 - live todos (pending, held, or failed with a retry to come) must stay at or under
   `Limits.live_todos`: a queue is stocked only with what fits (part of a round, or nothing
   until some work finishes);
 - todos in all must stay at or under `Limits.max_todos`: when the new ones would not fit,
-  the oldest finished todos (done, canceled, dead letters; oldest by when they last
-  changed) are removed first, through the store's retention sweep (`Store.sweep_retention`)
-  given the cutoff as its `now`. The store deletes their attempts with them and tells the
-  Board, which drops their rows.
+  the demo's oldest finished todos (done, canceled, dead letters; oldest by when they last
+  changed) are removed first, by id, through the store's delete of a human's ended todos
+  (`Store.todos_delete`, as the demo user). The store deletes their attempts with them and
+  tells the Board, which drops their rows.
 
 The agents never add todos, and finishing one does not change the count, so neither bound
-is passed between censuses (a client of your own on the demo token may add more: the next
-census counts them).
+is passed between censuses.
 """
 
 from __future__ import annotations
@@ -96,7 +99,10 @@ class Planner(SimAgent):
     # the bounds
 
     async def census(self) -> list[dict]:
-        """Every todo of the demo endpoint, newest first."""
+        """Every todo the demo added that is still there, newest first. Every todo the demo
+        endpoint sees is read (the person's own, added on the Board as the demo user, too);
+        the demo's are those whose ids it remembers, and an id no longer there (deleted on
+        the Board, or by retention) is forgotten."""
         todos: list[dict] = []
         cursor = None
         while True:
@@ -104,11 +110,16 @@ class Planner(SimAgent):
             todos += page.get("todos", [])
             cursor = page.get("next_cursor")
             if not cursor:
-                return todos
+                break
+        state = self.demo.state
+        present = {t["id"] for t in todos}
+        state.forget([i for i in state.added() if i not in present])
+        ours = set(state.added())
+        return [t for t in todos if t["id"] in ours]
 
     async def make_room(self, want: int) -> tuple[int, int]:
-        """How many todos may be added now (0 to `want`), and how many finished todos were
-        removed to make room under the bound on todos in all (the oldest first)."""
+        """How many todos may be added now (0 to `want`), and how many of the demo's finished
+        todos were removed to make room under the bound on todos in all (the oldest first)."""
         limits = self.demo.limits
         todos = await self.census()
         live = sum(not is_finished(t) for t in todos)
@@ -120,7 +131,7 @@ class Planner(SimAgent):
         if excess > 0:
             finished = sorted((t for t in todos if is_finished(t)), key=lambda t: (changed_at(t), t["id"]))
             if finished:
-                removed = await self.demo.remove_finished(through=changed_at(finished[:excess][-1]))
+                removed = await self.demo.remove_finished([t["id"] for t in finished[:excess]])
                 todos = await self.census()
             want = min(want, limits.max_todos - len(todos))
         return max(0, want), removed
@@ -136,8 +147,10 @@ class Planner(SimAgent):
 
     async def add(self, queue: str, seed: Seed, n: int) -> dict:
         title = seed.title if n == 1 else f"{seed.title} (round {n})"
-        return await self.call("add_todo", queue=queue, title=title, payload=seed.payload,
+        todo = await self.call("add_todo", queue=queue, title=title, payload=seed.payload,
                                max_attempts=seed.max_attempts)
+        self.demo.state.remember(todo["id"])
+        return todo
 
     async def seed(self, queue: str, seeds: tuple[Seed, ...], detail: str = "") -> None:
         rounds = self.demo.state.data["seed_rounds"]

@@ -11,7 +11,6 @@ import logging
 import random
 import signal
 import socket
-from datetime import datetime, timedelta
 from typing import Any, AsyncIterator
 
 from board.config import Settings
@@ -19,8 +18,8 @@ from board.demo import banner
 from board.demo.agents import workers
 from board.demo.lock import DemoLock, DemoRunning
 from board.demo.planner import Planner
-from board.demo.seeding import STATE_FILE, DemoState, Limits, demo_data_dir, demo_settings, ensure_credentials
-from board.store.vocabulary import SWEEP_BATCH
+from board.demo.seeding import STATE_FILE, Credentials, DemoState, Limits, demo_data_dir, demo_settings, ensure_credentials
+from board.store.vocabulary import BULK_MAX
 
 log = logging.getLogger("switchboard.demo")
 
@@ -68,6 +67,7 @@ class Demo:
         self.signals = 0
         self.tasks: list[asyncio.Task] = []
         self.token: str | None = None
+        self.creds: Credentials | None = None
         self.store = None
         self.shown: set[str] = set()
         self.settled = False
@@ -112,17 +112,19 @@ class Demo:
         """The break an agent takes between todos: none until the demo has settled."""
         return rng.uniform(*BREAK_SECONDS) if self.settled else 0.0
 
-    async def remove_finished(self, *, through: datetime) -> int:
-        """Delete the finished todos (done, canceled, dead letters) last changed at or before
-        `through`, with their attempts: the store's retention sweep, told that now is one
-        retention window after `through`."""
-        now = through + timedelta(microseconds=1) + timedelta(days=self.settings.retention_days)
+    async def remove_finished(self, todo_ids: list[str]) -> int:
+        """Delete these todos of the demo's, if they have finished (done, canceled, dead
+        letters), with their attempts: the demo human's own delete, as on the Board, so a
+        todo that is not finished, or not the demo human's, is left alone. Forgets them."""
+        from board.store.store import Human
+
+        human = Human(self.creds.user_id, self.creds.username)
         removed = 0
-        while True:  # the sweep works in batches (a data dir from a long run has hundreds)
-            n = await self.store.sweep_retention(now=now, batch=SWEEP_BATCH)
-            removed += n
-            if n < SWEEP_BATCH:
-                return removed
+        for start in range(0, len(todo_ids), BULK_MAX):
+            done = await self.store.todos_delete(human, todo_ids[start:start + BULK_MAX])
+            removed += len(done["deleted"])
+            self.state.forget(t["id"] for t in done["deleted"])
+        return removed
 
     # MCP
 
@@ -228,11 +230,17 @@ class Demo:
         try:
             if not self.stop.is_set():  # Ctrl-C while starting: straight to the shutdown
                 self.store = app.state.runtime.store
-                creds = await ensure_credentials(self.store, self.state)
+                self.creds = creds = await ensure_credentials(self.store, self.state)
                 self.token = creds.token
                 banner.banner(self.base_url, self.data_dir, creds, self.limits, self.duration)
                 await self.run_agents()
         finally:
+            # As `switchboard serve` does on its signal: every open Board and MCP listen stream
+            # is told to end first, so the server's graceful shutdown does not wait them out
+            # and cancel them (uvicorn logs that as an error with a traceback).
+            runtime = getattr(app.state, "runtime", None)
+            if runtime is not None:
+                runtime.fanout.shutdown()
             server.should_exit = True
             with contextlib.suppress(Exception):
                 await serve_task

@@ -180,7 +180,25 @@ class DemoState:
         state = cls(path, data if isinstance(data, dict) else {})
         state.data.setdefault("secret_key", secrets.token_urlsafe(32))
         state.data.setdefault("seed_rounds", {})
+        state.data.setdefault("added", [])
         return state
+
+    # The todos the demo added (their ids, oldest first), kept here so that a second run
+    # removes only its own: a todo the person adds on the Board, or through an endpoint of
+    # their own, is never in this list.
+
+    def added(self) -> list[str]:
+        return list(self.data["added"])
+
+    def remember(self, todo_id: str) -> None:
+        self.data["added"].append(todo_id)
+        self.save()
+
+    def forget(self, todo_ids) -> None:
+        gone = set(todo_ids)
+        if gone & set(self.data["added"]):
+            self.data["added"] = [i for i in self.data["added"] if i not in gone]
+            self.save()
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -198,6 +216,7 @@ class Credentials:
     username: str
     password: str
     token: str
+    user_id: int
 
 
 async def ensure_credentials(store, state: DemoState) -> Credentials:
@@ -224,4 +243,4 @@ async def ensure_credentials(store, state: DemoState) -> Credentials:
                                              queues=list(QUEUES), scope=list(VERBS))
     data.update(username=username, password=password, token=token)
     state.save()
-    return Credentials(username, password, token)
+    return Credentials(username, password, token, user["id"])

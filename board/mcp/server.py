@@ -281,8 +281,18 @@ class McpSurface:
                 return
             receive = _replaying(body, receive)
         if session_id and not modern and method == "GET":
+            last: dict = {}  # the last message sent: the stream may be ended by us mid-response
+
+            async def send_seen(message: Message) -> None:
+                last["message"] = message
+                await send(message)
+
             async with doorbell.session_stream(session_id, agent):
-                await self._watched(token, agent, manager.handle_request(scope, receive, send))
+                await self._watched(token, agent, manager.handle_request(scope, receive, send_seen))
+            message = last.get("message")
+            if message is not None and (message["type"] == "http.response.start" or message.get("more_body")):
+                with contextlib.suppress(Exception):  # the client may be gone already
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
         elif session_id and not modern and method == "DELETE":
             await manager.handle_request(scope, receive, send)
             doorbell.forget_session(session_id, agent.endpoint_id)
@@ -300,20 +310,26 @@ class McpSurface:
         return current is not None and current.endpoint_id == agent.endpoint_id
 
     async def _watched(self, token: str, agent: Agent, serve) -> None:
-        """Serve a long-lived request, ending it once its token stops authenticating."""
+        """Serve a long-lived request, ending it once its token stops authenticating, or when
+        the server is stopping (the doorbell is closing), so the graceful shutdown does not
+        wait it out and cancel it."""
         task = asyncio.ensure_future(serve)
+        closing = asyncio.ensure_future(self.doorbell.closing.wait())
         recheck = max(self.settings.mcp_auth_recheck_seconds, 0.05)
         try:
             while True:
-                done, _ = await asyncio.wait({task}, timeout=recheck)
-                if done:
+                done, _ = await asyncio.wait({task, closing}, timeout=recheck, return_when=asyncio.FIRST_COMPLETED)
+                if task in done:
                     task.result()
+                    return
+                if closing in done:
                     return
                 if not await self._still_valid(token, agent):
                     log.info("mcp stream ended: endpoint=%s credential revoked", agent.endpoint_id,
                              extra={"endpoint_id": agent.endpoint_id})
                     return
         finally:
+            closing.cancel()
             if not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):

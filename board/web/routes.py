@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from litestar import get
 from litestar.exceptions import HTTPException, NotFoundException
+from litestar.response import Redirect
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
@@ -107,12 +109,19 @@ def _static_guard(directory):
     return guard
 
 
+@get("/favicon.ico", include_in_schema=False)
+async def favicon() -> Redirect:
+    """Browsers and tools that ask for /favicon.ico without reading the page's icon link are
+    sent to the Board's one icon."""
+    return Redirect("/static/favicon.svg", status_code=301)
+
+
 def route_handlers() -> list:
     directory = resource_dir("static")
     static = create_static_files_router(path="/static", directories=[directory], name="static",
                                         before_request=_static_guard(directory))
     return [*pages.handlers(), *queues.handlers(), *bulk.handlers(), *todo_forms.handlers(),
-            *events.handlers(), *consent.handlers(), *agents.handlers(), static]
+            *events.handlers(), *consent.handlers(), *agents.handlers(), favicon, static]
 
 
 def _with_security_headers(handler):

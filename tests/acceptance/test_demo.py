@@ -35,6 +35,7 @@ from mcp.client.streamable_http import streamable_http_client
 from board.demo import QUEUES, SUMMARIES
 from board.web.view import OUTCOME_WORDS
 from tests.acceptance.test_board_auth import csrf_of
+from tests.acceptance.test_board_live import open_stream
 from tests.conftest import ROOT, free_port
 
 REQUIRED = {"completed", "failed", "released", "reaped", "lease_expired"}
@@ -323,4 +324,41 @@ async def test_a_second_demo_in_the_same_data_dir_is_refused_naming_the_running_
         assert (data_dir / "demo" / "demo.lock").read_text() == ""  # released on a clean stop
     finally:
         third.kill()
+        stop_stray_postgres(data_dir)
+
+
+async def test_stopping_the_demo_with_a_board_stream_and_an_mcp_session_open_prints_no_traceback(tmp_path):
+    """Ctrl-C while a Board tab streams /events and an MCP client holds a session with its GET
+    stream: the demo exits 0 and says nothing worse than its usual stopping lines."""
+    data_dir = tmp_path / "sb"
+    demo = DemoProcess(data_dir, free_port(), duration=300)
+    try:
+        creds = await demo.banner()
+        stopped = False
+
+        async def goodbyes_to_no_server(exc_type, exc, tb) -> bool:
+            """The clients close after the demo has gone: what their goodbyes meet is not the demo's."""
+            return stopped and exc_type is not None
+
+        async with contextlib.AsyncExitStack() as clients:
+            clients.push_async_exit(goodbyes_to_no_server)
+            board = await clients.enter_async_context(httpx.AsyncClient(base_url=creds["board"], timeout=30))
+            await sign_in(board, creds["user"], creds["password"])
+            await clients.enter_async_context(open_stream(board))
+            http = await clients.enter_async_context(
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {creds['token']}"}, timeout=30))
+            client = await clients.enter_async_context(
+                Client(streamable_http_client(creds["mcp"], http_client=http), mode="legacy"))
+            await call(client, "list_todos")
+            demo.interrupt()
+            code = await demo.wait(timeout=60)
+            stopped = True
+        assert code == 0, demo.output
+        demo._reader.join(10)
+        out = demo.output
+        assert out.rstrip().splitlines()[-1].startswith("Stopped:"), out
+        assert "Traceback" not in out and "ERROR" not in out and "Exception" not in out, out
+        assert postgres_pids(data_dir) == [], "a postgres process outlived the demo"
+    finally:
+        demo.kill()
         stop_stray_postgres(data_dir)

@@ -115,3 +115,21 @@ def test_documented_numeric_defaults_match_settings():
         if not same:
             wrong[name] = (cell, defaults[attr])
     assert not wrong, f"docs/configuration.md's defaults differ from Settings (documented, actual): {wrong}"
+
+
+def readme_sections() -> dict[str, str]:
+    text = README.read_text(encoding="utf-8")
+    parts = re.split(r"^## (.+)$", text, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+def test_every_docs_page_the_readme_names_exists_and_every_page_is_named():
+    text = README.read_text(encoding="utf-8")
+    named = set(re.findall(r"docs/[\w./-]+\.md", text))
+    assert {p for p in named if not (ROOT / p).is_file()} == set()
+    pages = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")}
+    assert pages - named == set(), "README.md does not lead to these pages"
+
+
+def test_connecting_an_agent_leads_to_the_agent_hosts_page():
+    assert "`docs/agent-hosts.md`" in readme_sections()["Connecting an agent"]
