@@ -114,9 +114,12 @@ async def test_the_list_caption_spans_the_list_on_a_narrow_screen(page: Page, wi
 async def test_at_320_px_the_first_todo_is_within_two_screens_and_the_folds_work_by_keyboard(page: Page):
     await page.goto("/")
     await at(page, 320)
+    await shoot(page, "board-320-folded")
     first = await page.locator("#todo-rows tr").first.bounding_box()
     top = first["y"] + await page.evaluate("scrollY")
     assert top <= 2 * WIDTHS[320]["height"], f"the first todo starts {top} px down, past two screens"
+    title = await page.locator("#todo-rows tr").first.get_by_role("link").bounding_box()  # its card leads with it
+    assert title and title["width"] > 100 and title["y"] - first["y"] < 40, f"the first card's title: {title}"
     # Folded, the overview's table and the search's fields are out of the tab order; a
     # disclosure opens each by keyboard, and says so.
     for name, inside in (("Queues", page.locator(".overview-table")), ("Search and sort", page.get_by_label("Title contains"))):
