@@ -17,6 +17,7 @@ from playwright.async_api import Page, expect
 from board.config import Settings
 from e2e.conftest import ARTIFACTS, assert_accessible, make_human, sign_in
 from e2e.test_board_e2e import tab_to, todo_with_every_outcome
+from e2e.test_board_screen_reader_e2e import screen_reader_script, spoken
 from tests.acceptance.mcp_helpers import credential
 from tests.conftest import create_database, drop_database, make_agent, run_server
 
@@ -217,3 +218,25 @@ async def test_a_todo_waiting_for_an_answer_says_so_on_its_row_its_drawer_and_th
     await expect(places[2]).to_contain_text(WAITING)
     await expect(places[2]).to_contain_text("1 waiting for a person")
     await expect(places[2]).not_to_contain_text("lapsed")
+
+
+async def test_a_screen_reader_hears_whom_the_todo_waits_for_in_its_drawer(browser, board):
+    """Read line by line, the drawer's current attempt says it waits for a person, asked and
+    expiring when, each time in words with its exact time."""
+    context = await browser.new_context(base_url=board.url, viewport=WIDTHS[1280], bypass_csp=True)
+    await context.add_init_script(screen_reader_script())
+    page = await context.new_page()
+    try:
+        await sign_in(page, "ada")
+        await page.goto(f"/todos/{board.seeded['asked']}")
+        current = page.locator("#drawer-details .current-attempt")
+        await expect(current).to_contain_text(WAITING)
+        await current.evaluate("async (el) => { await window.__vsr.virtual.start({container: el}); }")
+        for _ in range(12):
+            await page.evaluate("async () => await window.__vsr.virtual.next()")
+        heard = " | ".join(await spoken(page))
+        assert "lapsed" not in heard, heard
+        exact = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+        assert re.search(rf"waiting for a person.*asked.*3 min ago.*{exact}.*expires.*in 27 min.*{exact}", heard), heard
+    finally:
+        await context.close()
