@@ -17,11 +17,13 @@ from playwright.async_api import Page, expect
 from board.config import Settings
 from e2e.conftest import ARTIFACTS, assert_accessible, make_human, sign_in
 from e2e.test_board_e2e import tab_to, todo_with_every_outcome
+# page and signed_in are fixtures; they take this module's board.
+from e2e.test_board_everywhere_e2e import NARROW, WIDE, page, signed_in  # noqa: F401
 from e2e.test_board_screen_reader_e2e import screen_reader_script, spoken
 from tests.acceptance.mcp_helpers import credential
 from tests.conftest import create_database, drop_database, make_agent, run_server
 
-WIDTHS = {320: {"width": 320, "height": 640}, 390: {"width": 390, "height": 844}, 1280: {"width": 1280, "height": 900}}
+WIDTHS = {320: NARROW, 390: {"width": 390, "height": 844}, 1280: WIDE}
 SHOTS = ARTIFACTS / "narrow"
 LONG_TITLE = "Rebuild the search index for the docs site"
 QUESTION = "Deploy build 418 to production now?"
@@ -67,23 +69,6 @@ async def board(pg_admin_url, template_url):
     drop_database(pg_admin_url, name)
 
 
-@pytest.fixture(scope="module")
-async def signed_in(browser, board):
-    context = await browser.new_context(base_url=board.url, viewport=WIDTHS[1280])
-    page = await context.new_page()
-    await sign_in(page, "ada")
-    await page.close()
-    yield context
-    await context.close()
-
-
-@pytest.fixture
-async def page(signed_in):
-    page = await signed_in.new_page()
-    yield page
-    await page.close()
-
-
 async def at(page: Page, width: int, scheme: str = "light") -> None:
     await page.set_viewport_size(WIDTHS[width])
     await page.emulate_media(color_scheme=scheme)
@@ -108,7 +93,7 @@ async def test_the_list_caption_spans_the_list_on_a_narrow_screen(page: Page, wi
     await shoot(page, f"board-{width}")
     caption = await page.locator("table.todos caption").bounding_box()
     region = await page.locator("#todo-list").bounding_box()
-    assert caption["width"] >= region["width"] - 2, f"the caption is squeezed to {caption['width']} px of {region['width']}"
+    assert caption["width"] >= region["width"] - 2, f"the caption is squeezed: {caption} in {region}"
     assert caption["height"] < 100, f"the caption takes {caption['height']} px of height"
 
 
@@ -123,7 +108,8 @@ async def test_at_320_px_the_first_todo_is_within_two_screens_and_the_folds_work
     assert title and title["width"] > 100 and title["y"] - first["y"] < 40, f"the first card's title: {title}"
     # Folded, the overview's table and the search's fields are out of the tab order; a
     # disclosure opens each by keyboard, and says so.
-    for name, inside in (("Queues", page.locator(".overview-table")), ("Search and sort", page.get_by_label("Title contains"))):
+    folds = (("Queues", page.locator(".overview-table")), ("Search and sort", page.get_by_label("Title contains")))
+    for name, inside in folds:
         toggle = page.get_by_role("button", name=name, exact=True)
         await expect(toggle).to_have_attribute("aria-expanded", "false")
         await expect(inside).to_be_hidden()

@@ -169,7 +169,8 @@ def _env() -> Environment:
                        span=fmt_span, summary_start=summary_start, usage_text=usage_text)
     env.globals.update(holder=holder, deadline=deadline, actions_for=actions_for,
                        todo_detail=todo_detail, attempt_line=attempt_line, attempt_sentence=attempt_sentence,
-                       DISPOSITION_WORDS=DISPOSITION_WORDS, relative=fmt_relative, waiting_for=waiting_for_person, STATES=STATES, DIED_OUTCOMES=DIED_OUTCOMES,
+                       DISPOSITION_WORDS=DISPOSITION_WORDS, relative=fmt_relative, waiting_for=waiting_for_person,
+                       STATES=STATES, DIED_OUTCOMES=DIED_OUTCOMES,
                        BOARD_SORTS=BOARD_SORTS, BOARD_PAGE_SIZES=BOARD_PAGE_SIZES,
                        LIST_COLUMNS=LIST_COLUMNS, sort_label=sort_label, row_cursor=row_cursor, VERB_GROUPS=VERB_GROUPS, VERB_HELP=VERB_HELP)
     return env

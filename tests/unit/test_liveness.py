@@ -67,7 +67,8 @@ def test_the_thresholds_and_the_note_cap_are_read_from_the_environment():
 
 
 def test_an_unanswered_interrupt_waits_for_a_person_whatever_its_lease():
-    asked = {"answered_at": None, "asked_at": NOW - timedelta(minutes=3), "question_expires_at": NOW + timedelta(minutes=27)}
+    asked = {"answered_at": None, "asked_at": NOW - timedelta(minutes=3),
+             "question_expires_at": NOW + timedelta(minutes=27)}
     assert waiting_for_person("input_required", asked) == {"asked_at": asked["asked_at"],
                                                            "expires_at": asked["question_expires_at"]}
     assert waiting_for_person("auth_required", {"answered_at": None}) == {"asked_at": None, "expires_at": None}
