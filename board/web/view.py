@@ -19,7 +19,7 @@ from board.store.vocabulary import BOARD_PAGE_SIZES, BOARD_SORTS, LIST_SORTS, DE
 # The todo detail every surface shows, and its wording, live in board/view (the drawer takes it from there).
 from board.view.todo_detail import (DISPOSITION_WORDS, OUTCOME_WORDS, SUMMARY_START_CHARS,  # noqa: F401 (re-exported)
                                     attempt_sentence, duration_words, fmt_iso, fmt_relative, fmt_when,
-                                    state_label, summary_start, todo_detail, usage_text, utc)
+                                    state_label, summary_start, todo_detail, usage_text)
 
 
 
