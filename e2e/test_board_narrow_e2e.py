@@ -14,14 +14,13 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from playwright.async_api import Page, expect
 
-from board.config import Settings
-from e2e.conftest import ARTIFACTS, assert_accessible, make_human, sign_in
-from e2e.test_board_e2e import tab_to, todo_with_every_outcome
+from e2e.conftest import ARTIFACTS, assert_accessible, sign_in
+from e2e.test_board_e2e import tab_to
 # page and signed_in are fixtures; they take this module's board.
-from e2e.test_board_everywhere_e2e import NARROW, WIDE, page, signed_in  # noqa: F401
+from e2e.test_board_everywhere_e2e import NARROW, WIDE, board_of_ada, page, signed_in  # noqa: F401
 from e2e.test_board_screen_reader_e2e import screen_reader_script, spoken
 from tests.acceptance.mcp_helpers import credential
-from tests.conftest import create_database, drop_database, make_agent, run_server
+from tests.conftest import make_agent
 
 WIDTHS = {320: NARROW, 390: {"width": 390, "height": 844}, 1280: WIDE}
 SHOTS = ARTIFACTS / "narrow"
@@ -44,13 +43,8 @@ async def board(pg_admin_url, template_url):
     """One server for the module: ada's todos (one with every kind of attempt, one with a long
     title, one waiting for her answer while its lease ended long ago), two agents and an
     OAuth grant."""
-    name, url = create_database(pg_admin_url)
-    settings = Settings(database_url=url, secret_key="e2e-secret-key-0123456789", reaper_interval_seconds=0,
-                        retry_interval_seconds=0, retention_interval_seconds=0, doorbell_heartbeat_seconds=0)
-    async with run_server(settings) as server:
+    async with board_of_ada(pg_admin_url) as (server, ada, seeded):
         store = server.store
-        ada = await make_human(store, "ada")
-        seeded = {"drawer": await todo_with_every_outcome(store, ada)}
         agent = await make_agent(store, user=ada, agent_id="deployer", queues=("builds", "deploys"))
         seeded["agent"] = agent.endpoint_id
         now = datetime.now(timezone.utc)
@@ -66,7 +60,6 @@ async def board(pg_admin_url, template_url):
                          scope=("list_todos", "claim_next"))
         server.seeded = seeded
         yield server
-    drop_database(pg_admin_url, name)
 
 
 async def at(page: Page, width: int, scheme: str = "light") -> None:
