@@ -10,6 +10,7 @@ One server and one seeded Board serve the whole module; each page is one test.""
 from __future__ import annotations
 
 import re
+from contextlib import asynccontextmanager
 from datetime import datetime, timedelta, timezone
 
 import httpx
@@ -107,17 +108,25 @@ def luminance(css_rgb: str) -> float:
     return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
 
 
-@pytest.fixture(scope="module")
-async def board(pg_admin_url, template_url):
-    """One server and one Board for the module: ada's todos in every state (one with every
-    kind of attempt, a dead letter, a held and an interrupted one), a paused queue."""
+@asynccontextmanager
+async def board_of_ada(pg_admin_url):
+    """A server for a module, on a database of its own with its sweeps off, and ada's todo
+    with every kind of attempt (seeded["drawer"]); yields the server, ada and seeded."""
     name, url = create_database(pg_admin_url)
     settings = Settings(database_url=url, secret_key="e2e-secret-key-0123456789", reaper_interval_seconds=0,
                         retry_interval_seconds=0, retention_interval_seconds=0, doorbell_heartbeat_seconds=0)
     async with run_server(settings) as server:
+        ada = await make_human(server.store, "ada")
+        yield server, ada, {"drawer": await todo_with_every_outcome(server.store, ada)}
+    drop_database(pg_admin_url, name)
+
+
+@pytest.fixture(scope="module")
+async def board(pg_admin_url, template_url):
+    """One server and one Board for the module: ada's todos in every state (one with every
+    kind of attempt, a dead letter, a held and an interrupted one), a paused queue."""
+    async with board_of_ada(pg_admin_url) as (server, ada, seeded):
         store = server.store
-        ada = await make_human(store, "ada")
-        seeded = {"drawer": await todo_with_every_outcome(store, ada)}
         agent = await make_agent(store, user=ada, agent_id="w1", queues=("builds", "docs", "deploys"))
         seeded["endpoint"] = agent.endpoint_id
         now = datetime.now(timezone.utc)
@@ -138,7 +147,6 @@ async def board(pg_admin_url, template_url):
                                             queues=("builds",), scope=("list_todos", "claim_next"))).endpoint_id
         server.seeded = seeded
         yield server
-    drop_database(pg_admin_url, name)
 
 
 @pytest.fixture(scope="module")
@@ -259,9 +267,12 @@ async def test_the_board_with_its_overview_reflows_and_passes_axe_in_every_mode(
     todos = page.get_by_role("region", name="Todos")
     await page.set_viewport_size(WIDE)
     await expect(todos).not_to_have_attribute("tabindex", "0")
-    # At 320 px the filters and the overview are one column, and each todo is a card: nothing
-    # scrolls sideways, the list's region is no tab stop, and every figure is labelled.
+    # At 320 px the filters and the overview fold away; opened, each is one column, and each
+    # todo is a card: nothing scrolls sideways, the list's region is no tab stop, and every
+    # figure is labelled.
     await page.set_viewport_size(NARROW)
+    for fold in ("Queues", "Search and sort"):
+        await page.get_by_role("button", name=fold, exact=True).click()
     lefts = await page.locator("form.filters > *").evaluate_all(
         "els => els.map(e => Math.round(e.getBoundingClientRect().left))")
     assert len(set(lefts)) == 1, f"the filters are not one column: {lefts}"

@@ -8,6 +8,7 @@ same question and answer, from the one todo detail view."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -118,6 +119,26 @@ async def test_the_question_and_an_expired_one_pass_axe_in_light_and_dark_at_128
             await assert_accessible(page, what)
             await page.screenshot(path=str(ARTIFACTS / f"question-{viewport['width']}-{scheme}.png"))
     no_csp_errors(page)
+
+
+async def test_an_answer_turns_waiting_for_a_person_into_the_agents_lease_live(page: Page, live_server):
+    """The list row and the open drawer say the todo waits for a person, with their times
+    kept current, and turn to the agent's lease to resume in once another tab answers."""
+    store = live_server.store
+    ada = await make_human(store, "ada")
+    agent, todo = await asking(store, ada, expires_in=30 * 60)
+    await sign_in(page, "ada")
+    await page.goto(f"/todos/{todo['id']}")
+    await live_on(page, watching=todo["id"])
+    row, current = page.locator(f"#todo-{todo['id']}"), page.locator("#drawer-details .current-attempt")
+    waiting = re.compile(r"waiting for a person, asked (just now|\d+ s ago), expires in (29|30) min")
+    await expect(row).to_contain_text(waiting)
+    await expect(current).to_contain_text(waiting)
+    await store.todo_answer(ada, todo["id"], text="go")
+    await expect(current).to_contain_text("lease ends in")
+    await expect(current).not_to_contain_text("waiting for a person")
+    await expect(row).to_contain_text("lease ends in")
+    await expect(row).not_to_contain_text("waiting for a person")
 
 
 async def test_a_screen_reader_hears_the_question_once_on_opening_and_the_answer_as_one_line_elsewhere(

@@ -456,7 +456,7 @@
     if (button) button.addEventListener("click", showHeld);
   }
 
-  // Relative times ("3 min ago") stay current; the wording is board/web/view.py's fmt_relative.
+  // Relative times ("3 min ago") stay current; the wording is board/view/todo_detail.py's fmt_relative.
   function relative(iso) {
     var seconds = (Date.parse(iso) - Date.now()) / 1000, span = Math.abs(seconds), words;
     if (isNaN(span)) return null;
@@ -793,6 +793,38 @@
     });
   }
 
+  // -- folds ---------------------------------------------------------------------------
+  // On a narrow screen the overview and the search fold away (the CSS hides a folded one's
+  // content below 40rem only): a button with aria-expanded opens and closes each. Folded at
+  // first unless the page says open (a search made); a link or the address pointing inside
+  // one opens it, so a skip link still lands.
+
+  function setFold(fold, open) {
+    fold.querySelector(".fold-toggle").setAttribute("aria-expanded", open ? "true" : "false");
+    fold.classList.toggle("folded", !open);
+  }
+
+  function openFoldAround(target) {
+    var fold = target && target.closest && target.closest(".fold.folded");
+    if (fold) setFold(fold, true);
+  }
+
+  function setUpFolds() {
+    document.querySelectorAll(".fold").forEach(function (fold) {
+      var button = fold.querySelector(".fold-toggle");
+      setFold(fold, fold.hasAttribute("data-open"));
+      button.hidden = false;
+      button.addEventListener("click", function () {
+        setFold(fold, button.getAttribute("aria-expanded") !== "true");
+      });
+    });
+    document.addEventListener("click", function (e) {
+      var link = e.target.closest && e.target.closest('a[href^="#"]');
+      if (link) openFoldAround(document.getElementById(link.getAttribute("href").slice(1)));
+    });
+    if (location.hash) openFoldAround(document.getElementById(location.hash.slice(1)));
+  }
+
   // -- tables that scroll sideways -----------------------------------------------------
   // A table's region is focusable in the HTML, so a keyboard can scroll it without this
   // script; here it stays a tab stop only while its table is wider than it (a narrow
@@ -845,6 +877,7 @@
   // -- start -------------------------------------------------------------------------
 
   setUpSearch();
+  setUpFolds();
   setUpShowHeld();
   setUpPause();
   setInterval(refreshTimes, 30000);

@@ -80,19 +80,23 @@ class Accounts:
 
     async def agents_of_user(self, user_id: int, *, now: datetime | None = None) -> list[dict]:
         """Read: the human's endpoints, each with the open attempts it holds and their
-        liveness as of now (board/store/liveness.py, as the drawer shows it), and its last
+        liveness as of now (board/store/liveness.py, as the drawer shows it: waiting, with
+        when its question was asked and expires, while it waits for the human), and its last
         activity: the latest of its last call and its held attempts' claims, heartbeats and notes."""
         now = now or datetime.now(timezone.utc)
         rows = await self._fetch(query("agents_of_user"), {"user_id": user_id}, op="agents")
         for row in rows:
             held = []
             for a in row["held"]:
-                for key in ("claimed_at", "last_heartbeat_at", "last_note_at", "lease_expires_at"):
+                for key in ("claimed_at", "last_heartbeat_at", "last_note_at", "lease_expires_at", "answered_at",
+                            "asked_at", "question_expires_at"):
                     a[key] = datetime.fromisoformat(a[key]) if a[key] else None
                 live = liveness.derive(a, now, quiet_fraction=self.settings.liveness_quiet_fraction,
                                        lapsed_seconds=self.settings.liveness_lapsed_seconds)
-                held.append(a | {"liveness": live.level, "liveness_explanation": live.explanation,
-                                 "last_activity_at": live.last_activity_at})
+                # Waiting for its owner's answer, its holder is not judged by its lease.
+                waiting = liveness.waiting_for_person(a["state"], a)
+                held.append(a | {"liveness": liveness.WAITING if waiting else live.level, "waiting": waiting,
+                                 "liveness_explanation": live.explanation, "last_activity_at": live.last_activity_at})
             row["held"] = held
             times = [t for t in [row["last_used_at"], *(a["last_activity_at"] for a in held)] if t is not None]
             row["last_activity_at"] = max(times) if times else None

@@ -8,6 +8,10 @@ and heartbeats set the lease; a note is activity without extending it. The level
 - overdue: the lease has ended, less than `lapsed_seconds` ago (a late heartbeat still
   extends it until the reaper or a takeover closes the attempt);
 - lapsed: the lease ended `lapsed_seconds` or more ago; the holder is taken for gone.
+
+An interrupted todo whose question (or bare interrupt) has no answer yet is none of these on the
+Board: its holder needs no heartbeat and is never reaped while it waits, so its lease says
+nothing. It is waiting for a person (`waiting_for_person`), whatever its lease.
 """
 
 from __future__ import annotations
@@ -15,7 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from board.store.vocabulary import INTERRUPT_STATES
+
 LEVELS = ("live", "quiet", "overdue", "lapsed")
+# The Board's level for an open attempt waiting for a person (MCP's get_todo keeps LEVELS).
+WAITING = "waiting"
 
 
 @dataclass(frozen=True)
@@ -25,9 +33,11 @@ class Liveness:
     last_activity_at: datetime
 
 
-def _utc(value: datetime | None) -> datetime | None:
+def _utc(value: datetime | str | None) -> datetime | None:
     if value is None:
         return None
+    if isinstance(value, str):  # a time read from JSON
+        value = datetime.fromisoformat(value)
     return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
 
 
@@ -66,3 +76,15 @@ def derive(attempt: dict, now: datetime, *, quiet_fraction: float = 0.5,
     granted = max((lease - leased_at).total_seconds(), 1.0)
     level = "quiet" if since > granted * quiet_fraction else "live"
     return Liveness(level, f"{heard} {span(since)} ago; lease ends in {span((lease - now).total_seconds())}", last)
+
+
+def waiting_for_person(state: str, attempt: dict) -> dict | None:
+    """While an interrupted todo waits for its owner's answer (its attempt open, no answer to
+    the current interrupt yet): when the question was asked and when it expires (each None
+    when the interrupt asked nothing or gave no expiry). None otherwise, an answered interrupt
+    included: its holder has a lease to resume in, and lapses like any other.
+
+    The attempt gives answered_at, asked_at and question_expires_at, of the current interrupt."""
+    if state not in INTERRUPT_STATES or attempt.get("answered_at") is not None:
+        return None
+    return {"asked_at": _utc(attempt.get("asked_at")), "expires_at": _utc(attempt.get("question_expires_at"))}

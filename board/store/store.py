@@ -176,7 +176,7 @@ def _translate(err: Exception, op: str, todo_id: str | None) -> SwitchboardError
 # -- the store ---------------------------------------------------------------------------
 
 def _parse_times(obj: dict, keys=("claimed_at", "last_heartbeat_at", "lease_expires_at", "ended_at",
-                                   "last_note_at")) -> dict:
+                                   "last_note_at", "answered_at")) -> dict:
     for k in keys:
         v = obj.get(k)
         if isinstance(v, str):
@@ -232,12 +232,15 @@ def todo_out(row: dict) -> dict:
 def _list_row(row: dict) -> dict:
     """A list row: the todo, its endpoint, and for a human's list its newest attempt (seq,
     outcome, null while open, claimant, the first 80 characters of its summary on one line
-    and whether there was more), or None before any."""
+    and whether there was more, and its current interrupt's answered_at, asked_at and
+    question_expires_at: liveness.waiting_for_person's), or None before any."""
     out = todo_out(row) | {"endpoint_id": str(row["endpoint_id"])}
     if "last_seq" in row:
         out["last_attempt"] = None if row["last_seq"] is None else {
             "seq": row["last_seq"], "outcome": row["last_outcome"], "claimant": row["last_claimant"],
-            "summary": row["last_summary"], "summary_cut": bool(row["last_summary_cut"])}
+            "summary": row["last_summary"], "summary_cut": bool(row["last_summary_cut"]),
+            "answered_at": row["last_answered_at"], "asked_at": row["last_asked_at"],
+            "question_expires_at": row["last_question_expires_at"]}
     return out
 
 
@@ -625,8 +628,14 @@ class Store(Accounts, Grants):
                                    quiet_fraction=self.settings.liveness_quiet_fraction,
                                    lapsed_seconds=self.settings.liveness_lapsed_seconds)
             current.update(liveness=live.level, last_activity_at=live.last_activity_at)
-            if isinstance(caller, Human):  # the Board's words for it
+            if isinstance(caller, Human):  # the Board's words for it, and whether it waits for the human
                 current["liveness_explanation"] = live.explanation
+                asked = current["question"] if current.get("question") and current["question"]["current"] else {}
+                current["waiting"] = liveness.waiting_for_person(out["state"], {
+                    "answered_at": current.get("answered_at"), "asked_at": asked.get("asked_at"),
+                    "question_expires_at": asked.get("expires_at")})
+                if current["waiting"]:
+                    current["liveness"] = liveness.WAITING
         out["continues_id"] = row["continues_id"]
         out["continued_by_id"] = row["continued_by_id"]
         out["chain"] = row["chain"]["links"]

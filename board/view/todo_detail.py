@@ -125,6 +125,39 @@ def usage_text(usage: dict | None) -> str:
     return ", ".join(parts)
 
 
+def fmt_relative(value: datetime | None, now: datetime) -> str:
+    """How long ago (or how soon) a time is, in words: "3 min ago", "in 40 s". The page's
+    script keeps these current with the same wording (static/board.js, relative())."""
+    value = utc(value)
+    if value is None:
+        return ""
+    seconds = (value - now).total_seconds()
+    span = abs(seconds)
+    if span < 10:
+        return "just now"
+    if span < 90:
+        words = f"{int(span)} s"
+    elif span < 90 * 60:
+        words = f"{int(span / 60 + 0.5)} min"  # rounded half up, as the script's Math.round
+    elif span < 36 * 3600:
+        words = f"{int(span / 3600 + 0.5)} h"
+    else:
+        words = f"{int(span / 86400 + 0.5)} days"
+    return f"in {words}" if seconds > 0 else f"{words} ago"
+
+
+def waiting_words(waiting: dict, now: datetime) -> str:
+    """An open attempt waiting for a person (liveness.waiting_for_person's), in the words the
+    drawer, the list row and the Agents page say it: "waiting for a person, asked 3 min ago,
+    expires in 27 min" (templates/_waiting.html draws the same words with their times)."""
+    words = "waiting for a person, " + (
+        f"asked {fmt_relative(waiting['asked_at'], now)}" if waiting.get("asked_at") else "no question asked")
+    left = fmt_relative(waiting.get("expires_at"), now)
+    if left:
+        words += f", {'expires' if left.startswith('in ') else 'expired'} {left}"
+    return words
+
+
 def _when(value: datetime | None) -> dict:
     """A time as its machine form and its words ({"at": "", "text": ""} when there is none)."""
     return {"at": fmt_iso(value), "text": fmt_when(value)}
@@ -286,10 +319,14 @@ def todo_detail(todo: dict, now: datetime | None = None) -> dict:
     if attempts and attempts[0].get("ended_at") is None and attempts[0].get("liveness"):
         a = attempts[0]
         derived = liveness_rules.derive(a, now)  # only its words: the level is the store's, with its settings
+        # Waiting for its owner (the store says so on the owner's read), it is not judged by its lease.
+        waiting = a.get("waiting")
+        explanation = waiting_words(waiting, now) if waiting else derived.explanation if derived else ""
         current.append({"seq": a["seq"], "level": a["liveness"],
-                        "explanation": derived.explanation if derived else "",
-                        "text": f"Current attempt {a['seq']}: {a['liveness']}" + (
-                            f", {derived.explanation}" if derived else ""),
+                        "explanation": explanation,
+                        "waiting": [{k: fmt_iso(v) for k, v in waiting.items()}] if waiting else [],
+                        "text": f"Current attempt {a['seq']}: " + (explanation if waiting else a["liveness"] + (
+                            f", {explanation}" if explanation else "")),
                         "last_heartbeat_at": _when(a.get("last_heartbeat_at")),
                         "lease_until": _when(a.get("lease_expires_at"))})
     chain = todo.get("chain") or []

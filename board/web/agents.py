@@ -8,14 +8,18 @@ from collections import Counter
 
 from litestar import Request, Response, get
 
-from board.store.liveness import LEVELS
+from board.store.liveness import LEVELS, WAITING
 from board.web.context import page, require_human, runtime
+
+# The Board's levels in the summary's order, in its words.
+SUMMARY_LEVELS = ((WAITING, "waiting for a person"), *((level, level) for level in LEVELS))
 
 
 def liveness_summary(held: list[dict]) -> str:
-    """The open attempts' liveness in words: "2 live, 1 quiet", or "nothing held"."""
+    """The open attempts' liveness in words: "1 waiting for a person, 2 live, 1 quiet", or
+    "nothing held"."""
     counts = Counter(a["liveness"] for a in held)
-    return ", ".join(f"{counts[level]} {level}" for level in LEVELS if counts[level]) or "nothing held"
+    return ", ".join(f"{counts[level]} {words}" for level, words in SUMMARY_LEVELS if counts[level]) or "nothing held"
 
 
 @get("/agents", name="agents")

@@ -12,14 +12,14 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from board.store.liveness import span
+from board.store.liveness import span, waiting_for_person
 from board.resources import resource_dir
 from board.store.inputs import list_cursor
 from board.store.vocabulary import BOARD_PAGE_SIZES, BOARD_SORTS, LIST_SORTS, DEFAULT_GRANT, DIED_OUTCOMES, HOLDER_STATES, STATES, VERBS
 # The todo detail every surface shows, and its wording, live in board/view (the drawer takes it from there).
 from board.view.todo_detail import (DISPOSITION_WORDS, OUTCOME_WORDS, SUMMARY_START_CHARS,  # noqa: F401 (re-exported)
-                                    attempt_sentence, duration_words, fmt_iso, fmt_when, state_label,
-                                    summary_start, todo_detail, usage_text, utc)
+                                    attempt_sentence, duration_words, fmt_iso, fmt_relative, fmt_when,
+                                    state_label, summary_start, todo_detail, usage_text)
 
 
 
@@ -60,27 +60,6 @@ assert sorted(v for _, group in VERB_GROUPS for v in group) == sorted(VERBS), "e
 
 # The one wording of a time span, shared with the derived liveness (board/store/liveness.py).
 fmt_span = span
-
-
-def fmt_relative(value: datetime | None, now: datetime) -> str:
-    """How long ago (or how soon) a time is, in words: "3 min ago", "in 40 s". The page's
-    script keeps these current with the same wording (static/board.js, relative())."""
-    value = utc(value)
-    if value is None:
-        return ""
-    seconds = (value - now).total_seconds()
-    span = abs(seconds)
-    if span < 10:
-        return "just now"
-    if span < 90:
-        words = f"{int(span)} s"
-    elif span < 90 * 60:
-        words = f"{int(span / 60 + 0.5)} min"  # rounded half up, as the script's Math.round
-    elif span < 36 * 3600:
-        words = f"{int(span / 3600 + 0.5)} h"
-    else:
-        words = f"{int(span / 86400 + 0.5)} days"
-    return f"in {words}" if seconds > 0 else f"{words} ago"
 
 
 def attempt_line(attempt: dict) -> str:
@@ -197,7 +176,8 @@ def _env() -> Environment:
                        span=fmt_span, summary_start=summary_start, usage_text=usage_text)
     env.globals.update(holder=holder, deadline=deadline, actions_for=actions_for,
                        todo_detail=todo_detail, attempt_line=attempt_line, attempt_sentence=attempt_sentence,
-                       DISPOSITION_WORDS=DISPOSITION_WORDS, relative=fmt_relative, STATES=STATES, DIED_OUTCOMES=DIED_OUTCOMES,
+                       DISPOSITION_WORDS=DISPOSITION_WORDS, relative=fmt_relative, waiting_for=waiting_for_person,
+                       STATES=STATES, DIED_OUTCOMES=DIED_OUTCOMES,
                        BOARD_SORTS=BOARD_SORTS, BOARD_PAGE_SIZES=BOARD_PAGE_SIZES,
                        LIST_COLUMNS=LIST_COLUMNS, sort_label=sort_label, row_cursor=row_cursor, VERB_GROUPS=VERB_GROUPS, VERB_HELP=VERB_HELP,
                        VERB_PRESETS=VERB_PRESETS)

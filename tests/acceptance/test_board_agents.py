@@ -49,7 +49,9 @@ async def test_the_agents_page_shows_each_endpoint_with_what_it_holds_and_how_al
         assert re.search(r"Fresh build \(claimed, attempt 1, box/run-1\): live , claimed, no heartbeat yet, \d+ s ago",
                          row), row
         assert re.search(r"Stuck deploy \(claimed, attempt 1\): quiet , claimed, no heartbeat yet, 6 min ago", row), row
-        assert "2 live, 1 quiet" in row
+        # Interrupted with no answer yet: waiting for ada, not judged by its lease.
+        assert "Asks a human (input required, attempt 1): waiting for a person , no question asked" in row, row
+        assert "1 waiting for a person, 1 live, 1 quiet" in row
         assert agent_row(page, idle.endpoint_id).count("nothing") == 2  # holds nothing, no liveness
         assert "revoked" in agent_row(page, gone.endpoint_id)
         assert page.index(f"agent-{idle.endpoint_id}") < page.index(f"agent-{gone.endpoint_id}")  # active first
@@ -63,3 +65,38 @@ async def test_a_human_with_no_endpoints_is_told_how_to_get_an_agent(live_server
         await sign_in(c, "ada")
         page = (await c.get("/agents")).text
         assert "You have no agents yet." in page and 'href="/endpoints"' in page
+
+
+async def test_a_question_left_unanswered_reads_waiting_for_a_person_everywhere_never_lapsed(live_server):
+    """Its lease ended 9 minutes ago, but an unanswered interrupt is never reaped: the list
+    row, the drawer and the Agents page say whom it waits for, with the times in words (the
+    exact times in datetime and a tooltip); once answered, its holder has a lease to resume
+    in and is judged by it again."""
+    store = live_server.store
+    ada = await make_human(store, "ada")
+    agent = await make_agent(store, user=ada, agent_id="deployer", queues=("deploys",))
+    now = datetime.now(timezone.utc)
+    todo = await store.todo_add(agent, queue="deploys", title="Ship build 418", now=now - timedelta(minutes=20))
+    await store.todo_claim(agent, todo["id"], lease_seconds=60, now=now - timedelta(minutes=10))
+    await store.todo_interrupt(agent, todo["id"], question="Deploy now?", expires_in_seconds=30 * 60,
+                               now=now - timedelta(minutes=3))
+    words = re.compile(r"waiting for a person , asked 3 min ago , expires in 27 min")
+    async with client_for(live_server) as c:
+        await sign_in(c, "ada")
+        board, drawer, agents = [(await c.get(path)).text for path in ("/", f"/todos/{todo['id']}", "/agents")]
+        places = {"list row": re.search(rf'<tr id="todo-{todo["id"]}".*?</tr>', board, re.S).group(0),
+                  "drawer": re.search(r'<section id="drawer-details".*?</section>', drawer, re.S).group(0),
+                  "agents": re.search(rf'<tr id="agent-{agent.endpoint_id}">.*?</tr>', agents, re.S).group(0)}
+        for where, html in places.items():
+            text = " ".join(re.sub(r"<[^>]+>", " ", html).split())
+            assert words.search(text), (where, text)
+            assert "lapsed" not in text and "lease ends" not in text, (where, text)
+            asked_at = re.search(r'asked <time datetime="([^"]+)" title="([^"]+)" data-relative>', html)
+            assert asked_at and asked_at.group(2).endswith(" UTC"), (where, html)
+        assert "1 waiting for a person" in places["agents"]
+
+        await store.todo_answer(ada, todo["id"], text="yes")
+        board, agents = [(await c.get(path)).text for path in ("/", "/agents")]
+        assert "waiting for a person" not in re.search(rf'<tr id="todo-{todo["id"]}".*?</tr>', board, re.S).group(0)
+        row = agent_row(agents, agent.endpoint_id)
+        assert "waiting for a person" not in row and "1 live" in row, row

@@ -110,7 +110,8 @@ async def test_a_rows_newest_attempt_says_why(store):
     rows = {t["title"]: t for t in (await store.todo_list(ada))["todos"]}
     assert rows["fresh"]["last_attempt"] is None
     assert rows["held"]["last_attempt"] == {"seq": 1, "outcome": None, "claimant": "run-9", "summary": None,
-                                            "summary_cut": False}
+                                            "summary_cut": False, "answered_at": None, "asked_at": None,
+                                            "question_expires_at": None}
     dead = rows["dead"]["last_attempt"]
     assert dead["outcome"] == "failed" and dead["claimant"] == "run-1" and dead["summary_cut"] is True
     assert dead["summary"].startswith("tests red see log log") and len(dead["summary"]) == 80  # one line, cut
@@ -196,3 +197,20 @@ async def test_a_filter_that_cannot_be_used_is_invalid_naming_it(store, filters,
     with pytest.raises(Invalid) as e:
         await store.todo_list(ada, **filters)
     assert e.value.argument == argument
+
+
+async def test_a_rows_open_question_says_when_it_was_asked_and_expires_until_answered(store):
+    """What the list row needs to say a todo waits for a person (liveness.waiting_for_person)."""
+    ada = await make_user(store)
+    agent = await make_agent(store, user=ada, queues=("q",))
+    todo = await store.todo_add(agent, queue="q", title="asks", now=at(1))
+    await store.todo_claim(agent, todo["id"], now=at(1))
+    await store.todo_interrupt(agent, todo["id"], question="ship it?", expires_in_seconds=600, now=at(2))
+    last = (await store.todo_list(ada))["todos"][0]["last_attempt"]
+    assert (last["asked_at"], last["question_expires_at"], last["answered_at"]) == (
+        at(2), at(2) + timedelta(seconds=600), None)
+    row = await store.todo_list_row(ada, todo["id"])  # the live list's row says the same
+    assert row["last_attempt"]["asked_at"] == at(2)
+    await store.todo_answer(ada, todo["id"], text="yes", now=at(3))
+    last = (await store.todo_list(ada))["todos"][0]["last_attempt"]
+    assert last["answered_at"] == at(3)

@@ -1,11 +1,13 @@
-"""How the Board words a list row: relative times, the start of a summary, and the one
-line a changed attempt is announced with."""
+"""How the Board words a list row: relative times, the start of a summary, the one line a
+changed attempt is announced with, and a todo waiting for a person."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, timezone
 
-from board.web.view import attempt_line, fmt_relative, summary_start
+from board.view.todo_detail import waiting_words
+from board.web.view import ENV, attempt_line, fmt_iso, fmt_relative, fmt_when, summary_start
 
 NOW = datetime(2026, 12, 1, 10, 0, tzinfo=timezone.utc)
 
@@ -72,3 +74,22 @@ def test_every_template_is_compiled_before_the_first_page_or_live_update_needs_i
     monkeypatch.setattr(view.ENV, "compile", compiling)
     for name in ("_drawer.html", "_note_form.html", "_attempt_row.html", "board.html", "_todo_row.html"):
         view.ENV.get_template(name)
+
+
+def test_a_todo_waiting_for_a_person_is_worded_the_same_in_text_and_on_the_board():
+    asked = {"asked_at": NOW - timedelta(minutes=3), "expires_at": NOW + timedelta(minutes=27)}
+    cases = [(asked, "waiting for a person, asked 3 min ago, expires in 27 min"),
+             ({"asked_at": NOW - timedelta(minutes=3), "expires_at": None}, "waiting for a person, asked 3 min ago"),
+             ({"asked_at": None, "expires_at": None}, "waiting for a person, no question asked"),
+             ({"asked_at": NOW - timedelta(minutes=31), "expires_at": NOW - timedelta(minutes=2)},
+              "waiting for a person, asked 31 min ago, expired 2 min ago")]
+    macro = ENV.from_string('{% from "_waiting.html" import waiting_line %}{{ waiting_line(w, now) }}')
+    for waiting, words in cases:
+        assert waiting_words(waiting, NOW) == words
+        html = macro.render(w=waiting, now=NOW)
+        assert re.sub(r"<[^>]+>", "", html) == words, html
+        # each time relative in words, exact in its datetime and tooltip
+        for key in ("asked_at", "expires_at"):
+            if waiting[key]:
+                assert f'datetime="{fmt_iso(waiting[key])}" title="{fmt_when(waiting[key])}" data-relative' in html
+    assert "lapsed" not in "".join(macro.render(w=w, now=NOW) for w, _ in cases)

@@ -9,7 +9,7 @@ import pytest
 
 from board.config import from_env
 from board.errors import Invalid
-from board.store.liveness import derive
+from board.store.liveness import derive, waiting_for_person
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -64,3 +64,20 @@ def test_the_thresholds_and_the_note_cap_are_read_from_the_environment():
         with pytest.raises(Invalid) as e:
             from_env(env)
         assert e.value.argument == next(iter(env))
+
+
+def test_an_unanswered_interrupt_waits_for_a_person_whatever_its_lease():
+    asked = {"answered_at": None, "asked_at": NOW - timedelta(minutes=3),
+             "question_expires_at": NOW + timedelta(minutes=27)}
+    assert waiting_for_person("input_required", asked) == {"asked_at": asked["asked_at"],
+                                                           "expires_at": asked["question_expires_at"]}
+    assert waiting_for_person("auth_required", {"answered_at": None}) == {"asked_at": None, "expires_at": None}
+    # times read from JSON are text
+    assert waiting_for_person("input_required", {"asked_at": "2026-12-01T11:57:00+00:00"})["asked_at"] == \
+        NOW - timedelta(minutes=3)
+
+
+def test_an_answered_or_running_attempt_is_not_waiting_for_a_person():
+    assert waiting_for_person("input_required", {"answered_at": NOW - timedelta(seconds=5),
+                                                 "asked_at": NOW - timedelta(minutes=3)}) is None
+    assert waiting_for_person("claimed", {"answered_at": None, "asked_at": NOW - timedelta(minutes=3)}) is None

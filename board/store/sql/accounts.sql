@@ -109,7 +109,7 @@ SELECT (SELECT count(*) FROM ep) AS revoked,
          FROM upd JOIN closed c ON c.todo_id = upd.id), '[]'::json) AS todos;
 
 -- name: agents_of_user
--- description: The Agents page: each of the human's endpoints with the open attempts it holds (its held todos through todos_claimed_idx and todos_interrupted_idx, each one's open attempt by key), oldest claim first; live endpoints first
+-- description: The Agents page: each of the human's endpoints with the open attempts it holds (its held todos through todos_claimed_idx and todos_interrupted_idx, each one's open attempt by key, with its current question's times), oldest claim first; live endpoints first
 SELECT e.id::text AS id, e.name, e.agent_id, e.kind, e.client_name, e.queues, e.created_at, e.last_used_at,
        e.revoked_at, coalesce(h.held, '[]'::json) AS held
   FROM endpoints e
@@ -117,7 +117,10 @@ SELECT e.id::text AS id, e.name, e.agent_id, e.kind, e.client_name, e.queues, e.
     SELECT json_agg(json_build_object(
              'todo_id', t.id, 'title', t.title, 'queue', t.queue, 'state', t.state, 'seq', a.seq,
              'claimant', a.claimant, 'claimed_at', a.claimed_at, 'last_heartbeat_at', a.last_heartbeat_at,
-             'last_note_at', a.last_note_at, 'lease_expires_at', a.lease_expires_at) ORDER BY a.claimed_at, t.id) AS held
+             'last_note_at', a.last_note_at, 'lease_expires_at', a.lease_expires_at,
+             'answered_at', a.answered_at, 'question_expires_at', a.question_expires_at,
+             'asked_at', (SELECT q.at FROM attempt_notes q WHERE q.todo_id = a.todo_id AND q.seq = a.seq
+                             AND q.n = a.asked_n AND a.asked_n > a.waiting_n)) ORDER BY a.claimed_at, t.id) AS held
       FROM (SELECT c.id FROM todos c WHERE c.endpoint_id = e.id AND c.state = 'claimed'
             UNION ALL
             SELECT i.id FROM todos i WHERE i.endpoint_id = e.id AND i.state IN ('input_required', 'auth_required')) k

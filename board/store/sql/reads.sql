@@ -59,7 +59,7 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
  WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s);
 
 -- name: todo_get_human
--- description: One todo of the human's endpoints with its chain, usage totals, newest attempts (each with how its claimer connected) and live outcome counts
+-- description: One todo of the human's endpoints with its chain, usage totals, newest attempts (each with how its claimer connected and when the current interrupt was first answered) and live outcome counts
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
@@ -97,7 +97,8 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
      FROM attempts a WHERE a.todo_id = t.id) AS usage,
        (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
           SELECT a.seq, (attempt_public_notes(a, %(notes_limit)s::int)::jsonb
-                         || jsonb_build_object('via', attempt_via(a.claimer_kind, a.claimer_endpoint_id)))::json AS j
+                         || jsonb_build_object('via', attempt_via(a.claimer_kind, a.claimer_endpoint_id),
+                                            'answered_at', a.answered_at))::json AS j
             FROM attempts a
            WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,
        (SELECT coalesce(json_object_agg(o.outcome, o.n), '{}'::json) FROM (
@@ -143,7 +144,7 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
  LIMIT %(limit)s;
 
 -- name: todo_list_by_created_human
--- description: A page of the human's todos matching the list's filters, newest created first, each with its newest attempt
+-- description: A page of the human's todos matching the list's filters, newest created first, each with its newest attempt (and its current question's times, for a todo waiting for a person)
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, l.*
@@ -167,13 +168,16 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
          LIMIT %(limit)s) t
   LEFT JOIN LATERAL (
     SELECT a.seq AS last_seq, a.outcome::text AS last_outcome, a.claimant AS last_claimant,
-           left(s.line, 80) AS last_summary, length(s.line) > 80 AS last_summary_cut
+           left(s.line, 80) AS last_summary, length(s.line) > 80 AS last_summary_cut,
+           a.answered_at AS last_answered_at, a.question_expires_at AS last_question_expires_at,
+           (SELECT q.at FROM attempt_notes q WHERE q.todo_id = a.todo_id AND q.seq = a.seq AND q.n = a.asked_n
+               AND a.asked_n > a.waiting_n) AS last_asked_at
       FROM attempts a CROSS JOIN LATERAL (SELECT btrim(regexp_replace(a.summary, '\s+', ' ', 'g')) AS line) s
      WHERE a.todo_id = t.id AND a.seq = t.attempts_total) l ON true
  ORDER BY t.created_at DESC, t.id DESC;
 
 -- name: todo_list_by_updated_human
--- description: A page of the human's todos matching the list's filters, newest updated first, each with its newest attempt
+-- description: A page of the human's todos matching the list's filters, newest updated first, each with its newest attempt (and its current question's times, for a todo waiting for a person)
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, l.*
@@ -193,13 +197,16 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
  LIMIT %(limit)s) t
   LEFT JOIN LATERAL (
     SELECT a.seq AS last_seq, a.outcome::text AS last_outcome, a.claimant AS last_claimant,
-           left(s.line, 80) AS last_summary, length(s.line) > 80 AS last_summary_cut
+           left(s.line, 80) AS last_summary, length(s.line) > 80 AS last_summary_cut,
+           a.answered_at AS last_answered_at, a.question_expires_at AS last_question_expires_at,
+           (SELECT q.at FROM attempt_notes q WHERE q.todo_id = a.todo_id AND q.seq = a.seq AND q.n = a.asked_n
+               AND a.asked_n > a.waiting_n) AS last_asked_at
       FROM attempts a CROSS JOIN LATERAL (SELECT btrim(regexp_replace(a.summary, '\s+', ' ', 'g')) AS line) s
      WHERE a.todo_id = t.id AND a.seq = t.attempts_total) l ON true
  ORDER BY t.updated_at DESC, t.id DESC;
 
 -- name: todo_list_sorted_human
--- description: A page of the human's todos matching the list's filters in one column's order, either way (each column's order as a text key in byte order: titles case-folded, states in their declared order, numbers and times zero-padded; then the id), each with its newest attempt; no index orders them, so it reads all the human's matching todos
+-- description: A page of the human's todos matching the list's filters in one column's order, either way (each column's order as a text key in byte order: titles case-folded, states in their declared order, numbers and times zero-padded; then the id), each with its newest attempt (and its current question's times, for a todo waiting for a person); no index orders them, so it reads all the human's matching todos
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
@@ -237,14 +244,17 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
          LIMIT %(limit)s) t
   LEFT JOIN LATERAL (
     SELECT a.seq AS last_seq, a.outcome::text AS last_outcome, a.claimant AS last_claimant,
-           left(s.line, 80) AS last_summary, length(s.line) > 80 AS last_summary_cut
+           left(s.line, 80) AS last_summary, length(s.line) > 80 AS last_summary_cut,
+           a.answered_at AS last_answered_at, a.question_expires_at AS last_question_expires_at,
+           (SELECT q.at FROM attempt_notes q WHERE q.todo_id = a.todo_id AND q.seq = a.seq AND q.n = a.asked_n
+               AND a.asked_n > a.waiting_n) AS last_asked_at
       FROM attempts a CROSS JOIN LATERAL (SELECT btrim(regexp_replace(a.summary, '\s+', ' ', 'g')) AS line) s
      WHERE a.todo_id = t.id AND a.seq = t.attempts_total) l ON true
  ORDER BY CASE WHEN %(descending)s THEN t.sort_key END DESC, CASE WHEN %(descending)s THEN t.id END DESC,
           t.sort_key, t.id;
 
 -- name: todo_list_row_human
--- description: One of the human's todos as a list row and whether it matches the list's filters (a live stream's changed todo)
+-- description: One of the human's todos as a list row (with its newest attempt and its current question's times) and whether it matches the list's filters (a live stream's changed todo)
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, l.*,
@@ -259,7 +269,10 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
         lower(%(claimant)s::text)) > 0), false) AS matches
   FROM todos t LEFT JOIN LATERAL (
     SELECT a.seq AS last_seq, a.outcome::text AS last_outcome, a.claimant AS last_claimant,
-           left(s.line, 80) AS last_summary, length(s.line) > 80 AS last_summary_cut
+           left(s.line, 80) AS last_summary, length(s.line) > 80 AS last_summary_cut,
+           a.answered_at AS last_answered_at, a.question_expires_at AS last_question_expires_at,
+           (SELECT q.at FROM attempt_notes q WHERE q.todo_id = a.todo_id AND q.seq = a.seq AND q.n = a.asked_n
+               AND a.asked_n > a.waiting_n) AS last_asked_at
       FROM attempts a CROSS JOIN LATERAL (SELECT btrim(regexp_replace(a.summary, '\s+', ' ', 'g')) AS line) s
      WHERE a.todo_id = t.id AND a.seq = t.attempts_total) l ON true
  WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
