@@ -276,6 +276,8 @@ async def test_a_body_that_is_not_a_json_object_is_refused(docs, documents, path
     ({"redirect_uris": ["https://host.example/" + "a" * 2048]}, "longer than 2048 characters"),
     ({"client_name": "n" * 201}, "client_name must be at most 200 characters"),
     ({"logo_uri": "https://host.example/" + "a" * 2048}, "logo_uri must be at most 2048 characters"),
+    ({"software_id": "a\ud800b"}, "'software_id' must not hold NUL characters or lone surrogates"),
+    ({"contacts": ["a\x00b"]}, "'contacts' must not hold NUL characters or lone surrogates"),
     ({"redirect_uris": ["https://host.example/cb#frag"]}, "must not have a fragment"),
     ({"token_endpoint_auth_method": "client_secret_post"}, 'only "none" is'),
     ({"token_endpoint_auth_method": "private_key_jwt"}, 'only "none" is'),
