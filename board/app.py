@@ -71,6 +71,15 @@ class ServerScope:
 GC_YOUNG_THRESHOLD = 10_000
 
 
+def proxy_options(settings: Settings) -> dict:
+    """uvicorn's proxy header options: X-Forwarded-For and -Proto believed from the trusted
+    proxies only (the client is the right-most forwarded address that is not one), from no
+    peer when none are named."""
+    if not settings.trusted_proxies:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": list(settings.trusted_proxies)}
+
+
 def serve(settings: Settings, host: str, port: int) -> None:
     """Run the app under uvicorn until SIGINT or SIGTERM. On the signal, every open SSE and
     MCP listen stream is told to end first, so the graceful shutdown does not wait them out."""
@@ -98,8 +107,11 @@ def serve(settings: Settings, host: str, port: int) -> None:
 
     # log_config=None: uvicorn adds no handlers of its own, so its records (the access log
     # included) reach the root handler and its escaping formatter (board/logs.py).
+    # Proxy headers only from SWITCHBOARD_TRUSTED_PROXIES: uvicorn's own default
+    # (FORWARDED_ALLOW_IPS, else 127.0.0.1 and ::1) would let any loopback peer name its address.
     config = uvicorn.Config(ServerScope(app), host=host, port=port, log_level="info", log_config=None,
-                            timeout_graceful_shutdown=5, proxy_headers=True, loop=UVICORN_LOOP, http=UVICORN_HTTP)
+                            timeout_graceful_shutdown=5, **proxy_options(settings), loop=UVICORN_LOOP,
+                            http=UVICORN_HTTP)
     Server(config).run()
 
 

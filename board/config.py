@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -50,6 +51,22 @@ def check_public_url(url: str) -> str:
         raise Invalid(f"SWITCHBOARD_PUBLIC_URL {url!r} must be an https URL (or http on 127.0.0.1, localhost "
                       "or ::1) with no query or fragment", argument="SWITCHBOARD_PUBLIC_URL")
     return url.strip().rstrip("/")
+
+
+def check_trusted_proxies(raw: str) -> tuple[str, ...]:
+    """SWITCHBOARD_TRUSTED_PROXIES: a comma list of IP addresses or CIDR networks, each kept
+    as its normal form."""
+    out = []
+    for item in (i.strip() for i in raw.split(",")):
+        if not item:
+            continue
+        try:
+            out.append(str(ipaddress.ip_network(item, strict=False)) if "/" in item else
+                       str(ipaddress.ip_address(item)))
+        except ValueError:
+            raise Invalid(f"SWITCHBOARD_TRUSTED_PROXIES: {item!r} is not an IP address or CIDR network",
+                          argument="SWITCHBOARD_TRUSTED_PROXIES") from None
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -103,6 +120,10 @@ class Settings:
     # The server's public base URL (scheme, host and any path prefix, no trailing slash): the
     # OAuth issuer, and the base of /mcp's resource URL. Unset: taken from each request's Host.
     public_url: str | None = None
+    # The peers whose X-Forwarded-For (and X-Forwarded-Proto) is believed, IPs or CIDRs: the
+    # client's address (the access log, the registration and sign-in limits) is then the
+    # right-most untrusted forwarded one. None: every peer is the client itself.
+    trusted_proxies: tuple[str, ...] = ()
     # OAuth for MCP hosts (board/oauth/): on unless turned off; then /mcp takes vended tokens only.
     oauth_enabled: bool = True
     oauth_access_token_seconds: int = 3600
@@ -193,6 +214,8 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         changes["log_format"] = raw.strip().lower()
     if get("SWITCHBOARD_PUBLIC_URL"):
         changes["public_url"] = check_public_url(env["SWITCHBOARD_PUBLIC_URL"])
+    if get("SWITCHBOARD_TRUSTED_PROXIES"):
+        changes["trusted_proxies"] = check_trusted_proxies(env["SWITCHBOARD_TRUSTED_PROXIES"])
     if "SWITCHBOARD_OAUTH" in env:
         changes["oauth_enabled"] = _bool("SWITCHBOARD_OAUTH", env["SWITCHBOARD_OAUTH"])
     oauth_numbers = {

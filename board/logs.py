@@ -12,6 +12,11 @@ log line can be forged by what a caller sends.
   message, the record's extra fields (tool, endpoint_id, todo_id, code, ...) and exception;
   strings escaped the same way (an exception keeps its line breaks, which JSON encodes).
 
+The access log (uvicorn's, logger uvicorn.access) never shows a credential a client put in
+a query string: the value of every parameter whose name looks like one (access_token,
+token, code, refresh_token, client_secret, password, api_key, signature, ...) is written
+`[redacted]` (redact_query, applied by RedactQuery).
+
 A log call that puts an untrusted value (an id, a tool name, a claimant, a username, a
 path) into its message passes it through field(): capped at FIELD_MAX characters with an
 ellipsis, and quoted when it holds a space, a quote or '=' so it cannot pose as another
@@ -23,6 +28,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+from urllib.parse import unquote
 from datetime import datetime, timezone
 
 FORMATS = ("text", "json")
@@ -37,6 +44,36 @@ _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # color_message is its message again with terminal colours: left out.
 _RECORD_ATTRS = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
     "message", "asctime", "color_message"}
+
+
+REDACTED = "[redacted]"
+# A query parameter's name that looks like it carries a credential.
+_CREDENTIAL_NAME = re.compile(
+    r"token|secret|passw|pwd|code|key|assertion|credential|signature|session|auth|jwt|^sig$", re.IGNORECASE)
+
+
+def redact_query(target: str) -> str:
+    """A request target (path and query) with the value of each credential-like query
+    parameter replaced by [redacted]; everything else as it was."""
+    path, mark, query = target.partition("?")
+    if not mark:
+        return target
+    pairs = []
+    for pair in query.split("&"):
+        name, eq, _ = pair.partition("=")
+        if _CREDENTIAL_NAME.search(unquote(name.replace("+", " "))):
+            pair = f"{name}={REDACTED}"
+        pairs.append(pair)
+    return f"{path}?{'&'.join(pairs)}"
+
+
+class RedactQuery(logging.Filter):
+    """On the access log's records: every argument holding a request target redacted."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact_query(a) if isinstance(a, str) and "?" in a else a for a in record.args)
+        return True
 
 
 def _escape_char(ch: str) -> str:
@@ -132,3 +169,6 @@ def configure(log_format: str = "text", level: int = logging.INFO) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(formatter(log_format))
     logging.basicConfig(level=level, handlers=[handler], force=True)
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, RedactQuery) for f in access.filters):
+        access.addFilter(RedactQuery())

@@ -121,3 +121,30 @@ async def test_a_person_connects_an_sdk_host_in_the_browser_by_keyboard_and_sees
         if person is not None and not person.done():
             person.cancel()
         await context.close()
+
+
+async def test_a_desktop_hosts_private_use_redirect_and_its_cleaned_name_are_shown_plainly_on_the_consent_screen(
+        page, live_server):
+    """A desktop host registers a private-use redirect (RFC 8252 section 7.1) with a name
+    holding a right-to-left override: the consent screen names it in its own order and says
+    where the person returns."""
+    import httpx
+
+    from tests.acceptance.oauth_helpers import authorize, authorize_params, pkce, register
+
+    from e2e.conftest import sign_in
+
+    redirect = "cursor://anysphere.cursor-retrieval/oauth/callback"
+    await make_human(live_server.store, "ada")
+    async with httpx.AsyncClient(base_url=live_server.url) as c:
+        r = await register(c, name="Evil\u202e Host\u200b", redirect_uris=[redirect])
+        assert r.status_code == 201, r.text
+        r = await authorize(c, authorize_params(r.json()["client_id"], pkce(), redirect_uri=redirect))
+        assert r.status_code == 302, r.text
+    await sign_in(page, "ada")
+    await page.goto(r.headers["location"])
+    await expect(page.get_by_role("heading", level=1)).to_have_text("Connect Evil Host to Switchboard?")
+    shown = page.get_by_role("definition").filter(has_text="cursor://")
+    await expect(shown).to_have_text(redirect)
+    await assert_accessible(page, "the consent screen for a desktop host")
+    no_csp_errors(page)

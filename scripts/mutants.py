@@ -55,6 +55,9 @@ BOARD_FORMS = "tests/acceptance/test_board_forms.py"
 BOARD_AUTH = "tests/acceptance/test_board_auth.py"
 WORKER_API = "tests/acceptance/test_worker_api.py"
 WORKER_COMMAND = "tests/acceptance/test_worker_command.py"
+REDIRECTS = (OAUTH + "::test_a_loopback_redirect_matches_whatever_its_port_and_nothing_else_does",
+             OAUTH + "::test_a_redirect_a_browser_would_run_or_a_plain_http_host_is_refused_at_registration",
+             OAUTH + "::test_a_private_use_redirect_registers_and_authorizes_to_the_consent_screen")
 
 
 # How a claim counts the attempts it prunes, by outcome, into todos.pruned_outcomes.
@@ -510,6 +513,39 @@ MUTANTS: tuple[Mutant, ...] = (
            "lost = asyncio.create_task(run.todo.lease_lost.wait())", "lost = asyncio.create_task(asyncio.Event().wait())",
            (WORKER_COMMAND + "::test_a_todo_released_from_the_board_mid_run_stops_its_command_and_is_reported_lost",),
            "the command runs on after its todo's lease was lost"),
+    # -- OAuth redirect matching (board/oauth/client_metadata.py, RFC 8252) --------------------
+    Mutant("redirect-loopback-any-host", "oauth-redirects", "board/oauth/client_metadata.py",
+           "    return (mine.hostname == theirs.hostname and mine.path", "    return (True and mine.path",
+           REDIRECTS, "a loopback redirect on another loopback host (localhost for 127.0.0.1) matches"),
+    Mutant("redirect-loopback-any-path", "oauth-redirects", "board/oauth/client_metadata.py",
+           "mine.hostname == theirs.hostname and mine.path == theirs.path and", "mine.hostname == theirs.hostname and",
+           REDIRECTS, "a loopback redirect with another path matches"),
+    Mutant("redirect-loopback-any-query", "oauth-redirects", "board/oauth/client_metadata.py",
+           " and mine.query == theirs.query\n", "\n",
+           REDIRECTS, "a loopback redirect with another query matches"),
+    Mutant("redirect-loopback-https-too", "oauth-redirects", "board/oauth/client_metadata.py",
+           '    return parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS',
+           '    return parts.scheme in ("http", "https") and parts.hostname in LOOPBACK_HOSTS',
+           REDIRECTS, "an https redirect matches a registered http loopback one"),
+    Mutant("redirect-any-port-everywhere", "oauth-redirects", "board/oauth/client_metadata.py",
+           "    if not (_loopback(mine) and _loopback(theirs)):\n        return False\n", "",
+           REDIRECTS, "a non-loopback redirect on another port (or path) matches: not exact any more"),
+    Mutant("redirect-loopback-exact", "oauth-redirects", "board/oauth/client_metadata.py",
+           "    if registered == requested:\n        return True\n", "    return registered == requested\n",
+           REDIRECTS, "a loopback redirect on a new port is refused (the host on an ephemeral port)"),
+    Mutant("redirect-refused-schemes-allowed", "oauth-redirects", "board/oauth/client_metadata.py",
+           '    if scheme not in ("http", "https", *REFUSED_SCHEMES) and', '    if scheme not in ("http", "https") and',
+           REDIRECTS, "javascript:, data:, file:, vbscript: and about: redirects are accepted"),
+    Mutant("redirect-http-any-host", "oauth-redirects", "board/oauth/client_metadata.py",
+           '    if scheme == "http" and parts.hostname in LOOPBACK_HOSTS:', '    if scheme == "http":',
+           REDIRECTS, "a plain http redirect to any host is accepted"),
+    Mutant("redirect-private-use-refused", "oauth-redirects", "board/oauth/client_metadata.py",
+           "        return None  # a private-use scheme", "        pass  # a private-use scheme",
+           REDIRECTS, "a desktop host's private-use redirect (cursor://) is refused"),
+    Mutant("redirect-userinfo-allowed", "oauth-redirects", "board/oauth/client_metadata.py",
+           '    if "@" in parts.netloc:\n        return f"redirect URI {_shown(uri)} must not hold a user name',
+           '    if False:\n        return f"redirect URI {_shown(uri)} must not hold a user name',
+           REDIRECTS, "a redirect URI with a user name (cursor://evil@host) is accepted"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the

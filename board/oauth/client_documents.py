@@ -15,7 +15,9 @@ each followed by hand to an https URL; every host must resolve to public address
 the system's and certifi's CAs plus settings.oauth_client_metadata_ca_file.
 
 The document: a JSON object whose client_id is the URL exactly; redirect_uris required,
-each https or http on a loopback host; token_endpoint_auth_method absent or "none" (such a
+within the limits a registration has (board/oauth/client_metadata.py: https, http on a
+loopback host or a private-use scheme, at most 10; client_name at most 200 characters once
+cleaned, every URI at most 2 KiB); token_endpoint_auth_method absent or "none" (such a
 client has no secret); grant_types with authorization_code; response_types with code.
 The client may ask for every verb: the human narrows it on the consent screen.
 
@@ -48,6 +50,7 @@ from pydantic import ValidationError
 from board import logs
 from board.config import Settings
 from board.errors import Invalid
+from board.oauth.client_metadata import clean_name, metadata_problem
 from board.store.vocabulary import VERBS
 
 log = logging.getLogger("switchboard.oauth")
@@ -60,7 +63,6 @@ CACHE_MAX_SECONDS = 24 * 3600.0
 ERROR_CACHE_SECONDS = 30.0
 CACHE_MAX_ENTRIES = 1000
 
-_LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _REDIRECTS = (301, 302, 303, 307, 308)
 _HEADERS = {"Accept": "application/json", "Accept-Encoding": "identity",
             "User-Agent": "Switchboard (OAuth client metadata)"}
@@ -110,21 +112,6 @@ def is_document_client_id(client_id: str) -> bool:
     return client_id_problem(client_id) is None
 
 
-def _redirect_uri_problem(uri: object) -> str | None:
-    if not isinstance(uri, str):
-        return "each redirect URI must be a string"
-    shown = logs.cap(uri, 200)
-    try:
-        parts = urlsplit(uri)
-    except ValueError:
-        return f"redirect URI {shown!r} is not a valid URL"
-    if parts.fragment:
-        return f"redirect URI {shown!r} must not have a fragment"
-    if parts.scheme == "https" and parts.hostname or parts.scheme == "http" and parts.hostname in _LOOPBACK:
-        return None
-    return f"redirect URI {shown!r} must be https, or http on 127.0.0.1, localhost or [::1]"
-
-
 def client_from_document(client_id: str, body: bytes) -> OAuthClientInformationFull:
     """The client a fetched document describes, or ClientDocumentError saying what is wrong."""
     try:
@@ -152,10 +139,10 @@ def client_from_document(client_id: str, body: bytes) -> OAuthClientInformationF
         raise ClientDocumentError("the document has no redirect_uris", "no_redirect_uris")
     if not isinstance(uris, list):
         raise ClientDocumentError("redirect_uris must be a list of URIs", "redirect_uris")
-    for uri in uris:
-        problem = _redirect_uri_problem(uri)
-        if problem:
-            raise ClientDocumentError(problem, "redirect_uris")
+    problem = metadata_problem(doc)
+    if problem:
+        raise ClientDocumentError(problem.description, "redirect_uris" if problem.error == "invalid_redirect_uri"
+                                  else "limits")
     grants = doc.get("grant_types")
     if grants is not None and (not isinstance(grants, list) or "authorization_code" not in grants):
         raise ClientDocumentError("grant_types must include authorization_code", "grant_types")
@@ -174,7 +161,7 @@ def client_from_document(client_id: str, body: bytes) -> OAuthClientInformationF
         client_id=client_id, client_secret=None, token_endpoint_auth_method="none",
         redirect_uris=metadata.redirect_uris, grant_types=list(metadata.grant_types),
         response_types=list(metadata.response_types), scope=" ".join(VERBS),
-        client_name=metadata.client_name, client_uri=metadata.client_uri, logo_uri=metadata.logo_uri)
+        client_name=clean_name(metadata.client_name or "") or None, client_uri=metadata.client_uri, logo_uri=metadata.logo_uri)
 
 
 def cache_seconds(headers: httpx.Headers, now: float | None = None) -> float:

@@ -8,14 +8,16 @@ Provider, which keeps clients, codes and tokens in the store (board/store/grants
 - /.well-known/oauth-authorization-server: RFC 8414 metadata, advertising client ID metadata
   documents (board/oauth/client_documents.py) and dynamic registration (RFC 7591) as the
   fallback;
-- /oauth/authorize: checks the client, its redirect URI, the scopes and the resource (RFC
-  8707: only this server's /mcp), then sends the human to the Board's consent screen
+- /oauth/authorize: checks the client, its redirect URI (a loopback one on any port), the
+  scopes and the resource (RFC 8707: only this server's /mcp), then sends the human to the Board's consent screen
   (/consent, board/web/consent.py) with the request signed, so nothing is stored before
   the human approves;
 - /oauth/token: the authorization code with PKCE S256 (required), and rotating refresh
   tokens; a code or refresh token presented a second time revokes the grant it made;
-- /oauth/register: dynamic registration, rate limited per client address; redirect URIs
-  https, or http on a loopback host;
+- /oauth/register: dynamic registration, rate limited per client address (the direct peer,
+  or the address a trusted proxy forwarded: SWITCHBOARD_TRUSTED_PROXIES, which uvicorn
+  applies); the body at most 16 KiB, the metadata within board/oauth/client_metadata.py's
+  limits (redirect URIs https, http on a loopback host, or a private-use scheme);
 - /oauth/revoke (RFC 7009): revoking either token revokes the grant.
 
 The public base URL is settings.public_url or, unset, the request's scheme and Host; the
@@ -57,6 +59,7 @@ from board import logs
 from board.config import Settings
 from board.errors import NotFound, SwitchboardError
 from board.oauth.client_documents import ClientDocumentError, ClientDocuments, is_document_client_id
+from board.oauth.client_metadata import BODY_MAX, Client, as_client, clean_name, metadata_problem, unstorable
 from board.store.inputs import hash_token
 from board.store.store import Store
 from board.store.vocabulary import VERBS
@@ -66,7 +69,6 @@ log = logging.getLogger("switchboard.oauth")
 CONSENT_PATH = "/consent"
 CONSENT_MAX_AGE = 600  # seconds a signed authorization request stays good for the consent screen
 _NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
-_LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 # The request's public base URL, set by the router for the provider (which the SDK calls
 # without the request).
@@ -94,16 +96,6 @@ def same_resource(a: str, b: str) -> bool:
     return a.rstrip("/") == b.rstrip("/")
 
 
-def redirect_uri_problem(uri: str) -> str | None:
-    """Why a client's redirect URI is refused: it must be https, or http on a loopback host."""
-    parts = urlsplit(uri)
-    if parts.fragment:
-        return f"redirect URI {uri[:200]!r} must not have a fragment"
-    if parts.scheme == "https" and parts.hostname or parts.scheme == "http" and parts.hostname in _LOOPBACK:
-        return None
-    return f"redirect URI {uri[:200]!r} must be https, or http on 127.0.0.1, localhost or [::1]"
-
-
 def client_verified(client: OAuthClientInformationFull) -> bool:
     """A client is shown as verified only when it is named by a metadata document and each of
     its redirect URIs is on the document's own host: then who answers at that host wrote it."""
@@ -114,7 +106,10 @@ def client_verified(client: OAuthClientInformationFull) -> bool:
 
 
 def client_name(client: OAuthClientInformationFull) -> str:
-    return (client.client_name or "").strip()[:200] or urlsplit(str(client.redirect_uris[0])).hostname or "unnamed"
+    """The name the consent screen and the grant show: control, bidi and invisible characters
+    taken out (they could reverse or hide the heading), else the first redirect's host."""
+    return (clean_name(client.client_name or "")[:200] or urlsplit(str(client.redirect_uris[0])).hostname
+            or "unnamed")
 
 
 @dataclass(frozen=True)
@@ -185,7 +180,7 @@ class Provider:
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         if is_document_client_id(client_id):
             try:
-                client = await self.server.documents.resolve(client_id)
+                client: OAuthClientInformationFull = as_client(await self.server.documents.resolve(client_id))
             except ClientDocumentError:
                 return None
         else:
@@ -193,19 +188,18 @@ class Provider:
             if row is None:
                 return None
             secret = row["secret_hash"]
-            client = OAuthClientInformationFull.model_validate(
+            client = Client.model_validate(
                 {**row["metadata"], "client_id": client_id,
                  "client_secret": bytes(secret).hex() if secret else None})
         # Any verb may be asked for; the human narrows it on the consent screen.
         return client.model_copy(update={"scope": " ".join(VERBS)})
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
-        for uri in client_info.redirect_uris or []:
-            problem = redirect_uri_problem(str(uri))
-            if problem:
-                raise RegistrationError("invalid_redirect_uri", problem)
-        if not client_info.redirect_uris:
-            raise RegistrationError("invalid_redirect_uri", "redirect_uris must name at least one URI")
+        problem = metadata_problem(client_info.model_dump(mode="json", exclude_none=True))
+        if problem:
+            raise RegistrationError(problem.error, problem.description)
+        if client_info.client_name is not None:  # stored, and echoed in the response, clean
+            client_info.client_name = clean_name(client_info.client_name) or None
         metadata = client_info.model_dump(mode="json", exclude_none=True,
                                           exclude={"client_id", "client_secret", "client_secret_expires_at"})
         await self.store.oauth_client_register(client_info.client_id, metadata, client_info.client_secret)
@@ -332,6 +326,25 @@ def _oauth_error(status: int, error: str, description: str, headers: dict | None
                         headers={**_NO_STORE, **(headers or {})})
 
 
+def _replayed(request: Request, body: bytes, content_type: str | None = None) -> Request:
+    """request again with body (read already) to be read, for a handler that reads it itself."""
+    drop = (b"content-type", b"content-length") if content_type else (b"content-length",)
+    headers = [(k, v) for k, v in request.scope["headers"] if k not in drop]
+    if content_type:
+        headers.append((b"content-type", content_type.encode()))
+    headers.append((b"content-length", str(len(body)).encode()))
+    sent = False
+
+    async def receive():
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return Request({**request.scope, "headers": headers}, receive)
+
+
 def _limited(app):
     """The SDK's own cap on a request body, as its routes have it."""
     return RequestBodyLimitMiddleware(app, DEFAULT_MAX_REQUEST_BODY_SIZE)
@@ -452,6 +465,11 @@ class OAuthServer:
 
     async def _authorize_route(self, request: Request) -> Response:
         params = request.query_params if request.method == "GET" else await request.form()
+        for name, value in params.multi_items():
+            if isinstance(value, str) and unstorable(value):
+                # The SDK's handler would pass it to the store and log the refusal as an error.
+                return _oauth_error(400, "invalid_request",
+                                    f"{logs.cap(name, 40)} must not hold NUL characters or lone surrogates")
         client_id = params.get("client_id")
         if isinstance(client_id, str) and is_document_client_id(client_id):
             try:  # the SDK would only say "not found"; the human and the developer need why
@@ -469,11 +487,23 @@ class OAuthServer:
         return await self._guarded(self._token.handle, request)
 
     async def _register_route(self, request: Request) -> Response:
+        # request.client is the direct peer, or what a trusted proxy forwarded (uvicorn's
+        # proxy headers, given SWITCHBOARD_TRUSTED_PROXIES only).
         address = request.client.host if request.client else "unknown"
         if not self.limiter.allow(address):
             return _oauth_error(429, "too_many_requests", "too many client registrations from this address; "
                                 "retry in a minute", {"Retry-After": "60"})
-        return await self._guarded(self._register.handle, request)
+        too_large = _oauth_error(400, "invalid_client_metadata",
+                                 f"the registration body must be at most {BODY_MAX // 1024} KiB")
+        with contextlib.suppress(ValueError):
+            if int(request.headers.get("content-length", "0")) > BODY_MAX:
+                return too_large
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > BODY_MAX:
+                return too_large
+        return await self._guarded(self._register.handle, _replayed(request, body))
 
     async def _revoke_route(self, request: Request) -> Response:
         form = await request.form()
@@ -481,19 +511,7 @@ class OAuthServer:
             # The SDK's revocation request model requires the field even for a public client,
             # which has no secret (RFC 7009 2.1 asks only for client_id): pass it empty.
             body = urlencode([*form.multi_items(), ("client_secret", "")]).encode()
-            headers = [(k, v) for k, v in request.scope["headers"] if k not in (b"content-type", b"content-length")]
-            headers += [(b"content-type", b"application/x-www-form-urlencoded"),
-                        (b"content-length", str(len(body)).encode())]
-            sent = False
-
-            async def receive():
-                nonlocal sent
-                if sent:
-                    return {"type": "http.disconnect"}
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-
-            request = Request({**request.scope, "headers": headers}, receive)
+            request = _replayed(request, body, "application/x-www-form-urlencoded")
         return await self._guarded(self._revoke.handle, request)
 
     # -- the consent screen's side ---------------------------------------------------------

@@ -86,5 +86,7 @@ class Grants:
         return await self._fetch(query("oauth_access_get"), {"token_hash": hash_token(token)}, op="oauth_access",
                                  one=True)
 
-    async def oauth_prune(self) -> dict:
-        return await self._fetch(query("oauth_prune"), {}, op="oauth_prune", one=True)
+    async def oauth_prune(self, *, now=None) -> dict:
+        """Retention: the counts of tokens, codes and clients deleted (a client registered a
+        day ago that never completed a grant, nor holds a live code, goes)."""
+        return await self._fetch(query("oauth_prune"), {"now": now}, op="oauth_prune", one=True)

@@ -1375,7 +1375,8 @@ class Store(Accounts, Grants):
     async def sweep_retention(self, *, now: datetime | None = None, batch: int = SWEEP_BATCH) -> int:
         """Retention: terminal todos past the age bound are deleted with their attempts; then
         delivered hook events past it, the charts' closed-attempt counts older than their
-        longest window, and OAuth tokens and codes a day past their expiry."""
+        longest window, OAuth tokens and codes a day past their expiry, and OAuth clients
+        registered a day ago that never completed a grant."""
         rows = await self._fetch(query("todos_delete_expired"), {"now": now, "batch": batch,
                                                  "retention_seconds": self.settings.retention_days * 86400},
                                  op="retention")
@@ -1384,7 +1385,7 @@ class Store(Accounts, Grants):
             await self._fetch(query("hook_events_prune"), {"retention_seconds": self.settings.retention_days * 86400},
                               op="retention")
             await self._fetch(query("attempt_counts_prune"), {"now": now}, op="retention")
-            await self.oauth_prune()
+            await self.oauth_prune(now=now)
         return len(rows)
 
     # -- aggregate and sweep reads ---------------------------------------------------------

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import re
-from urllib.parse import urlsplit
 
 from litestar import Request, Response, get, post
 from litestar.response import Redirect
@@ -17,6 +16,7 @@ from mcp.server.auth.provider import construct_redirect_uri
 
 from board import logs
 from board.errors import Invalid
+from board.oauth.client_metadata import form_action_source, redirect_shown
 from board.oauth.server import ConsentRequest, client_name, client_verified
 from board.store.accounts import vend_problems
 from board.store.vocabulary import VERBS
@@ -58,13 +58,12 @@ def _offered(req: ConsentRequest) -> tuple[str, ...]:
 
 
 def _form_action(request: Request, req: ConsentRequest) -> str:
-    parts = urlsplit(req.redirect_uri)
-    return f"{parts.scheme}://{parts.netloc}"
+    return form_action_source(req.redirect_uri)
 
 
 async def _render(request: Request, human, session, signed: str, req: ConsentRequest, client, *, status=200,
                   errors=None, values=None) -> Response:
-    redirect_host = urlsplit(req.redirect_uri).netloc
+    redirect_host = redirect_shown(req.redirect_uri)
     values = values or {"agent_id": _agent_id_from(client_name(client)), "queues": "", "verbs": _defaults(req)}
     endpoints = await runtime(request).store.endpoints_of_user(human.user_id)
     known_queues = sorted({q for e in endpoints if e["revoked_at"] is None for q in e["queues"]})

@@ -145,7 +145,7 @@ class HttpConsent:
     def __init__(self, board: httpx.AsyncClient, *, verbs, queues="q", agent_id="sdk-host"):
         self.board, self.verbs, self.queues, self.agent_id = board, list(verbs), queues, agent_id
         self.redirects: list[str] = []
-        self._back: str | None = None
+        self.back: str | None = None
 
     async def redirect_handler(self, url: str) -> None:
         self.redirects.append(url)
@@ -154,12 +154,12 @@ class HttpConsent:
         done = await approve(self.board, r.headers["location"], verbs=self.verbs, queues=self.queues,
                              agent_id=self.agent_id)
         assert done.status_code == 303, done.text
-        self._back = done.headers["location"]
+        self.back = done.headers["location"]
 
     async def callback_handler(self):
         from mcp.shared.auth import AuthorizationCodeResult
 
-        back = query_of(self._back)
+        back = query_of(self.back)
         return AuthorizationCodeResult(code=back["code"], state=back.get("state"), iss=back.get("iss"))
 
 

@@ -6,6 +6,7 @@ grant created."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import hashlib
 import re
 
@@ -403,3 +404,114 @@ async def test_a_refresh_token_is_not_an_access_token_at_mcp(live_server, c, boa
     tokens = (await exchange(c, client_id, await code_for(c, board, client_id, p), p)).json()
     r = await c.post("/mcp", headers=auth(tokens["refresh_token"]), json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
     assert r.status_code == 401 and 'error="invalid_token"' in r.headers["www-authenticate"]
+
+
+# -- desktop and IDE hosts' redirects (RFC 8252) -------------------------------------------
+
+PRIVATE_USE = ["cursor://anysphere.cursor-retrieval/oauth/callback",
+               "vscode://vscode.github-authentication/did-authenticate", "com.example.app:/cb"]
+
+
+@pytest.mark.parametrize("redirect", PRIVATE_USE)
+async def test_a_private_use_redirect_registers_and_authorizes_to_the_consent_screen(live_server, c, redirect):
+    r = await register(c, redirect_uris=[redirect])
+    assert r.status_code == 201, r.text
+    assert r.json()["redirect_uris"] == [redirect]
+    r = await authorize(c, authorize_params(r.json()["client_id"], pkce(), redirect_uri=redirect))
+    assert r.status_code == 302 and "/consent?request=" in r.headers["location"], r.text
+
+
+@pytest.mark.parametrize("redirect", [
+    "javascript:alert(1)", "JavaScript://x/%0aalert(1)", "data:text/html,<script>alert(1)</script>",
+    "file:///etc/passwd", "vbscript:msgbox(1)", "about:blank", "http://example.com/cb", "http://10.0.0.5/cb",
+    "cursor://evil@host/cb", "not a uri at all"])
+async def test_a_redirect_a_browser_would_run_or_a_plain_http_host_is_refused_at_registration(
+        live_server, c, redirect):
+    r = await register(c, redirect_uris=[redirect])
+    assert r.status_code == 400, r.text
+    assert r.json()["error"] in ("invalid_redirect_uri", "invalid_client_metadata")
+    assert await sql_rows(live_server.settings.database_url, "SELECT 1 FROM oauth_clients") == []
+
+
+@pytest.mark.parametrize(("registered", "asked", "matches"), [
+    ("http://127.0.0.1:9/callback", "http://127.0.0.1:53682/callback", True),
+    ("http://127.0.0.1/callback", "http://127.0.0.1:53682/callback", True),
+    ("http://[::1]:9/callback", "http://[::1]:61000/callback", True),
+    ("http://localhost:9/callback", "http://localhost:61000/callback", True),
+    ("http://127.0.0.1:9/callback", "http://localhost:9/callback", False),  # another host
+    ("http://127.0.0.1:9/callback", "http://[::1]:9/callback", False),
+    ("http://127.0.0.1:9/callback", "https://127.0.0.1:9/callback", False),  # another scheme
+    ("http://127.0.0.1:9/callback", "http://127.0.0.1:9/other", False),  # another path
+    ("http://127.0.0.1:9/callback", "http://127.0.0.1:9/callback?x=1", False),
+    ("https://host.example/cb", "https://host.example:8443/cb", False),  # not loopback: exact
+    ("cursor://anysphere.cursor-retrieval/oauth/callback", "cursor://anysphere.cursor-retrieval/other", False),
+])
+async def test_a_loopback_redirect_matches_whatever_its_port_and_nothing_else_does(
+        live_server, c, registered, asked, matches):
+    client_id = await public_client(c, redirect_uris=[registered])
+    r = await authorize(c, authorize_params(client_id, pkce(), redirect_uri=asked))
+    if matches:
+        assert r.status_code == 302 and "/consent?request=" in r.headers["location"], r.text
+    else:
+        assert r.status_code == 400 and "not registered" in r.json()["error_description"], r.text
+
+
+async def test_a_code_sent_to_a_new_loopback_port_is_exchanged_with_that_port(live_server, c, board):
+    client_id = await public_client(c)  # REDIRECT: http://127.0.0.1:9/callback
+    p = pkce()
+    code = await code_for(c, board, client_id, p, redirect_uri="http://127.0.0.1:40404/callback")
+    r = await exchange(c, client_id, code, p, redirect_uri=REDIRECT)  # not the port it was sent to
+    assert r.status_code == 400 and r.json()["error"] == "invalid_request", r.text
+    code = await code_for(c, board, client_id, p, redirect_uri="http://127.0.0.1:40404/callback")
+    r = await exchange(c, client_id, code, p, redirect_uri="http://127.0.0.1:40404/callback")
+    assert r.status_code == 200 and r.json()["access_token"].startswith("sba_")
+
+
+# -- registration that cannot grow the database --------------------------------------------
+
+@pytest.mark.parametrize(("extra", "error", "field"), [
+    ({"name": "n" * 2_000_000}, "invalid_client_metadata", "16 KiB"),
+    ({"software_statement": "s" * (16 * 1024)}, "invalid_client_metadata", "16 KiB"),
+    ({"name": "n" * 201}, "invalid_client_metadata", "client_name"),
+    ({"redirect_uris": [f"http://127.0.0.1:{port}/cb" for port in range(9000, 9011)]}, "invalid_redirect_uri",
+     "redirect_uris"),
+    ({"redirect_uris": ["https://host.example/" + "a" * 2048]}, "invalid_redirect_uri", "redirect URI"),
+    ({"client_uri": "https://host.example/" + "a" * 2048}, "invalid_client_metadata", "client_uri"),
+    ({"software_id": "a\x00b"}, "invalid_client_metadata", "software_id"),
+])
+async def test_a_registration_past_a_limit_is_refused_naming_the_field_and_stores_nothing(
+        live_server, c, extra, error, field):
+    r = await register(c, **extra)
+    assert r.status_code == 400, r.text[:300]
+    assert r.json()["error"] == error and field in r.json()["error_description"], r.json()
+    assert await sql_rows(live_server.settings.database_url, "SELECT 1 FROM oauth_clients") == []
+
+
+async def test_a_registration_at_the_limits_is_stored(live_server, c):
+    r = await register(c, name="n" * 200, redirect_uris=[f"http://127.0.0.1:{port}/cb" for port in range(9000, 9010)],
+                       client_uri="https://host.example/" + "a" * (2048 - len("https://host.example/")))
+    assert r.status_code == 201, r.text[:300]
+
+
+async def test_bidi_and_invisible_characters_are_taken_out_of_a_client_name_before_it_is_stored(live_server, c):
+    r = await register(c, name="Evil\u202e Host\u200b\u2066 \ufeff")
+    assert r.status_code == 201 and r.json()["client_name"] == "Evil Host"
+    [row] = await sql_rows(live_server.settings.database_url, "SELECT metadata->>'client_name' AS name FROM oauth_clients")
+    assert row["name"] == "Evil Host"
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+async def test_a_nul_in_an_authorization_request_is_a_clean_400_with_no_error_logged(live_server, c, method, caplog):
+    caplog.set_level(logging.INFO)
+    params = {"client_id": "\x00", "response_type": "code", "code_challenge": "x" * 43, "redirect_uri": REDIRECT}
+    client_id = await public_client(c)
+    for bad in (params, {**params, "client_id": client_id, "code_challenge": "a\x00b"},
+                {**params, "client_id": client_id, "state": "\x00"}):
+        if method == "GET":
+            r = await c.get("/oauth/authorize", params=bad)
+        else:
+            r = await c.post("/oauth/authorize", data=bad)
+        assert r.status_code == 400 and r.json()["error"] == "invalid_request", r.text
+        assert "NUL" in r.json()["error_description"]
+    assert not [rec for rec in caplog.records if rec.levelno >= logging.ERROR], [
+        rec.getMessage() for rec in caplog.records if rec.levelno >= logging.ERROR]

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.acceptance.mcp_helpers import GENERATIONS, auth, call
-from tests.acceptance.oauth_helpers import HttpConsent, MemoryStorage, sdk_provider, sdk_session
+from tests.acceptance.oauth_helpers import HttpConsent, MemoryStorage, query_of, sdk_provider, sdk_session
 from tests.acceptance.test_board_auth import client_for, csrf_of, make_human, sign_in
 from tests.conftest import sql_rows
 
@@ -74,3 +74,31 @@ async def test_the_python_sdk_client_registers_consents_works_refreshes_and_is_r
         r = await c.post("/mcp", headers=auth(storage.tokens.access_token),
                          json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert r.status_code == 401 and 'error="invalid_token"' in r.headers["www-authenticate"]
+
+
+async def test_the_python_sdk_client_registered_on_one_loopback_port_signs_in_again_listening_on_another(
+        live_server):
+    """A desktop host listens on a new ephemeral port each sign-in and keeps its registration
+    (RFC 8252 section 7.3): the redirect matches whatever its port."""
+    await make_human(live_server.store, "ada")
+    async with client_for(live_server) as board:
+        await sign_in(board, "ada")
+        storage = MemoryStorage()
+        first = HttpConsent(board, verbs=GRANTED, queues="builds")
+        provider = sdk_provider(live_server.url, storage, first, redirect_uri="http://127.0.0.1:41001/callback")
+        async with sdk_session(live_server.url, provider) as client:
+            await call(client, "add_todo", {"queue": "builds", "title": "first port"})
+        registered = storage.client_info
+        assert [str(u) for u in registered.redirect_uris] == ["http://127.0.0.1:41001/callback"]
+
+        storage.tokens = None  # signed out; the registration is kept
+        again = HttpConsent(board, verbs=GRANTED, queues="builds")
+        provider = sdk_provider(live_server.url, storage, again, redirect_uri="http://127.0.0.1:52002/callback")
+        async with sdk_session(live_server.url, provider) as client:
+            await call(client, "add_todo", {"queue": "builds", "title": "second port"})
+        assert storage.client_info.client_id == registered.client_id  # no second registration
+        [asked] = again.redirects
+        assert query_of(asked)["redirect_uri"] == "http://127.0.0.1:52002/callback"
+        assert again.back.startswith("http://127.0.0.1:52002/callback?")  # the code went to the new port
+    clients = await sql_rows(live_server.settings.database_url, "SELECT client_id FROM oauth_clients")
+    assert [c["client_id"] for c in clients] == [registered.client_id]

@@ -77,3 +77,31 @@ async def test_the_typescript_sdk_client_signs_in_through_the_consent_screen_ref
         r = await c.post("/oauth/token", data={"grant_type": "refresh_token", "client_id": query_of(url)["client_id"],
                                                "refresh_token": second["refresh_token"]})
         assert r.status_code == 400 and r.json()["error"] == "invalid_grant"
+
+
+async def test_the_typescript_sdk_client_registered_on_one_loopback_port_signs_in_again_listening_on_another(
+        live_server):
+    """The host keeps its registration and listens on a new port: the redirect matches
+    whatever its port (RFC 8252 section 7.3), and the code goes to the new one."""
+    await make_human(live_server.store, "ada")
+    async with client_for(live_server) as board:
+        await sign_in(board, "ada")
+        async with ts_process() as ts:
+            await ts.request("connectOAuth", url=live_server.url + "/mcp", redirectUrl="http://127.0.0.1:41001/callback")
+            registered = await ts.request("clientInformation")
+        assert registered["redirect_uris"] == ["http://127.0.0.1:41001/callback"]
+        async with ts_process() as ts:
+            started = await ts.request("connectOAuth", url=live_server.url + "/mcp",
+                                       redirectUrl="http://127.0.0.1:52002/callback", clientInformation=registered)
+            url = started["authorizationUrl"]
+            assert query_of(url)["client_id"] == registered["client_id"]
+            assert query_of(url)["redirect_uri"] == "http://127.0.0.1:52002/callback"
+            r = await board.get(url)
+            assert r.status_code == 302, r.text
+            done = await approve(board, r.headers["location"], verbs=["add_todo", "get_todo"], queues="ts")
+            assert done.status_code == 303
+            assert done.headers["location"].startswith("http://127.0.0.1:52002/callback?")
+            await ts.request("finishAuth", code=query_of(done.headers["location"])["code"])
+            ok(await ts.call_tool("add_todo", {"queue": "ts", "title": "From a new port"}))
+    clients = await sql_rows(live_server.settings.database_url, "SELECT client_id FROM oauth_clients")
+    assert [c["client_id"] for c in clients] == [registered["client_id"]]

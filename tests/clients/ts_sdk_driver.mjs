@@ -12,11 +12,14 @@
 //   {"op": "waitUpdated", "uri": "...", "seen": n, "timeoutMs": ms}: waits until more than n of
 //       them were for that URI; returns {"heardAt": epoch ms when the (n+1)th arrived}
 //   {"op": "close"}
-//   {"op": "connectOAuth", "url": "...", "redirectUrl": "...", "clientMetadataUrl": "..."?}
-//       -> {"authorizationUrl": "..."}: the SDK's OAuth discovery and registration ran and it
-//          wants the person sent there; the test approves and passes the code on with
+//   {"op": "connectOAuth", "url": "...", "redirectUrl": "...", "clientMetadataUrl": "..."?,
+//    "clientInformation": {...}?}
+//       -> {"authorizationUrl": "..."}: the SDK's OAuth discovery and registration ran (or it
+//          reused clientInformation, a registration a host kept) and it wants the person sent
+//          there; the test approves and passes the code on with
 //   {"op": "finishAuth", "code": "..."}: the SDK exchanges it and connects again
 //   {"op": "tokens"}: the tokens the SDK holds now
+//   {"op": "clientInformation"}: the registration the SDK holds now
 import { createInterface } from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -30,10 +33,10 @@ const updatedAt = [];  // Date.now() when each of `updated` arrived
 
 // The SDK's OAuthClientProvider, in memory: what a host keeps in its own storage.
 class MemoryProvider {
-  constructor(redirectUrl, clientMetadataUrl) {
+  constructor(redirectUrl, clientMetadataUrl, clientInformation) {
     this._redirectUrl = redirectUrl;
     this.clientMetadataUrl = clientMetadataUrl;
-    this._client = undefined;
+    this._client = clientInformation ?? undefined;
     this._tokens = undefined;
     this._verifier = undefined;
     this.authorizationUrl = null;
@@ -79,7 +82,8 @@ async function run(command) {
       };
     }
     case "connectOAuth": {
-      oauth = { url: command.url, provider: new MemoryProvider(command.redirectUrl, command.clientMetadataUrl) };
+      oauth = { url: command.url, provider: new MemoryProvider(command.redirectUrl, command.clientMetadataUrl,
+                                                                 command.clientInformation) };
       try {
         await connectWith(command.url);
       } catch (error) {
@@ -95,6 +99,8 @@ async function run(command) {
     }
     case "tokens":
       return oauth.provider.tokens() ?? null;
+    case "clientInformation":
+      return oauth.provider.clientInformation() ?? null;
     case "listTools":
       return await client.listTools();
     case "callTool":

@@ -132,6 +132,16 @@ async def test_a_good_document_resolves_to_a_public_client_that_may_ask_for_ever
     assert docs.hits(path) == 1
 
 
+async def test_a_document_with_a_private_use_redirect_and_a_bidi_name_resolves_with_the_name_cleaned(
+        docs, documents, path):
+    url = docs.serve_client(path, client_name="Evil\u202e Host\u200b", redirect_uris=[
+        "cursor://anysphere.cursor-retrieval/oauth/callback", "com.example.app:/cb"])
+    client = await documents.resolve(url)
+    assert [str(u) for u in client.redirect_uris] == ["cursor://anysphere.cursor-retrieval/oauth/callback",
+                                                      "com.example.app:/cb"]
+    assert client.client_name == "Evil Host"
+
+
 async def test_a_document_without_auth_method_or_grant_types_gets_the_defaults(docs, documents, path):
     url = docs.serve_client(path, token_endpoint_auth_method=None, grant_types=None, response_types=None)
     client = await documents.resolve(url)
@@ -258,8 +268,16 @@ async def test_a_body_that_is_not_a_json_object_is_refused(docs, documents, path
     ({"redirect_uris": None}, "has no redirect_uris"),
     ({"redirect_uris": []}, "has no redirect_uris"),
     ({"redirect_uris": "http://127.0.0.1/cb"}, "must be a list"),
-    ({"redirect_uris": ["http://host.example/callback"]}, "must be https, or http on 127.0.0.1, localhost or [::1]"),
-    ({"redirect_uris": [REDIRECT, "http://10.0.0.5/callback"]}, "must be https, or http on 127.0.0.1"),
+    ({"redirect_uris": ["http://host.example/callback"]}, "must be https, http on 127.0.0.1, [::1] or localhost"),
+    ({"redirect_uris": [REDIRECT, "http://10.0.0.5/callback"]}, "must be https, http on 127.0.0.1"),
+    ({"redirect_uris": ["javascript:alert(1)"]}, "redirect URI 'javascript:alert(1)' must be https"),
+    ({"redirect_uris": ["file:///etc/passwd"]}, "redirect URI 'file:///etc/passwd' must be https"),
+    ({"redirect_uris": [f"http://127.0.0.1:{n}/cb" for n in range(11)]}, "redirect_uris must name at most 10"),
+    ({"redirect_uris": ["https://host.example/" + "a" * 2048]}, "longer than 2048 characters"),
+    ({"client_name": "n" * 201}, "client_name must be at most 200 characters"),
+    ({"logo_uri": "https://host.example/" + "a" * 2048}, "logo_uri must be at most 2048 characters"),
+    ({"software_id": "a\ud800b"}, "'software_id' must not hold NUL characters or lone surrogates"),
+    ({"contacts": ["a\x00b"]}, "'contacts' must not hold NUL characters or lone surrogates"),
     ({"redirect_uris": ["https://host.example/cb#frag"]}, "must not have a fragment"),
     ({"token_endpoint_auth_method": "client_secret_post"}, 'only "none" is'),
     ({"token_endpoint_auth_method": "private_key_jwt"}, 'only "none" is'),

@@ -29,3 +29,21 @@ def test_a_bad_oauth_setting_is_refused_naming_the_variable(name, value):
     with pytest.raises(Invalid) as refused:
         from_env({name: value})
     assert refused.value.argument == name and name in refused.value.message
+
+
+def test_trusted_proxies_are_ips_or_networks_and_none_by_default():
+    from board.app import proxy_options
+
+    assert from_env({}).trusted_proxies == ()
+    assert proxy_options(from_env({})) == {"proxy_headers": False}  # not even loopback is believed
+    s = from_env({"SWITCHBOARD_TRUSTED_PROXIES": " 10.0.0.0/8, 127.0.0.1 ,::1,192.168.1.7/16"})
+    assert s.trusted_proxies == ("10.0.0.0/8", "127.0.0.1", "::1", "192.168.0.0/16")
+    assert proxy_options(s) == {"proxy_headers": True, "forwarded_allow_ips": list(s.trusted_proxies)}
+
+
+def test_a_trusted_proxy_that_is_not_an_address_is_refused_naming_the_variable():
+    from board.errors import Invalid
+
+    with pytest.raises(Invalid) as err:
+        from_env({"SWITCHBOARD_TRUSTED_PROXIES": "10.0.0.1, proxy.example"})
+    assert err.value.argument == "SWITCHBOARD_TRUSTED_PROXIES" and "proxy.example" in err.value.message

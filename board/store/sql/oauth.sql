@@ -88,7 +88,21 @@ SELECT t.endpoint_id::text AS endpoint_id, e.client_id, t.scope, t.resource,
  WHERE t.token_hash = %(token_hash)s AND t.kind = 'access' AND t.expires_at > now() AND e.revoked_at IS NULL;
 
 -- name: oauth_prune
--- description: Retention: deletes expired tokens and codes a day past their expiry
-WITH tokens AS (DELETE FROM oauth_tokens WHERE expires_at < now() - interval '1 day' RETURNING 1),
-codes AS (DELETE FROM oauth_codes WHERE expires_at < now() - interval '1 day' RETURNING 1)
-SELECT (SELECT count(*) FROM tokens) AS tokens, (SELECT count(*) FROM codes) AS codes;
+-- description: Retention: deletes expired tokens and codes a day past their expiry, and registered clients a day old that never completed a grant
+WITH tokens AS (
+  DELETE FROM oauth_tokens WHERE expires_at < coalesce(%(now)s, now()) - interval '1 day' RETURNING 1
+),
+codes AS (
+  DELETE FROM oauth_codes WHERE expires_at < coalesce(%(now)s, now()) - interval '1 day' RETURNING 1
+),
+-- A client with a grant (an endpoint, revoked or not) or a code not yet expired stays.
+clients AS (
+  DELETE FROM oauth_clients c
+   WHERE c.registered_at < coalesce(%(now)s, now()) - interval '1 day'
+     AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.client_id = c.client_id)
+     AND NOT EXISTS (SELECT 1 FROM oauth_codes o
+                      WHERE o.client_id = c.client_id AND o.expires_at > coalesce(%(now)s, now()))
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM tokens) AS tokens, (SELECT count(*) FROM codes) AS codes,
+       (SELECT count(*) FROM clients) AS clients;
