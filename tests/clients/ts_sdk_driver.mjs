@@ -12,9 +12,11 @@
 //   {"op": "waitUpdated", "uri": "...", "seen": n, "timeoutMs": ms}: waits until more than n of
 //       them were for that URI; returns {"heardAt": epoch ms when the (n+1)th arrived}
 //   {"op": "close"}
-//   {"op": "connectOAuth", "url": "...", "redirectUrl": "...", "clientMetadataUrl": "..."?}
+//   {"op": "connectOAuth", "url": "...", "redirectUrl": "...", "clientMetadataUrl": "..."?, "keepClient": bool?}
 //       -> {"authorizationUrl": "..."}: the SDK's OAuth discovery and registration ran and it
-//          wants the person sent there; the test approves and passes the code on with
+//          wants the person sent there (keepClient: with the registration of the previous
+//          connectOAuth, and no tokens, as a host signing in again); the test approves and
+//          passes the code on with
 //   {"op": "finishAuth", "code": "..."}: the SDK exchanges it and connects again
 //   {"op": "tokens"}: the tokens the SDK holds now
 import { createInterface } from "node:readline";
@@ -79,7 +81,9 @@ async function run(command) {
       };
     }
     case "connectOAuth": {
+      const registered = command.keepClient ? oauth?.provider.clientInformation() : undefined;
       oauth = { url: command.url, provider: new MemoryProvider(command.redirectUrl, command.clientMetadataUrl) };
+      if (registered) oauth.provider.saveClientInformation(registered);
       try {
         await connectWith(command.url);
       } catch (error) {
