@@ -243,3 +243,23 @@ async def test_after_the_upgrade_the_attempts_closed_before_it_are_counted_when_
             ("completed", 2), ("failed", 1)]
     finally:
         await pool.close()
+
+
+async def test_the_upgrade_keeps_each_persons_newest_live_grant_of_a_client_and_revokes_the_older(empty_db_url):
+    await migrate(empty_db_url, target=12)
+    async with await psycopg.AsyncConnection.connect(empty_db_url, autocommit=True) as conn:
+        cur = await conn.execute("INSERT INTO users (username, password_hash) VALUES ('ada', 'x'), ('bob', 'x')"
+                                 " RETURNING id")
+        ada, bob = [r[0] for r in await cur.fetchall()]
+        for name, user, client, age, revoked in (("old", ada, "host", 3, False), ("new", ada, "host", 1, False),
+                                                 ("gone", ada, "host", 4, True), ("other", ada, "ide", 2, False),
+                                                 ("bobs", bob, "host", 5, False)):
+            await conn.execute(
+                "INSERT INTO endpoints (user_id, name, agent_id, kind, client_id, client_name, scope, queues, created_at,"
+                " revoked_at) VALUES (%s, %s, 'a', 'oauth', %s, 'Host', '{get_todo}', '{q}',"
+                " now() - make_interval(hours => %s), CASE WHEN %s THEN now() - interval '1 hour' END)",
+                (user, name, client, age, revoked))
+    assert await migrate(empty_db_url) == ["0013_oauth_grants_reconsent"]
+    rows = await sql_rows(empty_db_url, "SELECT name, revoked_at IS NULL AS live FROM endpoints ORDER BY name")
+    assert {r["name"]: r["live"] for r in rows} == {"bobs": True, "gone": False, "new": True, "old": False,
+                                                    "other": True}
