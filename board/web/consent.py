@@ -22,14 +22,14 @@ from board.errors import Invalid
 from board.oauth.server import ConsentRequest, client_name, client_verified
 from board.store.accounts import vend_problems
 from board.store.vocabulary import VERBS
-
-# Verbs that only read: a request for these alone is shown as read-only.
-READ_VERBS = ("list_todos", "get_todo")
 from board.web.context import (NO_STORE, bad_request, checked_form, not_found, page, require_human, runtime,
                                with_session)
 from board.web.view import DEFAULT_VERBS, sentence
 
 log = logging.getLogger("switchboard.web")
+
+# Verbs that only read: a request for these alone is shown as read-only.
+READ_VERBS = ("list_todos", "get_todo")
 
 # The internal header a response sets to let its form post end at another origin (the
 # client's redirect URI); the security headers middleware folds it into form-action.
