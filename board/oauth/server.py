@@ -257,7 +257,8 @@ class Provider:
     # -- refresh, access and revocation ----------------------------------------------------
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
-        row = await self.store.oauth_refresh(refresh_token, grace_seconds=self.server.settings.oauth_refresh_grace_seconds)
+        grace = self.server.settings.oauth_refresh_grace_seconds
+        row = await self.store.oauth_refresh(refresh_token, grace_seconds=grace)
         if row is None:
             return None
         # A stolen copy, or the client's own stale one: either way end the grant; within the

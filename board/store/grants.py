@@ -108,7 +108,8 @@ class Grants:
         refreshing at once); None when it was rotated before that (or expired, or its grant was
         revoked)."""
         access, refresh = rotated_pair(self._oauth_key(), token)
-        hashes = {"token_hash": hash_token(token), "access_hash": hash_token(access), "refresh_hash": hash_token(refresh)}
+        hashes = {"token_hash": hash_token(token), "access_hash": hash_token(access),
+                  "refresh_hash": hash_token(refresh)}
         row = await self._fetch(query("oauth_refresh_rotate"), {
             **hashes, "scope": list(scope), "access_ttl": access_seconds, "refresh_ttl": refresh_seconds},
             op="oauth_token", one=True)

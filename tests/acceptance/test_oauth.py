@@ -454,7 +454,8 @@ async def test_two_refreshes_racing_with_one_token_both_get_the_same_new_pair_an
     assert again.status_code == 200 and again.json()["refresh_token"] != first["refresh_token"]
 
 
-async def test_a_refresh_token_presented_again_gets_the_same_pair_within_the_grace_and_revokes_the_grant_after(live_server, c, board):
+async def test_a_refresh_token_presented_again_gets_the_same_pair_within_the_grace_and_revokes_the_grant_after(
+        live_server, c, board):
     client_id = await public_client(c)
     p = pkce()
     tokens = (await exchange(c, client_id, await code_for(c, board, client_id, p), p)).json()
