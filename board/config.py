@@ -128,6 +128,9 @@ class Settings:
     oauth_enabled: bool = True
     oauth_access_token_seconds: int = 3600
     oauth_refresh_token_seconds: int = 30 * 24 * 3600
+    # A refresh token presented again this soon after its rotation gets the same new pair
+    # (two windows of one host refreshing at once); later, it revokes the grant.
+    oauth_refresh_grace_seconds: float = 10.0
     oauth_registrations_per_minute: float = 10.0
     # Client ID metadata documents: an extra CA bundle to trust when fetching them, and whether
     # their hosts may be private or loopback addresses (tests only; never in production).
@@ -222,6 +225,7 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         "SWITCHBOARD_OAUTH_ACCESS_TOKEN_SECONDS": ("oauth_access_token_seconds", int, 60, 3600),
         "SWITCHBOARD_OAUTH_REFRESH_TOKEN_SECONDS": ("oauth_refresh_token_seconds", int, 300, 365 * 24 * 3600),
         "SWITCHBOARD_OAUTH_REGISTRATIONS_PER_MINUTE": ("oauth_registrations_per_minute", float, 0, None),
+        "SWITCHBOARD_OAUTH_REFRESH_GRACE_SECONDS": ("oauth_refresh_grace_seconds", float, 0, 60),
     }
     for name, (attr, kind, minimum, maximum) in oauth_numbers.items():
         if get(name):

@@ -1,15 +1,18 @@
 """OAuth for MCP hosts in Chromium: the MCP Python SDK's OAuth client sends the person to the
 consent screen, where they sign in and approve a narrowed set of verbs by keyboard alone; the
-client then works with exactly those, and the person sees it under Connected agents."""
+client then works with exactly those, and the person sees it under Connected agents; when the
+client signs in again, the screen says it updates that connection, which stays one row."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 
 from playwright.async_api import expect
 
 from e2e.conftest import PASSWORD, assert_accessible, make_human, no_csp_errors
 from e2e.test_board_e2e import tab_to
+from board.store.vocabulary import WORKER_SCOPE
 from tests.acceptance.mcp_helpers import call
 from tests.acceptance.oauth_helpers import REDIRECT, MemoryStorage, query_of, sdk_provider, sdk_session
 
@@ -23,6 +26,11 @@ class BrowserConsent:
         self.page = page
         self.opened = asyncio.Event()
         self.returned: asyncio.Future = asyncio.get_event_loop().create_future()
+
+    def again(self) -> None:
+        """Ready for the client's next sign-in."""
+        self.opened = asyncio.Event()
+        self.returned = asyncio.get_event_loop().create_future()
 
     async def install(self) -> None:
         async def back(route):
@@ -61,23 +69,48 @@ async def approve_by_keyboard(page) -> None:
     await page.emulate_media(color_scheme="dark")
     await assert_accessible(page, "the consent screen, dark")
     await page.emulate_media(color_scheme="light")
-    # The client asked for every verb; ticked at first is a worker's loop, as in the vend wizard.
-    for verb, wanted in (("heartbeat", False), ("complete", False), ("fail", False), ("claim_next", True),
-                         ("list_todos", True), ("get_todo", True)):
+    # The client asked for what /mcp's 401 named, a worker's verbs: those are ticked at first.
+    for verb in WORKER_SCOPE:
+        await expect(page.get_by_role("checkbox", name=verb, exact=True)).to_be_checked()
+    add = page.get_by_role("checkbox", name="add_todo", exact=True)
+    await expect(add).not_to_be_checked()  # offered, not asked for: ticked only on purpose
+    await expect(add).to_have_accessible_description(re.compile("not asked for by SDK Host"))
+    for verb, wanted in (("heartbeat", False), ("note", False), ("complete", False), ("fail", False),
+                         ("release", False), ("claim_next", True), ("list_todos", True), ("get_todo", True)):
         box = page.get_by_role("checkbox", name=verb, exact=True)
         await tab_to(page, box)
         if await box.is_checked() != wanted:
             await page.keyboard.press("Space")
         assert await box.is_checked() == wanted, verb
-    release = page.get_by_role("checkbox", name="release", exact=True)
-    assert not await release.is_checked()  # offered, since asked for, but ticked only on purpose
-    await tab_to(page, page.get_by_label("Queues"))
+    await tab_to(page, page.get_by_label("Queue names"))
     await page.keyboard.type("builds")
     await tab_to(page, page.get_by_role("button", name="Allow SDK Host"))
     await page.keyboard.press("Enter")
 
 
-async def test_a_person_connects_an_sdk_host_in_the_browser_by_keyboard_and_sees_it_under_connected_agents(
+async def reconsent_by_keyboard(page) -> None:
+    """Signed in already: the consent screen says the connection is updated; keep queue
+    builds ticked, name docs too, and allow, by keyboard."""
+    await expect(page.get_by_role("heading", name="Connect SDK Host to Switchboard?")).to_be_visible()
+    await expect(page.get_by_text("SDK Host is connected already")).to_be_visible()
+    await expect(page.get_by_text("Allowing updates that connection")).to_be_visible()
+    builds = page.get_by_role("checkbox", name="builds", exact=True)
+    await expect(builds).to_be_checked()
+    await expect(page.get_by_role("group", name="Queues")).to_be_visible()
+    await assert_accessible(page, "the consent screen updating a connection, light")
+    await page.emulate_media(color_scheme="dark")
+    await assert_accessible(page, "the consent screen updating a connection, dark")
+    await tab_to(page, builds)
+    await page.keyboard.press("Space")
+    await page.keyboard.press("Space")  # off and on again by keyboard
+    await expect(builds).to_be_checked()
+    await tab_to(page, page.get_by_label("Other queues"))
+    await page.keyboard.type("docs")
+    await tab_to(page, page.get_by_role("button", name="Allow SDK Host"))
+    await page.keyboard.press("Enter")
+
+
+async def test_a_person_connects_an_sdk_host_in_the_browser_by_keyboard_and_signing_in_again_keeps_one_connection(
         browser, live_server):
     store = live_server.store
     ada = await make_human(store, "ada")
@@ -89,10 +122,10 @@ async def test_a_person_connects_an_sdk_host_in_the_browser_by_keyboard_and_sees
     await consent.install()
     person = None
     try:
-        async def as_the_person():
+        async def as_the_person(act=approve_by_keyboard):
             await consent.opened.wait()
             try:
-                await approve_by_keyboard(page)
+                await act(page)
             except BaseException as e:  # fail the client's wait at once, not after its timeout
                 if not consent.returned.done():
                     consent.returned.set_exception(e)
@@ -117,6 +150,21 @@ async def test_a_person_connects_an_sdk_host_in_the_browser_by_keyboard_and_sees
         await assert_accessible(page, "Connected agents, dark")
         grants = [e for e in await store.endpoints_of_user(ada.user_id) if e["kind"] == "oauth"]
         assert [(g["client_name"], g["queues"]) for g in grants] == [("SDK Host", ["builds"])]
+
+        # The host signs in again with its registration: the screen says it updates the
+        # connection, with its queue ticked; adding a queue by keyboard, the person allows.
+        await page.emulate_media(color_scheme="light")
+        storage.tokens = None
+        consent.again()
+        person = asyncio.create_task(as_the_person(reconsent_by_keyboard))
+        async with sdk_session(live_server.url, sdk_provider(live_server.url, storage, consent)) as client:
+            await person
+            assert (await call(client, "claim_next", {"queue": "docs"}))["todo"] is None
+        grants = [e for e in await store.endpoints_of_user(ada.user_id) if e["kind"] == "oauth"]
+        assert [(g["client_name"], g["queues"], g["revoked_at"]) for g in grants] == [
+            ("SDK Host", ["builds", "docs"], None)]
+        await page.goto("/endpoints")
+        await expect(connected.get_by_role("row", name="SDK Host")).to_have_count(1)
     finally:
         if person is not None and not person.done():
             person.cancel()

@@ -563,6 +563,7 @@ ALTER TABLE ONLY public.users
 ALTER TABLE ONLY public.watchers
     ADD CONSTRAINT watchers_pkey PRIMARY KEY (user_id, process);
 CREATE INDEX attempts_ended_brin ON public.attempts USING brin (ended_at) WITH (autosummarize='on');
+CREATE UNIQUE INDEX endpoints_one_live_grant ON public.endpoints USING btree (user_id, client_id) WHERE ((kind = 'oauth'::text) AND (revoked_at IS NULL));
 CREATE INDEX endpoints_user_idx ON public.endpoints USING btree (user_id);
 CREATE INDEX hook_events_delivered_brin ON public.hook_events USING brin (delivered_at);
 CREATE INDEX hook_events_due_idx ON public.hook_events USING btree (next_attempt_at) WHERE (delivered_at IS NULL);

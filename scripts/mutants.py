@@ -67,6 +67,14 @@ _PRUNED_BY_OUTCOME = "FROM (SELECT outcome::text AS outcome, count(*) AS n FROM 
 _FENCE = " AND (%(token_checked)s OR a.lease_token_hash IS NULL)"
 _NOW = "coalesce(%(now)s::timestamptz, now())"
 _AGENT_OWNER = "AND t.owner = %(owner)s"
+# The provider's guards (board/oauth/server.py) and the tests that hold them.
+_REUSED = 'if row["rotated"] and not row["in_grace"]:'
+OAUTH_CODE_REUSE = f"{OAUTH}::test_a_code_used_twice_is_refused_and_revokes_the_grant_it_made"
+OAUTH_GRACE = f"{OAUTH}::test_two_refreshes_racing_with_one_token_both_get_the_same_new_pair_and_the_grant_stays_live"
+OAUTH_AFTER_GRACE = f"{OAUTH}::test_a_refresh_token_presented_again_gets_the_same_pair_within_the_grace_and_revokes_the_grant_after"
+OAUTH_EXPIRED_REUSE = f"{OAUTH}::test_a_rotated_refresh_token_presented_after_its_own_expiry_still_revokes_the_grant"
+OAUTH_RECONSENT = f"{OAUTH}::test_a_second_consent_by_the_same_client_updates_its_grant_and_ends_the_earlier_tokens"
+OAUTH_FORGED_CONSENT = f"{OAUTH}::test_a_consent_post_without_csrf_or_from_another_human_is_refused_and_creates_nothing"
 _NOT_PAUSED = "     AND NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)\n"
 
 
@@ -546,6 +554,79 @@ MUTANTS: tuple[Mutant, ...] = (
            '    if "@" in parts.netloc:\n        return f"redirect URI {_shown(uri)} must not hold a user name',
            '    if False:\n        return f"redirect URI {_shown(uri)} must not hold a user name',
            REDIRECTS, "a redirect URI with a user name (cursor://evil@host) is accepted"),
+    # -- oauth: the provider's and the consent screen's guards (board/oauth/server.py, its SQL,
+    # board/web/consent.py and the form check it uses) --------------------------------------
+    Mutant("oauth-code-reuse-kept", "oauth", "board/oauth/server.py",
+           'if row["used"]:  # RFC 6749 4.1.2', "if False:  # RFC 6749 4.1.2",
+           (OAUTH_CODE_REUSE,),
+           "a code used twice is refused but its grant lives on"),
+    Mutant("oauth-refresh-reuse-kept", "oauth", "board/oauth/server.py",
+           _REUSED, "if False:",
+           (OAUTH_EXPIRED_REUSE, OAUTH_AFTER_GRACE),
+           "a rotated refresh token presented again after the grace leaves the grant live (the exchange's own "
+           "check ends it only while the token has not expired)"),
+    Mutant("oauth-refresh-reuse-expired-kept", "oauth", "board/oauth/server.py",
+           _REUSED,
+           'if row["rotated"] and not row["in_grace"] and row["expires_at"] > time.time():',
+           (OAUTH_EXPIRED_REUSE,),
+           "a rotated refresh token presented after its own expiry is only refused, not a reuse"),
+    Mutant("oauth-refresh-get-unexpired", "oauth", SQL + "oauth.sql",
+           "WHERE t.token_hash = %(token_hash)s AND t.kind = 'refresh' AND e.revoked_at IS NULL;",
+           "WHERE t.token_hash = %(token_hash)s AND t.kind = 'refresh' AND e.revoked_at IS NULL AND t.expires_at > now();",
+           (OAUTH_EXPIRED_REUSE,),
+           "an expired rotated refresh token is unknown rather than a reuse", "oauth_refresh_get"),
+    Mutant("oauth-refresh-no-grace", "oauth", "board/oauth/server.py",
+           _REUSED, 'if row["rotated"]:',
+           (OAUTH_AFTER_GRACE, OAUTH_GRACE),
+           "a second window refreshing at the same moment ends the grant"),
+    Mutant("oauth-refresh-grace-forever", "oauth", SQL + "oauth.sql",
+           "t.rotated_at > coalesce(%(now)s::timestamptz, now()) - make_interval(secs => %(grace)s)",
+           "t.rotated_at IS NOT NULL",
+           (OAUTH_AFTER_GRACE,),
+           "a rotated refresh token gets its pair again however late it comes back",
+           ("oauth_refresh_get", "oauth_refresh_repeat"), times=2),
+    Mutant("oauth-refresh-pair-random", "oauth", "board/store/grants.py",
+           "access, refresh = rotated_pair(self._oauth_key(), token)",
+           "access, refresh = _mint(ACCESS_PREFIX), _mint(REFRESH_PREFIX)",
+           (OAUTH_GRACE,),
+           "a refresh token presented again within the grace cannot be given the pair its rotation issued"),
+    Mutant("oauth-reconsent-new-grant", "oauth", SQL + "oauth.sql",
+           "new AS (SELECT coalesce((SELECT id FROM live), gen_random_uuid()) AS id,",
+           "new AS (SELECT gen_random_uuid() AS id,",
+           (OAUTH_RECONSENT,),
+           "a second consent by the same client makes another grant", "oauth_code_exchange"),
+    Mutant("oauth-reconsent-keeps-old-tokens", "oauth", SQL + "oauth.sql",
+           "DELETE FROM oauth_tokens o USING ep WHERE o.endpoint_id = ep.id RETURNING 1",
+           "SELECT 1 FROM ep WHERE false",
+           (OAUTH_RECONSENT,),
+           "the tokens of the grant before a second consent keep its earlier verbs", "oauth_code_exchange"),
+    Mutant("oauth-reconsent-cached-tokens", "oauth", "board/live/endpoint_cache.py",
+           'if kind in ("endpoint_revoked", "endpoint_changed"):', 'if kind in ("endpoint_revoked",):',
+           (OAUTH_RECONSENT,), "a grant's cached earlier tokens outlive a second consent"),
+    Mutant("oauth-exchange-race-refused", "oauth", "board/store/grants.py",
+           '# one, run again, finds and updates it.\n            row = await self._fetch(query("oauth_code_exchange"), '
+           'params, op="oauth_token", one=True)',
+           "# one, run again, finds and updates it.\n            raise",
+           ("tests/integration/test_oauth_grants.py",),
+           "an exchange racing another for the same person and client fails instead of updating its grant"),
+    Mutant("oauth-consent-without-csrf", "oauth", "board/web/context.py",
+           "if session is None or not same_origin or not session.check_csrf(form.get(CSRF_FIELD)):",
+           "if session is None or not same_origin:",
+           (OAUTH_FORGED_CONSENT,),
+           "a consent form posted without the session's CSRF token approves"),
+    Mutant("oauth-consent-binding-unchecked", "oauth", "board/web/consent.py",
+           'if not oauth.check_binding(signed, human.user_id, form.get("binding")):', "if False:",
+           (OAUTH_FORGED_CONSENT,),
+           "a person approves a consent form shown to someone else"),
+    Mutant("oauth-consent-binding-any-value", "oauth", "board/oauth/server.py",
+           "return isinstance(presented, str) and hmac.compare_digest(presented, self.approval_binding(signed, user_id))",
+           "return isinstance(presented, str)",
+           (OAUTH_FORGED_CONSENT,),
+           "any binding value passes"),
+    Mutant("oauth-consent-binding-not-personal", "oauth", "board/oauth/server.py",
+           'f"{user_id}:{signed}".encode()', "signed.encode()",
+           (OAUTH_FORGED_CONSENT,),
+           "the binding does not name the person it was shown to"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the

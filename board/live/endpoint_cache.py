@@ -1,7 +1,8 @@
 """Authenticated endpoints, cached in the process so that an MCP call costs no token lookup.
 
 An entry maps a bearer token's SHA-256 (never the token) to its endpoint. It is dropped
-when the endpoint is revoked, through the process's LISTEN fan-out: the revocation's
+when the endpoint is revoked (or changed: an OAuth grant consented to again, whose earlier
+tokens end), through the process's LISTEN fan-out: the revocation's
 transaction notifies `endpoint_revoked`, which every server process receives at commit, so
 a revoked token stops working in every process as soon as its LISTEN connection delivers
 that (milliseconds; a call racing the delivery can still pass), and in the revoking process
@@ -83,7 +84,7 @@ class EndpointCache:
 
     def on_control(self, event: dict) -> None:
         kind = event.get("kind")
-        if kind == "endpoint_revoked":
+        if kind in ("endpoint_revoked", "endpoint_changed"):  # changed: an OAuth grant consented to again
             self._generation += 1
             endpoint = event.get("endpoint")
             for key in [k for k, (agent, _) in self._entries.items() if agent.endpoint_id == endpoint]:

@@ -63,6 +63,7 @@ from board.errors import RateLimited, SwitchboardError, Unavailable
 from board.mcp.doorbell import TODO_URI_PREFIX, TODOS_URI, Doorbell
 from board.oauth.server import base_url, resource_metadata_url, resource_url, same_resource
 from board.store.store import Agent, Store, call_deadline, deadline_after
+from board.store.vocabulary import WORKER_SCOPE
 from board.view.todo_detail import todo_detail
 
 log = logging.getLogger("switchboard.mcp")
@@ -258,8 +259,9 @@ class McpSurface:
             agent = None  # an OAuth token issued for another resource (RFC 8707)
         if agent is None:
             challenge = 'Bearer realm="switchboard"' + (', error="invalid_token"' if token else "")
-            if self.settings.oauth_enabled:  # where a host finds how to sign in (RFC 9728)
-                challenge += f', resource_metadata="{resource_metadata_url(base_url(self.settings, scope))}"'
+            if self.settings.oauth_enabled:  # where a host finds how to sign in (RFC 9728), and what to ask for
+                challenge += (f', resource_metadata="{resource_metadata_url(base_url(self.settings, scope))}"'
+                              f', scope="{" ".join(WORKER_SCOPE)}"')
             await _send_bytes(send, 401, _UNAUTHORIZED_BODY, [(b"www-authenticate", challenge.encode("latin-1"))])
             return
         scope[AGENT_KEY] = agent

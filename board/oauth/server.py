@@ -13,7 +13,10 @@ Provider, which keeps clients, codes and tokens in the store (board/store/grants
   (/consent, board/web/consent.py) with the request signed, so nothing is stored before
   the human approves;
 - /oauth/token: the authorization code with PKCE S256 (required), and rotating refresh
-  tokens; a code or refresh token presented a second time revokes the grant it made;
+  tokens; a code presented a second time revokes the grant it made, and so does a refresh
+  token presented again later than settings.oauth_refresh_grace_seconds after its rotation
+  (sooner, it gets the pair its rotation issued: two windows of one host refreshing at once).
+  A person has one grant per client: a second consent's code updates it;
 - /oauth/register: dynamic registration, rate limited per client address (the direct peer,
   or the address a trusted proxy forwarded: SWITCHBOARD_TRUSTED_PROXIES, which uvicorn
   applies); the body at most 16 KiB, the metadata within board/oauth/client_metadata.py's
@@ -241,17 +244,20 @@ class Provider:
             refresh_seconds=settings.oauth_refresh_token_seconds)
         if issued is None:
             raise TokenError("invalid_grant", "authorization code was already used or has expired")
-        log.info("oauth grant created: endpoint=%s client=%s", issued["endpoint_id"], logs.field(client.client_id),
-                 extra={"endpoint_id": issued["endpoint_id"]})
+        log.info("oauth grant %s: endpoint=%s client=%s", "updated" if issued["updated"] else "created",
+                 issued["endpoint_id"], logs.field(client.client_id), extra={"endpoint_id": issued["endpoint_id"]})
         return self._token(issued["access_token"], issued["refresh_token"], issued["scope"])
 
     # -- refresh, access and revocation ----------------------------------------------------
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
-        row = await self.store.oauth_refresh(refresh_token)
+        grace = self.server.settings.oauth_refresh_grace_seconds
+        row = await self.store.oauth_refresh(refresh_token, grace_seconds=grace)
         if row is None:
             return None
-        if row["rotated"]:  # a stolen copy, or the client's own stale one: either way end the grant
+        # A stolen copy, or the client's own stale one: either way end the grant; within the
+        # grace it is another window of the client refreshing at the same moment.
+        if row["rotated"] and not row["in_grace"]:
             await self._revoke_grant(row["endpoint_id"], "a refresh token was used again after rotation")
             return None
         if row["client_id"] != client.client_id:
@@ -264,11 +270,14 @@ class Provider:
         settings = self.server.settings
         issued = await self.store.oauth_refresh_rotate(
             refresh_token.token, scopes, access_seconds=settings.oauth_access_token_seconds,
-            refresh_seconds=settings.oauth_refresh_token_seconds)
-        if issued is None:  # another request rotated it first: the same reuse
-            await self._revoke_grant(refresh_token.subject, "a refresh token was used twice at once")
+            refresh_seconds=settings.oauth_refresh_token_seconds, grace_seconds=settings.oauth_refresh_grace_seconds)
+        if issued is None:  # another request rotated it first, longer ago than the grace: the same reuse
+            await self._revoke_grant(refresh_token.subject, "a refresh token was used twice")
             raise TokenError("invalid_grant", "refresh token was already used; the grant is revoked")
-        return self._token(issued["access_token"], issued["refresh_token"], scopes)
+        if issued["repeated"]:
+            log.info("oauth refresh token presented again within the grace: endpoint=%s, the same pair",
+                     refresh_token.subject, extra={"endpoint_id": refresh_token.subject})
+        return self._token(issued["access_token"], issued["refresh_token"], issued["scope"])
 
     async def load_access_token(self, token: str) -> AccessToken | None:
         row = await self.store.oauth_access(token)

@@ -148,6 +148,7 @@ _CONSTRAINT_ERRORS: dict[str, Callable[[], SwitchboardError]] = {
     "todos_one_successor": lambda: Conflict("the todo it continues already has a successor", argument="continues"),
     "todos_continues_fixed": lambda: Conflict("a todo's continues never changes", argument="continues"),
     "endpoints_user_id_fkey": lambda: NotFound("no such user"),
+    "endpoints_one_live_grant": lambda: Conflict("the person already has a live grant of this client"),
 }
 
 
@@ -281,7 +282,7 @@ READS = frozenset((
     query("queue_pauses_count"), query("queues_paused_by"), query("overview_counts"), query("overview_outcomes"),
     query("oauth_client_get"), query("oauth_code_get"), query("oauth_refresh_get"), query("oauth_access_get"),
     query("todos_still_pending"), query("watchers_in_flight"), query("watchers_in_flight_left"),
-    query("attempt_outcomes_fold_lag"),
+    query("attempt_outcomes_fold_lag"), query("oauth_refresh_repeat"),
 ))
 
 

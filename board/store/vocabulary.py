@@ -31,6 +31,9 @@ VERBS = (
 # What a new credential is granted unless the person ticks more: the vend wizard and the
 # consent screen tick these at first (a worker's loop; never release, never a producer's verb).
 DEFAULT_GRANT = ("list_todos", "get_todo", "claim_next", "heartbeat", "complete", "fail")
+# What a worker calls (switchboard_worker's loop): the scope /mcp's 401 asks an OAuth host for,
+# so that it does not request every verb.
+WORKER_SCOPE = ("claim_next", "heartbeat", "note", "complete", "fail", "release", "get_todo")
 # A verb another implies: an endpoint that may keep a lease alive may say what it is doing;
 # one that may add a todo, or complete one, may do several at once (add_todos and
 # complete_todos are no verbs of their own to grant).
@@ -42,7 +45,7 @@ TRANSITION_KINDS = (
     "interrupted", "resumed", "retried", "reaped", "requeued", "revoked", "deleted", "answered",
 )
 # Kinds of notifications about endpoints rather than todos (no subscriber re-reads a todo).
-CONTROL_KINDS = ("endpoint_revoked",)
+CONTROL_KINDS = ("endpoint_revoked", "endpoint_changed")
 # Kinds of notifications about an open attempt's working notes (no transition: the todo's
 # state and lease stay as they are; an open drawer re-reads it).
 NOTE_KINDS = ("noted",)

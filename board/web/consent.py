@@ -2,7 +2,9 @@
 request to connect over OAuth (board/oauth/server.py sends the browser here with the request
 signed). Approving records a code for exactly what the human ticked (verbs, queues, agent id)
 and sends the browser back to the client; the grant is created when the client exchanges the
-code, an endpoint like a vended one. The form is bound to the human it was shown to and
+code, an endpoint like a vended one, or, when the person has a live grant of that client
+already, that grant is updated (the screen says which, and says when an earlier grant was
+revoked, so that this one is new). The form is bound to the human it was shown to and
 carries the session's CSRF token."""
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from board.web.view import DEFAULT_VERBS, sentence
 
 log = logging.getLogger("switchboard.web")
 
+# Verbs that only read: a request for these alone is shown as read-only.
+READ_VERBS = ("list_todos", "get_todo")
+
 # The internal header a response sets to let its form post end at another origin (the
 # client's redirect URI); the security headers middleware folds it into form-action.
 FORM_ACTION_HEADER = "x-switchboard-form-action"
@@ -44,34 +49,58 @@ async def _client(request: Request, req: ConsentRequest):
     return await _oauth(request).provider.get_client(req.client_id)
 
 
-def _defaults(req: ConsentRequest) -> list[str]:
-    """The verbs ticked at first: the vend wizard's defaults (a worker's loop) among those the
-    client asked for. Anything more (release, adding, cancelling) the person ticks on purpose:
-    hosts tend to ask for every verb the metadata lists."""
-    return [v for v in DEFAULT_VERBS if v in _offered(req)]
-
-
-def _offered(req: ConsentRequest) -> tuple[str, ...]:
-    """The verbs the human may tick: those the client asked for (the human may narrow, never
-    widen), or every verb when it named none."""
+def _asked(req: ConsentRequest) -> tuple[str, ...]:
+    """The verbs the client asked for (every verb when it named none)."""
     return tuple(v for v in VERBS if v in req.scopes) if req.scopes else VERBS
+
+
+def _defaults(req: ConsentRequest, existing: dict | None) -> list[str]:
+    """The verbs ticked at first: those the client asked for (/mcp's 401 names a worker's
+    verbs, which hosts ask for), and those its live grant has already. A request for every verb
+    (what a host asks when it takes the metadata's whole list) ticks the vend wizard's
+    defaults (a worker's loop) instead. Anything more the person ticks on purpose: every verb
+    is offered, those not asked for saying so."""
+    asked = _asked(req)
+    ticked = set(DEFAULT_VERBS) if set(asked) == set(VERBS) else set(asked)
+    return [v for v in VERBS if v in ticked or existing and v in existing["scope"]]
 
 
 def _form_action(request: Request, req: ConsentRequest) -> str:
     return form_action_source(req.redirect_uri)
 
 
+def _connections(endpoints: list[dict], client_id: str) -> tuple[dict | None, dict | None]:
+    """The person's live grant of this client (a consent updates it), and else their latest
+    revoked one (a consent makes a new grant, which cannot see its todos)."""
+    mine = [e for e in endpoints if e["kind"] == "oauth" and e["client_id"] == client_id]  # newest first
+    live = next((e for e in mine if e["revoked_at"] is None), None)
+    return live, (None if live else next(iter(mine), None))
+
+
+def _queues_of(form) -> list[str]:
+    """The queues ticked among the person's, then those typed (commas or spaces between)."""
+    ticked = [q for q in form["_multi"].getall("queue", []) if isinstance(q, str)]
+    typed = str(form.get("queues") or "").replace(",", " ").split()
+    return list(dict.fromkeys(q for q in [*ticked, *typed] if q))
+
+
 async def _render(request: Request, human, session, signed: str, req: ConsentRequest, client, *, status=200,
                   errors=None, values=None) -> Response:
     redirect_host = redirect_shown(req.redirect_uri)
-    values = values or {"agent_id": _agent_id_from(client_name(client)), "queues": "", "verbs": _defaults(req)}
     endpoints = await runtime(request).store.endpoints_of_user(human.user_id)
-    known_queues = sorted({q for e in endpoints if e["revoked_at"] is None for q in e["queues"]})
+    existing, revoked = _connections(endpoints, req.client_id)
+    values = values or {"agent_id": existing["agent_id"] if existing else _agent_id_from(client_name(client)),
+                        "queues": "", "queue": list(existing["queues"]) if existing else [],
+                        "verbs": _defaults(req, existing)}
+    known_queues = sorted({q for e in endpoints if e["revoked_at"] is None for q in e["queues"]}
+                          | set(values["queue"]))
+    asked = _asked(req)
     response = page(request, "consent.html", session=session, human=human, status=status,
                     title=f"Connect {client_name(client)}", client_name=client_name(client),
                     client_id=req.client_id, redirect_host=redirect_host, verified=client_verified(client),
                     signed=signed, binding=_oauth(request).approval_binding(signed, human.user_id),
-                    offered=_offered(req), errors=errors or {}, values=values, known_queues=known_queues,
+                    offered=VERBS, asked=asked, read_only=all(v in READ_VERBS for v in asked), errors=errors or {},
+                    values=values, known_queues=known_queues, existing=existing, revoked=revoked,
                     active="endpoints")
     response.headers[FORM_ACTION_HEADER] = _form_action(request, req)
     return response
@@ -127,14 +156,11 @@ async def consent_submit(request: Request) -> Response:
         return _away(request, session, target, req)
     multi = form["_multi"]
     agent_id = str(form.get("agent_id") or "").strip()
-    queues_raw = str(form.get("queues") or "")
-    queues = [q for q in queues_raw.replace(",", " ").split() if q]
+    queues = _queues_of(form)
     verbs = [v for v in multi.getall("verbs", []) if isinstance(v, str)]
-    values = {"agent_id": agent_id, "queues": queues_raw, "verbs": verbs}
+    values = {"agent_id": agent_id, "queues": str(form.get("queues") or ""),
+              "queue": [q for q in multi.getall("queue", []) if isinstance(q, str)], "verbs": verbs}
     problems = vend_problems(agent_id=agent_id, queues=queues, scope=verbs)
-    widened = [v for v in verbs if v not in _offered(req)]
-    if widened:
-        problems.append(Invalid(f"the verb {widened[0]} was not asked for by this application", argument="scope"))
     if not problems:
         try:
             code = await runtime(request).store.oauth_code_issue(

@@ -145,12 +145,14 @@ class HttpConsent:
     def __init__(self, board: httpx.AsyncClient, *, verbs, queues="q", agent_id="sdk-host"):
         self.board, self.verbs, self.queues, self.agent_id = board, list(verbs), queues, agent_id
         self.redirects: list[str] = []
+        self.pages: list[str] = []  # each consent screen as shown, whitespace folded
         self.back: str | None = None
 
     async def redirect_handler(self, url: str) -> None:
         self.redirects.append(url)
         r = await self.board.get(url)
         assert r.status_code == 302, r.text
+        self.pages.append(" ".join((await self.board.get(r.headers["location"])).text.split()))
         done = await approve(self.board, r.headers["location"], verbs=self.verbs, queues=self.queues,
                              agent_id=self.agent_id)
         assert done.status_code == 303, done.text

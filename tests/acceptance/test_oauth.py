@@ -9,6 +9,7 @@ import asyncio
 import logging
 import hashlib
 import re
+from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -26,6 +27,15 @@ from tests.conftest import run_server, sql_rows
 async def grants(server) -> list[dict]:
     return await sql_rows(server.settings.database_url,
                           "SELECT id::text, client_name, scope, queues, revoked_at FROM endpoints WHERE kind = 'oauth'")
+
+
+async def past_the_grace(server) -> None:
+    """Every rotation so far moved back past SWITCHBOARD_OAUTH_REFRESH_GRACE_SECONDS (rather
+    than waiting it out)."""
+    grace = server.settings.oauth_refresh_grace_seconds
+    await sql_rows(server.settings.database_url,
+                   "UPDATE oauth_tokens SET rotated_at = rotated_at - make_interval(secs => %s + 1) "
+                   "WHERE rotated_at IS NOT NULL RETURNING 1", (grace,))
 
 
 async def signed_in_board(server, name="ada"):
@@ -58,6 +68,7 @@ async def test_an_unauthenticated_mcp_request_names_the_resource_metadata_which_
     challenge = r.headers["www-authenticate"]
     prm_url = f"{live_server.url}/.well-known/oauth-protected-resource/mcp"
     assert f'resource_metadata="{prm_url}"' in challenge
+    assert 'scope="claim_next heartbeat note complete fail release get_todo"' in challenge  # a worker's verbs
     prm = (await c.get(prm_url)).json()
     assert prm["resource"] == f"{live_server.url}/mcp"
     assert prm["authorization_servers"] == [live_server.url]
@@ -92,7 +103,7 @@ async def test_a_registered_client_approved_on_the_board_gets_tokens_that_list_e
     assert all(tokens["access_token"].encode() not in bytes(r["token_hash"]) for r in stored)
 
 
-async def test_a_refresh_rotates_both_tokens_and_the_old_refresh_token_used_again_revokes_the_grant(
+async def test_a_refresh_rotates_both_tokens_and_the_old_refresh_token_used_again_after_the_grace_revokes_the_grant(
         live_server, c, board):
     client_id = await public_client(c)
     p = pkce()
@@ -105,6 +116,7 @@ async def test_a_refresh_rotates_both_tokens_and_the_old_refresh_token_used_agai
                                        "mcp-protocol-version": "2025-11-25"},
                       json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
     assert ok.status_code != 401
+    await past_the_grace(live_server)
     reused = await refresh(c, client_id, first["refresh_token"])
     assert reused.status_code == 400 and reused.json()["error"] == "invalid_grant"
     [grant] = await grants(live_server)
@@ -260,15 +272,54 @@ async def test_the_consent_screen_needs_the_board_session_and_returns_to_it_afte
     assert r.status_code == 303 and r.headers["location"].startswith("/login?next=%2Fconsent")
 
 
-async def test_the_human_may_narrow_the_verbs_but_not_widen_them(live_server, c, board):
+def ticked_verbs(page: str) -> set[str]:
+    return set(re.findall(r'name="verbs" value="([a-z_]+)"[^>]*checked', page))
+
+
+async def test_the_consent_screen_ticks_the_verbs_asked_for_and_the_person_may_narrow_or_add(live_server, c, board):
     client_id = await public_client(c)
     consent = (await authorize(c, authorize_params(client_id, pkce(), scope="claim complete"))).headers["location"]
     page, _ = await consent_form(board, consent)
-    assert 'value="claim"' in page and 'value="release"' not in page
-    widened = await approve(board, consent, verbs=["claim", "release"])
-    assert widened.status_code == 400 and "release was not asked for" in widened.text.lower()
-    narrowed = await approve(board, consent, verbs=["claim"])
-    assert narrowed.status_code == 303
+    assert ticked_verbs(page) == {"claim", "complete"}
+    assert 'value="release"' in page and "implied by no other verb; not asked for by Test Host" in page
+    p = pkce()
+    code = await code_for(c, board, client_id, p, verbs=("claim", "release"), scope="claim complete")
+    tokens = (await exchange(c, client_id, code, p)).json()
+    assert set(tokens["scope"].split()) == {"claim", "release"}  # narrowed by one, added one on purpose
+
+
+async def test_a_read_only_request_reads_as_read_only_and_a_working_one_as_work(live_server, c, board):
+    client_id = await public_client(c)
+    reading = (await authorize(c, authorize_params(client_id, pkce(), scope="list_todos get_todo"))).headers["location"]
+    page, _ = await consent_form(board, reading)
+    assert "asks only to read" in page and "will do work as you" not in page
+    assert ticked_verbs(page) == {"list_todos", "get_todo"}
+    working = (await authorize(c, authorize_params(client_id, pkce(), scope="get_todo claim_next"))).headers["location"]
+    page, _ = await consent_form(board, working)
+    assert "asks only to read" not in page and "will do work as you" in page
+
+
+async def test_the_consent_screen_offers_the_persons_queues_to_tick_and_new_ones_to_name(live_server, c, board):
+    ada = await live_server.store.user_by_name("ada")
+    await vend(live_server.store, user_id=ada["id"], queues=("builds", "docs"))
+    client_id = await public_client(c)
+    consent = (await authorize(c, authorize_params(client_id, pkce()))).headers["location"]
+    page, fields = await consent_form(board, consent)
+    assert re.findall(r'name="queue" value="([^"]+)"', page) == ["builds", "docs"]
+    assert not re.findall(r'name="queue" value="[^"]+" checked', page)
+    data = [*fields.items(), ("decision", "approve"), ("queue", "docs"), ("queues", "fresh, other"),
+            ("agent_id", "host"), ("verbs", "get_todo")]
+    done = await board.post("/consent", content=urlencode(data),
+                            headers={"content-type": "application/x-www-form-urlencoded"})
+    assert done.status_code == 303, done.text
+    p_code = query_of(done.headers["location"])["code"]
+    [row] = await sql_rows(live_server.settings.database_url, "SELECT queues FROM oauth_codes WHERE used_at IS NULL")
+    assert row["queues"] == ["docs", "fresh", "other"] and p_code
+    _, fields = await consent_form(board, consent)
+    nothing = await board.post("/consent", content=urlencode([*fields.items(), ("decision", "approve"),
+                                                              ("agent_id", "host"), ("verbs", "get_todo")]),
+                               headers={"content-type": "application/x-www-form-urlencoded"})
+    assert nothing.status_code == 400 and "grant at least one queue" in nothing.text.lower()
 
 
 async def test_disconnecting_a_connected_agent_dead_letters_what_it_holds_and_closes_the_attempt_revoked(
@@ -379,23 +430,138 @@ async def test_a_forged_or_stale_consent_link_is_a_clear_400_page(live_server, c
         assert r.status_code == 400 and "not valid or has expired" in r.text, link
 
 
-async def test_two_refreshes_racing_with_one_token_rotate_it_once_and_the_loser_revokes_the_grant(
+async def test_two_refreshes_racing_with_one_token_both_get_the_same_new_pair_and_the_grant_stays_live(
         live_server, c, board):
     client_id = await public_client(c)
     p = pkce()
     tokens = (await exchange(c, client_id, await code_for(c, board, client_id, p), p)).json()
-    async with httpx.AsyncClient(base_url=live_server.url) as c2:  # its own connection
+    async with httpx.AsyncClient(base_url=live_server.url) as c2:  # its own connection: two windows
         answers = await asyncio.gather(refresh(c, client_id, tokens["refresh_token"]),
                                        refresh(c2, client_id, tokens["refresh_token"]))
-    assert sorted(r.status_code for r in answers) == [200, 400]
+    assert [r.status_code for r in answers] == [200, 200], [r.text for r in answers]
+    first, second = (r.json() for r in answers)
+    assert (first["access_token"], first["refresh_token"]) == (second["access_token"], second["refresh_token"])
+    assert first["refresh_token"] != tokens["refresh_token"] and first["scope"] == second["scope"]
     rotated = await sql_rows(live_server.settings.database_url,
                              "SELECT count(*) AS n FROM oauth_tokens WHERE kind = 'refresh' AND rotated_at IS NOT NULL")
     assert rotated == [{"n": 1}]
     [grant] = await grants(live_server)
+    assert grant["revoked_at"] is None
+    headers = {**auth(first["access_token"]), "accept": "application/json, text/event-stream",
+               "mcp-protocol-version": "2025-11-25"}
+    r = await c.post("/mcp", headers=headers, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert r.status_code != 401
+    again = await refresh(c, client_id, first["refresh_token"])  # the pair's refresh token rotates as any
+    assert again.status_code == 200 and again.json()["refresh_token"] != first["refresh_token"]
+
+
+async def test_a_refresh_token_presented_again_gets_the_same_pair_within_the_grace_and_revokes_the_grant_after(
+        live_server, c, board):
+    client_id = await public_client(c)
+    p = pkce()
+    tokens = (await exchange(c, client_id, await code_for(c, board, client_id, p), p)).json()
+    new = await refresh(c, client_id, tokens["refresh_token"])
+    assert new.status_code == 200
+    within = await refresh(c, client_id, tokens["refresh_token"])
+    assert within.status_code == 200 and within.json()["refresh_token"] == new.json()["refresh_token"]
+    await past_the_grace(live_server)
+    after = await refresh(c, client_id, tokens["refresh_token"])
+    assert after.status_code == 400 and after.json()["error"] == "invalid_grant"
+    [grant] = await grants(live_server)
     assert grant["revoked_at"] is not None
-    winner = next(r for r in answers if r.status_code == 200).json()
-    r = await c.post("/mcp", headers=auth(winner["access_token"]), json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
-    assert r.status_code == 401
+
+
+async def test_a_rotated_refresh_token_presented_after_its_own_expiry_still_revokes_the_grant(live_server, c, board):
+    client_id = await public_client(c)
+    p = pkce()
+    tokens = (await exchange(c, client_id, await code_for(c, board, client_id, p), p)).json()
+    assert (await refresh(c, client_id, tokens["refresh_token"])).status_code == 200
+    await past_the_grace(live_server)
+    await sql_rows(live_server.settings.database_url,
+                   "UPDATE oauth_tokens SET expires_at = now() - interval '1 second' "
+                   "WHERE kind = 'refresh' AND rotated_at IS NOT NULL RETURNING 1")
+    reused = await refresh(c, client_id, tokens["refresh_token"])
+    assert reused.status_code == 400 and reused.json()["error"] == "invalid_grant"
+    [grant] = await grants(live_server)
+    assert grant["revoked_at"] is not None  # expired or not, a rotated token came back: a stolen copy
+
+
+async def test_an_expired_refresh_token_never_rotated_is_refused_and_revokes_nothing(live_server, c, board):
+    client_id = await public_client(c)
+    p = pkce()
+    tokens = (await exchange(c, client_id, await code_for(c, board, client_id, p), p)).json()
+    await sql_rows(live_server.settings.database_url,
+                   "UPDATE oauth_tokens SET expires_at = now() - interval '1 second' WHERE kind = 'refresh' RETURNING 1")
+    r = await refresh(c, client_id, tokens["refresh_token"])
+    assert r.status_code == 400 and r.json()["error"] == "invalid_grant"
+    [grant] = await grants(live_server)
+    assert grant["revoked_at"] is None
+
+
+# -- a second consent is the same connection -------------------------------------------------
+
+async def test_a_second_consent_by_the_same_client_updates_its_grant_and_ends_the_earlier_tokens(
+        live_server, c, board):
+    client_id = await public_client(c)
+    p = pkce()
+    first = (await exchange(c, client_id, await code_for(c, board, client_id, p, queues="builds"), p)).json()
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
+    used = await c.post("/mcp", headers={**headers, **auth(first["access_token"])}, json=ping)
+    assert used.status_code != 401  # and cached as good in this process
+    consent = (await authorize(c, authorize_params(client_id, pkce()))).headers["location"]
+    page, _ = await consent_form(board, consent)
+    page = " ".join(page.split())
+    assert "Test Host is connected already" in page and "Allowing updates that connection" in page
+    assert re.findall(r'name="queue" value="([^"]+)" checked', page) == ["builds"]  # its queues, ticked
+    p = pkce()
+    code = await code_for(c, board, client_id, p, verbs=("get_todo", "claim_next"), queues="docs")
+    second = (await exchange(c, client_id, code, p)).json()
+    [grant] = await grants(live_server)
+    assert grant["revoked_at"] is None and sorted(grant["scope"]) == ["claim_next", "get_todo"]
+    assert grant["queues"] == ["docs"]
+    old = await c.post("/mcp", headers={**headers, **auth(first["access_token"])}, json=ping)
+    assert old.status_code == 401
+    assert (await refresh(c, client_id, first["refresh_token"])).json()["error"] == "invalid_grant"
+    [grant] = await grants(live_server)
+    assert grant["revoked_at"] is None  # an ended token is unknown, not a reuse
+    async with connect(live_server, second["access_token"]) as session:
+        assert {t.name for t in (await session.list_tools()).tools} == {"get_todo", "claim_next"}
+    listing = (await board.get("/endpoints")).text
+    assert listing.count(f'href="/endpoints/{grant["id"]}/revoke"') == 1 and listing.count("<th scope=\"row\">Test Host") == 1
+
+
+async def test_consent_after_a_revoke_makes_a_new_grant_and_the_screen_says_so(live_server, c, board):
+    client_id = await public_client(c)
+    p = pkce()
+    await exchange(c, client_id, await code_for(c, board, client_id, p), p)
+    [old] = await grants(live_server)
+    page = await board.get(f"/endpoints/{old['id']}/revoke")
+    assert (await board.post(f"/endpoints/{old['id']}/revoke", data={"csrf_token": csrf_of(page.text)})).status_code == 303
+    consent = (await authorize(c, authorize_params(client_id, pkce()))).headers["location"]
+    page, _ = await consent_form(board, consent)
+    page = " ".join(page.split())
+    assert "You disconnected Test Host on" in page and "allowing makes a new connection" in page
+    assert "connected already" not in page
+    p = pkce()
+    tokens = (await exchange(c, client_id, await code_for(c, board, client_id, p), p)).json()
+    assert tokens["access_token"].startswith("sba_")
+    rows = {g["id"]: g for g in await grants(live_server)}
+    assert len(rows) == 2 and rows[old["id"]]["revoked_at"] is not None
+    [new] = [g for g in rows.values() if g["id"] != old["id"]]
+    assert new["revoked_at"] is None
+
+
+async def test_two_exchanges_racing_for_one_person_and_client_leave_one_live_grant(live_server, c, board):
+    client_id = await public_client(c)
+    pairs = [pkce(), pkce()]
+    codes = [await code_for(c, board, client_id, p) for p in pairs]
+    async with httpx.AsyncClient(base_url=live_server.url) as c2:
+        answers = await asyncio.gather(exchange(c, client_id, codes[0], pairs[0]),
+                                       exchange(c2, client_id, codes[1], pairs[1]))
+    assert [r.status_code for r in answers] == [200, 200], [r.text for r in answers]
+    live = [g for g in await grants(live_server) if g["revoked_at"] is None]
+    assert len(live) == 1 and len(await grants(live_server)) == 1
 
 
 async def test_a_refresh_token_is_not_an_access_token_at_mcp(live_server, c, board):

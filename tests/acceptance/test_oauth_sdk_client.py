@@ -11,7 +11,8 @@ import asyncio
 import httpx
 import pytest
 
-from tests.acceptance.mcp_helpers import GENERATIONS, auth, call
+from board.store.vocabulary import WORKER_SCOPE
+from tests.acceptance.mcp_helpers import GENERATIONS, auth, call, call_error
 from tests.acceptance.oauth_helpers import HttpConsent, MemoryStorage, query_of, sdk_provider, sdk_session
 from tests.acceptance.test_board_auth import client_for, csrf_of, make_human, sign_in
 from tests.conftest import sql_rows
@@ -102,3 +103,34 @@ async def test_the_python_sdk_client_registered_on_one_loopback_port_signs_in_ag
         assert again.back.startswith("http://127.0.0.1:52002/callback?")  # the code went to the new port
     clients = await sql_rows(live_server.settings.database_url, "SELECT client_id FROM oauth_clients")
     assert [c["client_id"] for c in clients] == [registered.client_id]
+
+
+async def test_a_second_consent_by_the_same_python_sdk_client_sees_the_first_grants_todo_and_after_a_revoke_a_new_one_does_not(
+        live_server):
+    await make_human(live_server.store, "ada")
+    grants = "SELECT id::text, revoked_at FROM endpoints WHERE kind = 'oauth' ORDER BY created_at"
+    async with client_for(live_server) as board:
+        await sign_in(board, "ada")
+        consent = HttpConsent(board, verbs=("add_todo", *WORKER_SCOPE), queues="builds")
+        storage = MemoryStorage()  # the host keeps its registration (its client id) throughout
+        async with sdk_session(live_server.url, sdk_provider(live_server.url, storage, consent)) as client:
+            todo = await call(client, "add_todo", {"queue": "builds", "title": "Left for the next window"})
+        # The SDK asked for exactly the scope /mcp's 401 named; the person added add_todo.
+        assert query_of(consent.redirects[0])["scope"] == " ".join(WORKER_SCOPE)
+        assert "is connected already" not in consent.pages[0] and "You disconnected" not in consent.pages[0]
+        storage.tokens = None  # lost, or its refresh token expired: the host signs in again
+        async with sdk_session(live_server.url, sdk_provider(live_server.url, storage, consent)) as client:
+            assert (await call(client, "get_todo", {"id": todo["id"]}))["id"] == todo["id"]
+        assert query_of(consent.redirects[1])["client_id"] == query_of(consent.redirects[0])["client_id"]
+        assert "SDK Host is connected already" in consent.pages[1]
+        [grant] = await sql_rows(live_server.settings.database_url, grants)
+        listing = (await board.get("/endpoints")).text
+        assert listing.count(f'href="/endpoints/{grant["id"]}/revoke"') == 1
+        await revoke_on_the_board(board, grant["id"])
+        storage.tokens = None
+        async with sdk_session(live_server.url, sdk_provider(live_server.url, storage, consent)) as client:
+            assert (await call_error(client, "get_todo", {"id": todo["id"]}))["code"] == "not_found"
+        assert "You disconnected SDK Host on" in consent.pages[2]
+        assert "allowing makes a new connection, which cannot see the todos" in consent.pages[2]
+        old, new = await sql_rows(live_server.settings.database_url, grants)
+        assert old["id"] == grant["id"] and old["revoked_at"] is not None and new["revoked_at"] is None

@@ -10,7 +10,8 @@ import contextlib
 
 import httpx
 
-from tests.acceptance.oauth_helpers import REDIRECT, approve, query_of
+from board.store.vocabulary import WORKER_SCOPE
+from tests.acceptance.oauth_helpers import REDIRECT, approve, consent_form, query_of
 from tests.acceptance.test_board_auth import client_for, csrf_of, make_human, sign_in
 from tests.acceptance.third_party import CLIENTS, DRIVER, Threw, TsClient, node, ok
 from tests.conftest import sql_rows
@@ -42,6 +43,7 @@ async def test_the_typescript_sdk_client_signs_in_through_the_consent_screen_ref
         assert url and url.startswith(live_server.url + "/oauth/authorize?")
         assert query_of(url)["resource"].rstrip("/") == live_server.url + "/mcp"
         assert query_of(url)["code_challenge_method"] == "S256"
+        assert query_of(url)["scope"] == " ".join(WORKER_SCOPE)  # what /mcp's 401 named
         r = await board.get(url)
         assert r.status_code == 302
         done = await approve(board, r.headers["location"], verbs=["add_todo", "claim", "get_todo", "complete"],
@@ -105,3 +107,27 @@ async def test_the_typescript_sdk_client_registered_on_one_loopback_port_signs_i
             ok(await ts.call_tool("add_todo", {"queue": "ts", "title": "From a new port"}))
     clients = await sql_rows(live_server.settings.database_url, "SELECT client_id FROM oauth_clients")
     assert [c["client_id"] for c in clients] == [registered["client_id"]]
+
+
+async def test_a_second_consent_by_the_same_typescript_sdk_client_updates_its_grant_which_keeps_its_todo(live_server):
+    await make_human(live_server.store, "ada")
+
+    async def sign_in_with(ts, board, **kw) -> tuple[str, str]:
+        url = (await ts.request("connectOAuth", url=live_server.url + "/mcp", redirectUrl=REDIRECT, **kw))["authorizationUrl"]
+        consent = (await board.get(url)).headers["location"]
+        page, _ = await consent_form(board, consent)
+        done = await approve(board, consent, verbs=["add_todo", "get_todo"], queues="ts", agent_id="ts-host")
+        await ts.request("finishAuth", code=query_of(done.headers["location"])["code"])
+        return query_of(url)["client_id"], " ".join(page.split())
+
+    async with client_for(live_server) as board, ts_process() as ts:
+        await sign_in(board, "ada")
+        first_client, first_page = await sign_in_with(ts, board)
+        assert "is connected already" not in first_page
+        todo = ok(await ts.call_tool("add_todo", {"queue": "ts", "title": "Seen by the next sign-in"}))
+        second_client, second_page = await sign_in_with(ts, board, keepClient=True)
+        assert second_client == first_client and "TS Host is connected already" in second_page
+        assert ok(await ts.call_tool("get_todo", {"id": todo["id"]}))["id"] == todo["id"]
+    rows = await sql_rows(live_server.settings.database_url,
+                          "SELECT revoked_at FROM endpoints WHERE kind = 'oauth' AND client_name = 'TS Host'")
+    assert rows == [{"revoked_at": None}]

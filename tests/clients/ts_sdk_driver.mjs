@@ -13,10 +13,11 @@
 //       them were for that URI; returns {"heardAt": epoch ms when the (n+1)th arrived}
 //   {"op": "close"}
 //   {"op": "connectOAuth", "url": "...", "redirectUrl": "...", "clientMetadataUrl": "..."?,
-//    "clientInformation": {...}?}
+//    "clientInformation": {...}?, "keepClient": bool?}
 //       -> {"authorizationUrl": "..."}: the SDK's OAuth discovery and registration ran (or it
-//          reused clientInformation, a registration a host kept) and it wants the person sent
-//          there; the test approves and passes the code on with
+//          reused clientInformation, a registration a host kept; keepClient: the registration
+//          of the previous connectOAuth, and no tokens, as a host signing in again) and it
+//          wants the person sent there; the test approves and passes the code on with
 //   {"op": "finishAuth", "code": "..."}: the SDK exchanges it and connects again
 //   {"op": "tokens"}: the tokens the SDK holds now
 //   {"op": "clientInformation"}: the registration the SDK holds now
@@ -82,8 +83,10 @@ async function run(command) {
       };
     }
     case "connectOAuth": {
+      const registered = command.keepClient ? oauth?.provider.clientInformation() : undefined;
       oauth = { url: command.url, provider: new MemoryProvider(command.redirectUrl, command.clientMetadataUrl,
                                                                  command.clientInformation) };
+      if (registered) oauth.provider.saveClientInformation(registered);
       try {
         await connectWith(command.url);
       } catch (error) {

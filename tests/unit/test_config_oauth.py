@@ -10,12 +10,14 @@ from board.errors import Invalid
 
 def test_the_oauth_settings_are_read_with_their_defaults_and_bounds():
     s = from_env({})
-    assert (s.oauth_enabled, s.public_url, s.oauth_access_token_seconds) == (True, None, 3600)
+    assert (s.oauth_enabled, s.public_url, s.oauth_access_token_seconds, s.oauth_refresh_grace_seconds) == (
+        True, None, 3600, 10)
     s = from_env({"SWITCHBOARD_OAUTH": "false", "SWITCHBOARD_PUBLIC_URL": "https://sb.example.com/",
                   "SWITCHBOARD_OAUTH_ACCESS_TOKEN_SECONDS": "900", "SWITCHBOARD_OAUTH_REFRESH_TOKEN_SECONDS": "86400",
-                  "SWITCHBOARD_OAUTH_REGISTRATIONS_PER_MINUTE": "0"})
+                  "SWITCHBOARD_OAUTH_REGISTRATIONS_PER_MINUTE": "0", "SWITCHBOARD_OAUTH_REFRESH_GRACE_SECONDS": "2.5"})
     assert (s.oauth_enabled, s.public_url, s.oauth_access_token_seconds, s.oauth_refresh_token_seconds,
-            s.oauth_registrations_per_minute) == (False, "https://sb.example.com", 900, 86400, 0)
+            s.oauth_registrations_per_minute, s.oauth_refresh_grace_seconds) == (
+        False, "https://sb.example.com", 900, 86400, 0, 2.5)
 
 
 @pytest.mark.parametrize(("name", "value"), [
@@ -24,6 +26,8 @@ def test_the_oauth_settings_are_read_with_their_defaults_and_bounds():
     ("SWITCHBOARD_PUBLIC_URL", "http://sb.example.com"),    # plain http off loopback
     ("SWITCHBOARD_PUBLIC_URL", "https://sb.example.com/?x=1"),
     ("SWITCHBOARD_OAUTH", "maybe"),
+    ("SWITCHBOARD_OAUTH_REFRESH_GRACE_SECONDS", "-1"),
+    ("SWITCHBOARD_OAUTH_REFRESH_GRACE_SECONDS", "61"),      # a grace, not a second lifetime
 ])
 def test_a_bad_oauth_setting_is_refused_naming_the_variable(name, value):
     with pytest.raises(Invalid) as refused:

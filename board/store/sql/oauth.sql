@@ -30,19 +30,31 @@ SELECT client_id, scope, redirect_uri, redirect_uri_explicit, code_challenge, re
   FROM oauth_codes WHERE code_hash = %(code_hash)s;
 
 -- name: oauth_code_exchange
--- description: Uses a code once: creates the grant (an oauth endpoint) and its first access and refresh tokens
-WITH new AS (SELECT gen_random_uuid() AS id),
+-- description: Uses a code once: updates the person's live grant of the client (verbs, queues, agent id) or creates one (an oauth endpoint), ends the grant's earlier tokens and issues a new access and refresh token
+WITH live AS (  -- the person's live grant of this client (one at most: endpoints_one_live_grant)
+  SELECT e.id FROM oauth_codes c
+    JOIN endpoints e ON e.user_id = c.user_id AND e.client_id = c.client_id AND e.kind = 'oauth' AND e.revoked_at IS NULL
+   WHERE c.code_hash = %(code_hash)s
+),
+new AS (SELECT coalesce((SELECT id FROM live), gen_random_uuid()) AS id, EXISTS (SELECT FROM live) AS existing),
 code AS (
   UPDATE oauth_codes SET used_at = now(), endpoint_id = (SELECT id FROM new)
    WHERE code_hash = %(code_hash)s AND used_at IS NULL AND expires_at > now()
   RETURNING *
 ),
 ep AS (
-  INSERT INTO endpoints (id, user_id, name, agent_id, kind, client_id, client_name, client_verified, scope, queues)
+  INSERT INTO endpoints AS e (id, user_id, name, agent_id, kind, client_id, client_name, client_verified, scope, queues)
   SELECT (SELECT id FROM new), user_id, left(client_name, 100), agent_id, 'oauth', client_id, client_name,
          client_verified, scope, queues
     FROM code
+  ON CONFLICT (id) DO UPDATE SET name = excluded.name, agent_id = excluded.agent_id,
+         client_name = excluded.client_name, client_verified = excluded.client_verified, scope = excluded.scope,
+         queues = excluded.queues
+   WHERE e.revoked_at IS NULL
   RETURNING id, scope
+),
+ended AS (  -- the grant's earlier tokens (the new ones are not in this statement's snapshot)
+  DELETE FROM oauth_tokens o USING ep WHERE o.endpoint_id = ep.id RETURNING 1
 ),
 tokens AS (
   INSERT INTO oauth_tokens (token_hash, kind, endpoint_id, scope, resource, expires_at)
@@ -52,12 +64,19 @@ tokens AS (
                       (%(refresh_hash)s::bytea, 'refresh', %(refresh_ttl)s::float8)) AS t(hash, kind, ttl)
   RETURNING 1
 )
-SELECT ep.id::text AS endpoint_id, ep.scope, (SELECT count(*) FROM tokens) AS tokens FROM ep;
+SELECT ep.id::text AS endpoint_id, ep.scope, (SELECT existing FROM new) AS updated,
+       (SELECT count(*) FROM ended) AS ended, (SELECT count(*) FROM tokens) AS tokens,
+       -- every process drops the grant's cached tokens, which carried its earlier verbs and queues
+       CASE WHEN (SELECT existing FROM new) THEN pg_notify('switchboard_v1', json_build_object(
+         'kind', 'endpoint_changed', 'endpoint', ep.id)::text) END AS changed_notice
+  FROM ep;
 
 -- name: oauth_refresh_get
--- description: A refresh token of a live grant by hash, with whether it was already rotated
+-- description: A refresh token of a live grant by hash (expired or not), with whether it was already rotated, and if so whether within the last grace seconds
 SELECT t.endpoint_id::text AS endpoint_id, e.client_id, t.scope, t.resource,
-       extract(epoch FROM t.expires_at)::float8 AS expires_at, t.rotated_at IS NOT NULL AS rotated
+       extract(epoch FROM t.expires_at)::float8 AS expires_at, t.rotated_at IS NOT NULL AS rotated,
+       coalesce(t.rotated_at > coalesce(%(now)s::timestamptz, now()) - make_interval(secs => %(grace)s), false)
+         AS in_grace
   FROM oauth_tokens t JOIN endpoints e ON e.id = t.endpoint_id
  WHERE t.token_hash = %(token_hash)s AND t.kind = 'refresh' AND e.revoked_at IS NULL;
 
@@ -79,6 +98,15 @@ tokens AS (
   RETURNING 1
 )
 SELECT (SELECT count(*) FROM tokens) AS tokens;
+
+-- name: oauth_refresh_repeat
+-- description: A refresh token presented again within the grace after its rotation: the scope of the pair it was rotated to (derived from it, so the caller names their hashes), stored for its live grant
+SELECT n.scope FROM oauth_tokens t
+  JOIN endpoints e ON e.id = t.endpoint_id AND e.revoked_at IS NULL
+  JOIN oauth_tokens n ON n.token_hash = %(refresh_hash)s AND n.kind = 'refresh' AND n.endpoint_id = t.endpoint_id
+  JOIN oauth_tokens a ON a.token_hash = %(access_hash)s AND a.kind = 'access' AND a.endpoint_id = t.endpoint_id
+ WHERE t.token_hash = %(token_hash)s AND t.kind = 'refresh'
+   AND t.rotated_at > coalesce(%(now)s::timestamptz, now()) - make_interval(secs => %(grace)s);
 
 -- name: oauth_access_get
 -- description: An unexpired access token of a live grant by hash (for revocation)
