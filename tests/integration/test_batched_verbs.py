@@ -234,7 +234,7 @@ async def test_the_batched_claims_reach_rows_by_key_past_a_big_backlog(store, ag
         await conn.execute("INSERT INTO todos (endpoint_id, queue, title, created_at) SELECT %s, 'q', 'job ' || g, "
                            "now() + g * interval '1 us' FROM generate_series(1, 30000) g", (agent.endpoint_id,))
         await conn.execute("VACUUM ANALYZE")
-        for name in ("todos_claim_next_fast", "todos_claim_next", "todos_add", "todos_complete",
+        for name in ("todo_claim_fast", "todo_claim", "todos_add", "todos_complete",
                      "todos_complete_closable", "attempts_fence_lookup_many"):
             plan = await generic_plan(conn, QUERIES[name].sql)
             assert unkeyed_scans(plan) == [], (name, "\n".join(plan))

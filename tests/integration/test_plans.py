@@ -126,8 +126,12 @@ async def test_every_statement_reaches_rows_by_key_on_a_table_with_history(store
             plan = [row[0] for row in await cur.fetchall()]
             bad = [line for target, line in unkeyed_scans(plan) if (label, target) not in UNKEYED_OK]
             if "t.id = %(id)s" in text:  # one todo by id: through the primary key, never a wider index
-                bad += [line.strip() for line in plan
-                        if re.search(r"Index Scan using todos_(?!pkey)\w+ on todos t\b", line)]
+                # (a statement that also walks an index when no id is given cuts that walk by a
+                # one-time filter on the id being null)
+                bad += [line.strip() for i, line in enumerate(plan)
+                        if re.search(r"Index Scan using todos_(?!pkey)\w+ on todos t\b", line)
+                        and not any(re.search(r"One-Time Filter: \(\$\d+ IS NULL\)", above)
+                                    for above in plan[max(i - 2, 0):i])]
             if bad:
                 problems.append(f"{label}:\n  " + "\n  ".join(bad) + "\n  full plan:\n    " + "\n    ".join(plan))
         # The SQL functions the statements call (migrations), planned the same way: a body
@@ -246,8 +250,7 @@ async def test_claim_next_walks_the_pending_index_past_a_big_backlog_with_its_pa
             " SELECT %(ep)s, 'work', 'job ' || g, now() + g * interval '1 us' FROM generate_series(1, 30000) g",
             {"ep": agent.endpoint_id})
         await conn.execute("VACUUM ANALYZE todos")
-        for name in ("todo_claim_next_fast", "todo_claim_next", "todo_claim_next_fast_unpaused",
-                     "todo_claim_next_unpaused"):
+        for name in ("todo_claim_fast", "todo_claim"):
             plan = await generic_plan(conn, QUERIES[name].sql)
             text = "\n".join(plan)
             assert "Index Scan using todos_pending_idx on todos" in text, f"{name}:\n{text}"
