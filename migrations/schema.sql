@@ -225,6 +225,11 @@ CREATE FUNCTION public.hook_payload(event text, occurred_at timestamp with time 
       'attempt', $7::integer, 'max_attempts', $8::integer, 'attempts_total', $9::integer,
       'endpoint_id', $10::uuid))
 $_$;
+CREATE FUNCTION public.lease_fence_holds(lease_token_hash bytea, token_checked boolean, caller_endpoint uuid) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT caller_endpoint IS NULL OR token_checked OR lease_token_hash IS NULL
+$$;
 CREATE FUNCTION public.outcome_bucket(t timestamp with time zone) RETURNS timestamp with time zone
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -259,6 +264,17 @@ CREATE FUNCTION public.todo_ended(state public.todo_state, next_retry_at timesta
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
   SELECT state IN ('done', 'canceled') OR todo_dead_letter(state, next_retry_at)
+$$;
+CREATE FUNCTION public.todo_held_by(owner text, caller_endpoint uuid, caller_owner text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT caller_endpoint IS NULL OR owner = caller_owner
+$$;
+CREATE FUNCTION public.todo_in_scope(endpoint_id uuid, queue text, caller_endpoint uuid, caller_queues text[], caller_user bigint) RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  SELECT CASE WHEN caller_endpoint IS NULL THEN endpoint_id = ANY(user_endpoints(caller_user))
+              ELSE endpoint_id = caller_endpoint AND queue = ANY(caller_queues) END
 $$;
 CREATE FUNCTION public.todos_consistent() RETURNS trigger
     LANGUAGE plpgsql
@@ -372,6 +388,11 @@ BEGIN
   RETURN NULL;
 END
 $$;
+CREATE FUNCTION public.user_endpoints(user_id bigint) RETURNS uuid[]
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $_$
+  SELECT ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = $1)
+$_$;
 CREATE TABLE public.attempt_notes (
     todo_id text NOT NULL COLLATE pg_catalog."C",
     seq public.attempt_number NOT NULL,

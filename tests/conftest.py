@@ -144,16 +144,18 @@ async def agent(store):
 @contextlib.asynccontextmanager
 async def watchers_lent(url: str):
     """Today's statements on an older build's database (an upgrade test's setup): they read
-    migration 0011's watchers table, so it is there for the block and gone before the
-    upgrade that adds it."""
-    ddl = (Path(__file__).resolve().parent.parent / "migrations" / "0011_watchers.sql").read_text()
+    migration 0011's watchers table and call migration 0014's caller rules, so those are
+    there for the block and gone before the upgrade that adds them."""
+    migrations = Path(__file__).resolve().parent.parent / "migrations"
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        await conn.execute(ddl)
+        await conn.execute((migrations / "0011_watchers.sql").read_text())
+        await conn.execute((migrations / "0014_caller_rules.sql").read_text())
     try:
         yield
     finally:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             await conn.execute("DROP TABLE watchers")
+            await conn.execute("DROP FUNCTION todo_in_scope, user_endpoints, todo_held_by, lease_fence_holds")
 
 
 async def watch(store: st.Store, user_id: int) -> str:

@@ -254,16 +254,14 @@ _COMPLETE_ITEM_FIELDS = frozenset({"id", "result", "summary", "artifact", "lease
 _CLASSIFY = {"agent": query("todo_classify_miss"), "human": query("todo_classify_miss_human")}
 _CONTINUES_MISS = {"agent": query("todo_continues_miss"), "human": query("todo_continues_miss_human")}
 _GET = {"agent": query("todo_get"), "human": query("todo_get_human")}
-_RETRY = {"agent": query("todo_retry"), "human": query("todo_retry_human")}
 _LIST = {
     ("agent", "created"): query("todo_list_by_created"), ("agent", "updated"): query("todo_list_by_updated"),
     ("human", "created"): query("todo_list_by_created_human"), ("human", "updated"): query("todo_list_by_updated_human"),
 }
-_CLOSE_AGENT = {"complete": query("todo_complete"), "fail": query("todo_fail"), "release": query("todo_release")}
-# The Board's closes: the owning human is exempt from the fence (REQ-6) and may release,
-# fail or cancel any holder's attempt; complete only their own claim.
-_CLOSE_HUMAN = {"complete": query("todo_complete_human"), "fail": query("todo_fail_human"),
-                "release": query("todo_release_human")}
+# The holder's closes, an agent's or the Board's: the owning human is exempt from the fence
+# (REQ-6) and may release, fail or cancel any holder's attempt; complete only their own claim.
+_CLOSE = {"complete": query("todo_complete"), "fail": query("todo_fail_or_release"),
+          "release": query("todo_fail_or_release")}
 # complete and cancel close with a fixed outcome and disposition and leave a fixed state, so
 # their statements return neither, nor what a close fixes on the todo (filled in by _closed):
 # (outcome, disposition, state). tests/integration/test_transition_responses.py holds each
@@ -809,19 +807,18 @@ class Store(Accounts, Grants):
         reported = {k: v for k, v in usage.items() if v is not None}
         if reported and not isinstance(caller, Agent):  # the Board's closes report none
             raise Invalid("usage is reported by an agent's closing call", argument="usage", op=kind, todo_id=todo_id)
-        if isinstance(caller, Agent):  # an agent's close sets what it reported (nulls: nothing)
-            inputs.update(usage)
-        params = self._params(caller, id=todo_id, **inputs, now=now,
+        inputs.update(usage)  # what an agent's close reported (nulls: nothing; the Board's: nothing)
+        params = self._params(caller, id=todo_id, **inputs, now=now, outcome=CLOSED_BY[kind],
                               retry_base=self.settings.retry_base_seconds, retry_max=self.settings.retry_max_seconds)
         if isinstance(caller, Agent):
             caller.require(kind)
             params["from_states"] = ["claimed"]
             if lease_token is None:  # the statement itself requires an unfenced attempt
-                row = await self._fetch(_CLOSE_AGENT[kind], dict(params, token_checked=False), op=kind,
+                row = await self._fetch(_CLOSE[kind], dict(params, token_checked=False), op=kind,
                                         todo_id=todo_id, one=True)
             else:
                 try:
-                    row = await self._fenced(caller, _CLOSE_AGENT[kind], params,
+                    row = await self._fenced(caller, _CLOSE[kind], params,
                                              lease_token, op=kind, todo_id=todo_id, from_states=["claimed"])
                 except Conflict:  # the token no longer holds the open attempt: it may have closed it
                     row = None
@@ -831,7 +828,7 @@ class Store(Accounts, Grants):
                         return replayed
         else:
             params["from_states"] = ["claimed"] if kind == "complete" else list(HOLDER_STATES)
-            row = await self._fetch(_CLOSE_HUMAN[kind], params, op=kind, todo_id=todo_id, one=True)
+            row = await self._fetch(_CLOSE[kind], dict(params, token_checked=False), op=kind, todo_id=todo_id, one=True)
         if row is None:
             raise await self._classify(caller, todo_id, kind, params)
         return self._closed(kind, todo_id, row, usage=reported or None)
@@ -1149,11 +1146,11 @@ class Store(Accounts, Grants):
             caller.require("cancel")
         params = self._params(caller, id=todo_id, summary=None, summary_truncated=False, artifact=None,
                               from_states=list(HOLDER_STATES), now=now)
-        row = await self._fetch(query("todo_cancel_held") if agent else query("todo_cancel_held_human"), params,
+        row = await self._fetch(query("todo_cancel_held"), params,
                                 op="cancel", todo_id=todo_id, one=True)
         if row is not None:
             return self._closed("cancel", todo_id, row)
-        row = await self._fetch(query("todo_cancel_unheld") if agent else query("todo_cancel_unheld_human"), params, op="cancel",
+        row = await self._fetch(query("todo_cancel_unheld"), params, op="cancel",
                                 todo_id=todo_id, one=True)
         if row is None:
             raise await self._classify(caller, todo_id, "cancel", params)
@@ -1164,9 +1161,8 @@ class Store(Accounts, Grants):
     async def todo_retry(self, caller: Caller, todo_id: Any, *, now=None) -> dict:
         """Manual retry: dead letter -> pending with attempt = 0; every attempt kept (REQ-12)."""
         todo_id = checked_todo_id(todo_id)
-        which = "agent" if isinstance(caller, Agent) else "human"
         params = self._params(caller, id=todo_id, now=now)
-        row = await self._fetch(_RETRY[which], params, op="retry", todo_id=todo_id, one=True)
+        row = await self._fetch(query("todo_retry"), params, op="retry", todo_id=todo_id, one=True)
         if row is None:
             raise await self._classify(caller, todo_id, "retry", params)
         self._emit([Transition("retried", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],

@@ -4,6 +4,12 @@
 -- attempt closed: a miss (the fence, the wrong state or holder, an attempt closed since the
 -- statement's snapshot) writes nothing, so no close needs a rollback.
 --
+-- Each statement serves an agent and the owning human (the Board: endpoint_id null), with
+-- the rules of migration 0014: todo_in_scope (whose todo it is), todo_held_by (an agent acts
+-- on what it holds, the human on any holder's) and lease_fence_holds (REQ-6). The human's
+-- closes void the holder's token, so only a close the token made can be replayed with it
+-- (attempt_replay_lookup).
+--
 -- An open attempt is found by its primary key (todo_id, seq = the todo's attempts_total)
 -- and tested with "outcome IS NULL", the same as "ended_at IS NULL" since every statement
 -- sets ended_at, outcome and disposition together; phrased on ended_at, the planner could
@@ -12,47 +18,47 @@
 -- The state test is "= ANY(from_states)", a parameter even where one state is meant: a
 -- literal 'claimed' would let a generic plan reach the row through todos_claimed_idx.
 --
--- The fence (REQ-6), one guard in each holder statement:
---   AND (token_checked OR a.lease_token_hash IS NULL)
--- With no lease token the store passes token_checked false, and only an attempt claimed
--- without a token qualifies; with one, the store has compared the token with the open
--- attempt's in the same transaction, the todo locked (Store._fenced), and passes true. The
--- owning human's closes (_human) are exempt from the fence, and void the holder's token, so
--- only a close the token made can be replayed with it (attempt_replay_lookup).
+-- The fence: with no lease token the store passes token_checked false, and only an attempt
+-- claimed without a token qualifies; with one, the store has compared the token with the
+-- open attempt's in the same transaction, the todo locked (Store._fenced), and passes true.
 --
 -- complete and cancel write no hook events and close with a fixed outcome, disposition and
 -- state, so their todos update is the statement itself and returns neither (the store
--- fills them in). fail and release write hook events, which need the updated row, so their
--- todos update is a CTE feeding the outbox: one hook_events row per configured URL when a
--- transition makes a todo ready or dead-letters it (none with no URLs configured), a dead
--- letter with its closing attempt and the exact attempt summary (REQ-15), which migration
--- 0005's attempt_summary() builds (counts by outcome, the most recent, how many left out).
+-- fills them in): complete is half of every agent's cycle, and this shape is what keeps
+-- REQ-18's floor (docs/performance.md). fail and release are one statement (outcome
+-- says which) writing hook events, which need the updated row, so its todos update is a
+-- CTE feeding the outbox: one hook_events row per configured URL when a transition makes a
+-- todo ready or dead-letters it (none with no URLs configured), a dead letter with its
+-- closing attempt and the exact attempt summary (REQ-15), which migration 0005's
+-- attempt_summary() builds (counts by outcome, the most recent, how many left out).
 --
 -- Usage (migration 0004): an agent's close sets what it reported, each value cast to its
--- domain; what it did not report is null, as the attempt's columns were.
+-- domain; what it did not report is null, as the attempt's columns were (the Board reports
+-- none).
 
 -- name: todo_complete
--- description: The holder completes: claimed -> done, closing its attempt completed/done with the usage it reported (nulls: none)
+-- description: The holder completes: claimed -> done, closing its attempt completed/done with the usage it reported (nulls: none); the owning human completes their own claim, voiding its token
 WITH closed AS (
   UPDATE attempts a
      SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'completed'::attempt_outcome,
          disposition = 'done'::attempt_disposition,
          summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s,
-             input_tokens = %(input_tokens)s::attempt_tokens,
-             output_tokens = %(output_tokens)s::attempt_tokens, cost_usd = %(cost_usd)s::attempt_cost_usd,
-             model = %(model)s::attempt_model
+         input_tokens = %(input_tokens)s::attempt_tokens,
+         output_tokens = %(output_tokens)s::attempt_tokens, cost_usd = %(cost_usd)s::attempt_cost_usd,
+         model = %(model)s::attempt_model,
+         lease_token_hash = CASE WHEN %(endpoint_id)s::uuid IS NULL THEN NULL ELSE a.lease_token_hash END
    WHERE a.todo_id = %(id)s
      AND a.seq = (SELECT t.attempts_total FROM todos t
-                   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+                   WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
                      AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
                    FOR UPDATE OF t)
-     AND a.outcome IS NULL AND (%(token_checked)s OR a.lease_token_hash IS NULL)
+     AND a.outcome IS NULL AND lease_fence_holds(a.lease_token_hash, %(token_checked)s, %(endpoint_id)s)
   RETURNING a.attempt
 )
 UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result = %(result)s,
     updated_at = coalesce(%(now)s::timestamptz, now())
   FROM closed c
- WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+ WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
    AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
 RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result,
           t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt,
@@ -61,37 +67,44 @@ RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload,
   'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
   'kind', 'completed')::text) END;
 
--- name: todo_fail
--- description: The holder fails: claimed -> failed with a retry time or dead-lettered, closing its attempt, with hook events
+-- name: todo_fail_or_release
+-- description: The holder fails (outcome failed: held -> failed with a retry time, or dead-lettered) or releases (outcome released: held -> pending), closing its attempt, with hook events; the owning human does either to any holder's attempt, voiding its token
 WITH locked AS (
   SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
-   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
-     AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
+     AND t.state = ANY(%(from_states)s::todo_state[]) AND todo_held_by(t.owner, %(endpoint_id)s, %(owner)s)
    FOR UPDATE OF t
 ),
 closed AS (
   UPDATE attempts a
-     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'failed'::attempt_outcome,
-         disposition = (CASE WHEN l.attempt < l.max_attempts THEN 'retry_scheduled' ELSE 'dead_lettered' END)::attempt_disposition,
+     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = %(outcome)s::attempt_outcome,
+         disposition = (CASE WHEN %(outcome)s::attempt_outcome = 'released' THEN 'requeued'
+                             WHEN l.attempt < l.max_attempts THEN 'retry_scheduled'
+                             ELSE 'dead_lettered' END)::attempt_disposition,
          summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s,
-             input_tokens = %(input_tokens)s::attempt_tokens,
-             output_tokens = %(output_tokens)s::attempt_tokens, cost_usd = %(cost_usd)s::attempt_cost_usd,
-             model = %(model)s::attempt_model
+         input_tokens = %(input_tokens)s::attempt_tokens,
+         output_tokens = %(output_tokens)s::attempt_tokens, cost_usd = %(cost_usd)s::attempt_cost_usd,
+         model = %(model)s::attempt_model,
+         lease_token_hash = CASE WHEN %(endpoint_id)s::uuid IS NULL THEN NULL ELSE a.lease_token_hash END
     FROM locked l
    WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL
-     AND (%(token_checked)s OR a.lease_token_hash IS NULL)
+     AND lease_fence_holds(a.lease_token_hash, %(token_checked)s, %(endpoint_id)s)
   RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
             a.summary, a.artifact, attempt_died(a.outcome) AS died
 ),
 upd AS (
-  UPDATE todos t SET state = 'failed', owner = NULL, lease_expires_at = NULL, result = %(result)s,
-      next_retry_at = CASE WHEN t.attempt < t.max_attempts THEN coalesce(%(now)s::timestamptz, now())
-        + least(%(retry_max)s::float8, %(retry_base)s::float8 * power(2, least(t.attempt - 1, 30)))
-          * (0.5 + random() * 0.5) * interval '1 second' END,
-      updated_at = coalesce(%(now)s::timestamptz, now())
+  UPDATE todos t
+     SET state = (CASE WHEN %(outcome)s::attempt_outcome = 'released' THEN 'pending' ELSE 'failed' END)::todo_state,
+         owner = NULL, lease_expires_at = NULL,
+         result = CASE WHEN %(outcome)s::attempt_outcome = 'released' THEN t.result ELSE %(result)s END,
+         next_retry_at = CASE WHEN %(outcome)s::attempt_outcome = 'failed' AND t.attempt < t.max_attempts
+           THEN coalesce(%(now)s::timestamptz, now())
+             + least(%(retry_max)s::float8, %(retry_base)s::float8 * power(2, least(t.attempt - 1, 30)))
+               * (0.5 + random() * 0.5) * interval '1 second' END,
+         updated_at = coalesce(%(now)s::timestamptz, now())
     FROM closed c
-   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
-     AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
+     AND t.state = ANY(%(from_states)s::todo_state[]) AND todo_held_by(t.owner, %(endpoint_id)s, %(owner)s)
   RETURNING t.*
 ),
 counted AS (  -- todo_counts (migration 0010)
@@ -124,77 +137,20 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
        THEN pg_notify('switchboard_v1', json_build_object(
   'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'failed')::text) END
-  FROM upd JOIN closed c ON true;
-
--- name: todo_release
--- description: The holder releases: claimed -> pending, closing its attempt released/requeued, with hook events
-WITH locked AS (
-  SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
-   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
-     AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
-   FOR UPDATE OF t
-),
-closed AS (
-  UPDATE attempts a
-     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'released'::attempt_outcome,
-         disposition = 'requeued'::attempt_disposition,
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s,
-             input_tokens = %(input_tokens)s::attempt_tokens,
-             output_tokens = %(output_tokens)s::attempt_tokens, cost_usd = %(cost_usd)s::attempt_cost_usd,
-             model = %(model)s::attempt_model
-    FROM locked l
-   WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL
-     AND (%(token_checked)s OR a.lease_token_hash IS NULL)
-  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
-            a.summary, a.artifact, attempt_died(a.outcome) AS died
-),
-upd AS (
-  UPDATE todos t SET state = 'pending', owner = NULL, lease_expires_at = NULL,
-      updated_at = coalesce(%(now)s::timestamptz, now())
-    FROM closed c
-   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
-     AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
-  RETURNING t.*
-),
-outbox AS (
-  INSERT INTO hook_events (event, url, todo_id, payload)
-  SELECT ev.event, h.url, u.id,
-         hook_payload(ev.event, coalesce(%(now)s::timestamptz, now()), u.id, u.queue, u.title, u.state,
-                      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id)
-         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
-      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
-        'died', c.died, 'summary', c.summary, 'artifact', c.artifact),
-      'attempts', attempt_summary(u.id, u.attempts_total, u.attempts_pruned, u.pruned_outcomes,
-                                   c.seq, c.outcome::text)) ELSE '{}'::jsonb END
-    FROM upd u JOIN closed c ON c.todo_id = u.id
-    CROSS JOIN LATERAL (SELECT hook_event(u.state, u.next_retry_at) AS event) ev
-    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
-   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
-  RETURNING 1
-)
-SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
-       upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
-       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
-       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
-       c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
-       c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
-       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'released')::text) END
+  'kind', c.outcome)::text) END
   FROM upd JOIN closed c ON true;
 
 -- name: todo_cancel_held
--- description: An agent cancels a held todo of its queues: claimed or interrupted -> canceled, closing the open attempt
+-- description: A held todo is canceled (an agent's of its queues, whoever holds it, or the owning human's, voiding the holder's token): claimed or interrupted -> canceled, closing the open attempt
 WITH closed AS (
   UPDATE attempts a
      SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'canceled'::attempt_outcome,
          disposition = 'canceled'::attempt_disposition,
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s
+         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s,
+         lease_token_hash = CASE WHEN %(endpoint_id)s::uuid IS NULL THEN NULL ELSE a.lease_token_hash END
    WHERE a.todo_id = %(id)s
      AND a.seq = (SELECT t.attempts_total FROM todos t
-                   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+                   WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
                      AND t.state = ANY(%(from_states)s::todo_state[])
                    FOR UPDATE OF t)
      AND a.outcome IS NULL
@@ -204,192 +160,7 @@ upd AS (
   UPDATE todos t SET state = 'canceled', owner = NULL, lease_expires_at = NULL,
       updated_at = coalesce(%(now)s::timestamptz, now())
     FROM closed c
-   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
-     AND t.state = ANY(%(from_states)s::todo_state[])
-  RETURNING t.*, c.attempt AS closed_attempt
-),
-counted AS (  -- todo_counts (migration 0010)
-  INSERT INTO todo_counts (endpoint_id, queue, kind, n)
-  SELECT u.endpoint_id, u.queue, 'canceled', count(*) FROM upd u GROUP BY 1, 2
-  RETURNING 1
-)
-SELECT u.endpoint_id, u.queue, u.title, u.attempt, u.max_attempts, u.payload, u.routing, u.result,
-          u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at, u.closed_attempt,
-          CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = u.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', u.id, 'endpoint', u.endpoint_id, 'queue', u.queue, 'state', u.state,
-  'kind', 'canceled')::text) END
-  FROM upd u;
-
--- name: todo_complete_human
--- description: The owning human completes their own claim: claimed -> done, closing the attempt and voiding its token
-WITH closed AS (
-  UPDATE attempts a
-     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'completed'::attempt_outcome,
-         disposition = 'done'::attempt_disposition,
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s,
-             lease_token_hash = NULL
-   WHERE a.todo_id = %(id)s
-     AND a.seq = (SELECT t.attempts_total FROM todos t
-                   WHERE t.id = %(id)s
-                     AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
-                     AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
-                   FOR UPDATE OF t)
-     AND a.outcome IS NULL
-  RETURNING a.attempt
-)
-UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result = %(result)s,
-    updated_at = coalesce(%(now)s::timestamptz, now())
-  FROM closed c
- WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
-   AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
-RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result,
-          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt,
-          CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'completed')::text) END;
-
--- name: todo_fail_human
--- description: The owning human fails any holder's attempt: held -> failed (retry or dead letter), voiding its token
-WITH locked AS (
-  SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
-   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
-     AND t.state = ANY(%(from_states)s::todo_state[])
-   FOR UPDATE OF t
-),
-closed AS (
-  UPDATE attempts a
-     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'failed'::attempt_outcome,
-         disposition = (CASE WHEN l.attempt < l.max_attempts THEN 'retry_scheduled' ELSE 'dead_lettered' END)::attempt_disposition,
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s,
-             lease_token_hash = NULL
-    FROM locked l
-   WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL
-  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
-            a.summary, a.artifact, attempt_died(a.outcome) AS died
-),
-upd AS (
-  UPDATE todos t SET state = 'failed', owner = NULL, lease_expires_at = NULL, result = %(result)s,
-      next_retry_at = CASE WHEN t.attempt < t.max_attempts THEN coalesce(%(now)s::timestamptz, now())
-        + least(%(retry_max)s::float8, %(retry_base)s::float8 * power(2, least(t.attempt - 1, 30)))
-          * (0.5 + random() * 0.5) * interval '1 second' END,
-      updated_at = coalesce(%(now)s::timestamptz, now())
-    FROM closed c
-   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
-     AND t.state = ANY(%(from_states)s::todo_state[])
-  RETURNING t.*
-),
-counted AS (  -- todo_counts (migration 0010)
-  INSERT INTO todo_counts (endpoint_id, queue, kind, n)
-  SELECT u.endpoint_id, u.queue, 'dead', count(*) FROM upd u WHERE todo_dead_letter(u.state, u.next_retry_at) GROUP BY 1, 2
-  RETURNING 1
-),
-outbox AS (
-  INSERT INTO hook_events (event, url, todo_id, payload)
-  SELECT ev.event, h.url, u.id,
-         hook_payload(ev.event, coalesce(%(now)s::timestamptz, now()), u.id, u.queue, u.title, u.state,
-                      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id)
-         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
-      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
-        'died', c.died, 'summary', c.summary, 'artifact', c.artifact),
-      'attempts', attempt_summary(u.id, u.attempts_total, u.attempts_pruned, u.pruned_outcomes,
-                                   c.seq, c.outcome::text)) ELSE '{}'::jsonb END
-    FROM upd u JOIN closed c ON c.todo_id = u.id
-    CROSS JOIN LATERAL (SELECT hook_event(u.state, u.next_retry_at) AS event) ev
-    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
-   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
-  RETURNING 1
-)
-SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
-       upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
-       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
-       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
-       c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
-       c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
-       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'failed')::text) END
-  FROM upd JOIN closed c ON true;
-
--- name: todo_release_human
--- description: The owning human releases any holder's attempt: held -> pending, voiding its token
-WITH locked AS (
-  SELECT t.attempts_total, t.attempt, t.max_attempts FROM todos t
-   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
-     AND t.state = ANY(%(from_states)s::todo_state[])
-   FOR UPDATE OF t
-),
-closed AS (
-  UPDATE attempts a
-     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'released'::attempt_outcome,
-         disposition = 'requeued'::attempt_disposition,
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s,
-             lease_token_hash = NULL
-    FROM locked l
-   WHERE a.todo_id = %(id)s AND a.seq = l.attempts_total AND a.outcome IS NULL
-  RETURNING a.todo_id, a.seq, a.attempt, a.outcome::text AS outcome, a.disposition::text AS disposition,
-            a.summary, a.artifact, attempt_died(a.outcome) AS died
-),
-upd AS (
-  UPDATE todos t SET state = 'pending', owner = NULL, lease_expires_at = NULL,
-      updated_at = coalesce(%(now)s::timestamptz, now())
-    FROM closed c
-   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
-     AND t.state = ANY(%(from_states)s::todo_state[])
-  RETURNING t.*
-),
-outbox AS (
-  INSERT INTO hook_events (event, url, todo_id, payload)
-  SELECT ev.event, h.url, u.id,
-         hook_payload(ev.event, coalesce(%(now)s::timestamptz, now()), u.id, u.queue, u.title, u.state,
-                      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id)
-         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
-      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
-        'died', c.died, 'summary', c.summary, 'artifact', c.artifact),
-      'attempts', attempt_summary(u.id, u.attempts_total, u.attempts_pruned, u.pruned_outcomes,
-                                   c.seq, c.outcome::text)) ELSE '{}'::jsonb END
-    FROM upd u JOIN closed c ON c.todo_id = u.id
-    CROSS JOIN LATERAL (SELECT hook_event(u.state, u.next_retry_at) AS event) ev
-    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
-   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
-  RETURNING 1
-)
-SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
-       upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
-       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
-       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
-       c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
-       c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
-       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'released')::text) END
-  FROM upd JOIN closed c ON true;
-
--- name: todo_cancel_held_human
--- description: The owning human cancels a held todo: held -> canceled, closing the open attempt and voiding its token
-WITH closed AS (
-  UPDATE attempts a
-     SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'canceled'::attempt_outcome,
-         disposition = 'canceled'::attempt_disposition,
-         summary = %(summary)s, summary_truncated = %(summary_truncated)s, artifact = %(artifact)s,
-             lease_token_hash = NULL
-   WHERE a.todo_id = %(id)s
-     AND a.seq = (SELECT t.attempts_total FROM todos t
-                   WHERE t.id = %(id)s
-                     AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
-                     AND t.state = ANY(%(from_states)s::todo_state[])
-                   FOR UPDATE OF t)
-     AND a.outcome IS NULL
-  RETURNING a.attempt
-),
-upd AS (
-  UPDATE todos t SET state = 'canceled', owner = NULL, lease_expires_at = NULL,
-      updated_at = coalesce(%(now)s::timestamptz, now())
-    FROM closed c
-   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+   WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
      AND t.state = ANY(%(from_states)s::todo_state[])
   RETURNING t.*, c.attempt AS closed_attempt
 ),
@@ -407,35 +178,11 @@ SELECT u.endpoint_id, u.queue, u.title, u.attempt, u.max_attempts, u.payload, u.
   FROM upd u;
 
 -- name: todo_cancel_unheld
--- description: An agent cancels a todo nobody holds: pending, or failed waiting for a retry -> canceled
+-- description: A todo nobody holds is canceled (by an agent of its queue or the owning human): pending, or failed waiting for a retry -> canceled
 WITH upd AS (
   UPDATE todos t SET state = 'canceled', next_retry_at = NULL,
       updated_at = coalesce(%(now)s::timestamptz, now())
-   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
-     AND (t.state = 'pending' OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
-  RETURNING t.*
-),
-counted AS (  -- todo_counts (migration 0010)
-  INSERT INTO todo_counts (endpoint_id, queue, kind, n)
-  SELECT u.endpoint_id, u.queue, 'canceled', count(*) FROM upd u GROUP BY 1, 2
-  RETURNING 1
-)
-SELECT u.id, u.endpoint_id, u.queue, u.title, u.state::text AS state, u.owner, u.attempt, u.max_attempts,
-          u.lease_expires_at, u.next_retry_at,
-          todo_dead_letter(u.state, u.next_retry_at) AS dead_letter, u.payload, u.routing, u.result,
-          u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at,
-          CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = u.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', u.id, 'endpoint', u.endpoint_id, 'queue', u.queue, 'state', u.state,
-  'kind', 'canceled')::text) END
-  FROM upd u;
-
--- name: todo_cancel_unheld_human
--- description: The owning human cancels a todo nobody holds: pending, or failed waiting for a retry -> canceled
-WITH upd AS (
-  UPDATE todos t SET state = 'canceled', next_retry_at = NULL,
-      updated_at = coalesce(%(now)s::timestamptz, now())
-   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+   WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
      AND (t.state = 'pending' OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
   RETURNING t.*
 ),
@@ -455,45 +202,11 @@ SELECT u.id, u.endpoint_id, u.queue, u.title, u.state::text AS state, u.owner, u
   FROM upd u;
 
 -- name: todo_retry
--- description: An agent's manual retry: a dead letter -> pending with its attempt counter reset, history kept
+-- description: A manual retry (by an agent of the todo's queue or the owning human): a dead letter -> pending with its attempt counter reset, history kept
 WITH upd AS (
   UPDATE todos t SET state = 'pending', attempt = 0, next_retry_at = NULL,
       updated_at = coalesce(%(now)s::timestamptz, now())
-   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
-     AND todo_dead_letter(t.state, t.next_retry_at)
-  RETURNING t.*
-),
-counted AS (  -- todo_counts (migration 0010)
-  INSERT INTO todo_counts (endpoint_id, queue, kind, n)
-  SELECT u.endpoint_id, u.queue, 'dead', -count(*) FROM upd u GROUP BY 1, 2
-  RETURNING 1
-),
-outbox AS (
-  INSERT INTO hook_events (event, url, todo_id, payload)
-  SELECT ev.event, h.url, u.id,
-         hook_payload(ev.event, coalesce(%(now)s::timestamptz, now()), u.id, u.queue, u.title, u.state,
-                      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id)
-    FROM upd u
-    CROSS JOIN LATERAL (SELECT hook_event(u.state, u.next_retry_at) AS event) ev
-    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
-   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
-  RETURNING 1
-)
-SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
-       upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
-       todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
-       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
-       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'retried')::text) END FROM upd;
-
--- name: todo_retry_human
--- description: The owning human's manual retry: a dead letter -> pending with its attempt counter reset, history kept
-WITH upd AS (
-  UPDATE todos t SET state = 'pending', attempt = 0, next_retry_at = NULL,
-      updated_at = coalesce(%(now)s::timestamptz, now())
-   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+   WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
      AND todo_dead_letter(t.state, t.next_retry_at)
   RETURNING t.*
 ),
