@@ -251,9 +251,6 @@ _ADD_ITEM_FIELDS = frozenset({"queue", "title", "payload", "routing", "max_attem
 _COMPLETE_ITEM_FIELDS = frozenset({"id", "result", "summary", "artifact", "lease_token", "usage"})
 
 # The statements of board/store/sql/ that each caller runs, where the caller's kind or the verb picks one.
-_CLASSIFY = {"agent": query("todo_classify_miss"), "human": query("todo_classify_miss_human")}
-_CONTINUES_MISS = {"agent": query("todo_continues_miss"), "human": query("todo_continues_miss_human")}
-_GET = {"agent": query("todo_get"), "human": query("todo_get_human")}
 _LIST = {
     ("agent", "created"): query("todo_list_by_created"), ("agent", "updated"): query("todo_list_by_updated"),
     ("human", "created"): query("todo_list_by_created_human"), ("human", "updated"): query("todo_list_by_updated_human"),
@@ -270,10 +267,10 @@ FIXED_CLOSE = {"complete": ("completed", "done", "done"), "cancel": ("canceled",
 # The statements that change nothing, so _fetch may run one again on a fresh connection when
 # its connection died under it (tests/unit/test_statements.py holds each to a plain SELECT).
 READS = frozenset((
-    query("todo_get"), query("todo_get_human"), query("todo_continues_miss"), query("todo_continues_miss_human"),
+    query("todo_get"), query("todo_continues_miss"),
     query("todo_list_by_created"), query("todo_list_by_updated"), query("todo_list_by_created_human"),
     query("todo_list_by_updated_human"), query("todo_list_row_human"), query("todo_classify_miss"),
-    query("todo_classify_miss_human"), query("todos_complete_closable"), query("attempt_replay_lookup"),
+    query("todos_complete_closable"), query("attempt_replay_lookup"),
     query("attempt_answers"), query("todo_answer_choices"), query("user_by_name"), query("user_by_id"),
     query("endpoint_auth"), query("endpoints_of_user"), query("endpoint_owner"),
     query("todos_count_by_queue_state"), query("todos_ready"), query("attempt_summary"), query("queue_pause_state"),
@@ -360,8 +357,7 @@ class Store(Accounts, Grants):
         return params
 
     async def _classify(self, caller: Caller, todo_id: str, op: str, params: dict) -> SwitchboardError:
-        which = "agent" if isinstance(caller, Agent) else "human"
-        row = await self._fetch(_CLASSIFY[which], dict(params, id=todo_id), op=op, todo_id=todo_id, one=True)
+        row = await self._fetch(query("todo_classify_miss"), dict(params, id=todo_id), op=op, todo_id=todo_id, one=True)
         if row is None:
             return NotFound(op=op, todo_id=todo_id)
         state = row["state"]
@@ -446,8 +442,7 @@ class Store(Accounts, Grants):
         """Why a continuation added nothing: the predecessor is not the caller's (NotFound, the
         body of any unknown id), still live, or continued already (Conflict naming the
         successor, the winner of a race included: this read runs after it committed)."""
-        which = "agent" if isinstance(caller, Agent) else "human"
-        row = await self._fetch(_CONTINUES_MISS[which], params, op="add_todo", todo_id=params["continues"], one=True)
+        row = await self._fetch(query("todo_continues_miss"), params, op="add_todo", todo_id=params["continues"], one=True)
         if row is None:
             return NotFound(argument="continues", op="add_todo", todo_id=params["continues"])
         if row["successor"] is not None:
@@ -612,8 +607,7 @@ class Store(Accounts, Grants):
             attempts_limit, "attempts_limit", 1, ATTEMPTS_LIMIT_MAX)
         notes = NOTES_LIMIT_DEFAULT if notes_limit is None else positive_int(notes_limit, "notes_limit", 0,
                                                                              NOTES_LIMIT_MAX)
-        which = "agent" if isinstance(caller, Agent) else "human"
-        row = await self._fetch(_GET[which], self._params(caller, id=todo_id, attempts_limit=limit, chain_max=CHAIN_MAX,
+        row = await self._fetch(query("todo_get"), self._params(caller, id=todo_id, attempts_limit=limit, chain_max=CHAIN_MAX,
                                                              notes_limit=notes),
                                 op="get_todo", todo_id=todo_id, one=True)
         if row is None:
@@ -1024,7 +1018,8 @@ class Store(Accounts, Grants):
             row = await self._fenced(caller, query("attempt_note_add"), params, lease_token, op="note",
                                      todo_id=todo_id, from_states=HOLDER_STATES)
         else:
-            row = await self._fetch(query("attempt_note_add_human"), params, op="note", todo_id=todo_id, one=True)
+            row = await self._fetch(query("attempt_note_add"), dict(params, token_checked=False), op="note",
+                                    todo_id=todo_id, one=True)
         if row is None:
             raise await self._classify(caller, todo_id, "note", params)
         return {"id": row["id"], "attempt_seq": row["seq"], "notes_count": row["notes_count"],

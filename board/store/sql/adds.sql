@@ -5,6 +5,11 @@
 -- A human's continuation goes on the predecessor's endpoint, so a chain never spans
 -- endpoints. A human's add goes through one of their live endpoints granted the queue,
 -- locked FOR SHARE so a revocation committing meanwhile is waited for.
+--
+-- So an agent's add and a human's stay two statements each (todo_add, todo_add_continuing
+-- and their _human forms): the agent's endpoint was checked live when it authenticated, and
+-- taking the human's FOR SHARE lock on it at every add would make every add of one endpoint
+-- queue on that row's lock (a multixact per concurrent add); the human's add is rare.
 
 -- name: todo_add
 -- description: An agent adds a todo: -> pending, with hook events
@@ -74,7 +79,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
 -- description: An agent adds a todo continuing one of its ended todos that has no successor yet
 WITH pred AS (
   SELECT t.id FROM todos t
-   WHERE t.id = %(continues)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+   WHERE t.id = %(continues)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
      AND todo_ended(t.state, t.next_retry_at)
    FOR SHARE OF t
 ),
@@ -163,20 +168,12 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
   'kind', 'added')::text) END FROM upd;
 
 -- name: todo_continues_miss
--- description: Classifies an agent's continuation that added nothing: the predecessor's state, whether it ended, its successor
+-- description: Classifies a continuation that added nothing: the predecessor's state, whether it ended, its successor
 SELECT t.state::text AS state,
        todo_ended(t.state, t.next_retry_at) AS ended,
        (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS successor
   FROM todos t
- WHERE t.id = %(continues)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s);
-
--- name: todo_continues_miss_human
--- description: Classifies a human's continuation that added nothing: the predecessor's state, whether it ended, its successor
-SELECT t.state::text AS state,
-       todo_ended(t.state, t.next_retry_at) AS ended,
-       (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS successor
-  FROM todos t
- WHERE t.id = %(continues)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
+ WHERE t.id = %(continues)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s);
 
 -- name: todos_add
 -- description: An agent adds several todos at once: each -> pending in the order given (a continuing one linked to its predecessor), with hook events, one notification per todo
@@ -193,7 +190,7 @@ WITH item AS (
 ),
 pred AS (
   SELECT t.id FROM todos t
-   WHERE t.id = ANY(%(continues)s::text[]) AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+   WHERE t.id = ANY(%(continues)s::text[]) AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
      AND todo_ended(t.state, t.next_retry_at)
    FOR SHARE OF t
 ),

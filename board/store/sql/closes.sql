@@ -32,6 +32,11 @@
 -- closing attempt and the exact attempt summary (REQ-15), which migration 0005's
 -- attempt_summary() builds (counts by outcome, the most recent, how many left out).
 --
+-- complete_todos' statements (attempts_fence_lookup_many, todos_complete,
+-- todos_complete_closable) are an agent's only, and name its endpoint directly: behind
+-- todo_in_scope's CASE, the planner reaches a batch's rows through todos_claimed_idx and
+-- filters every claimed todo by id (the plan test).
+--
 -- Usage (migration 0004): an agent's close sets what it reported, each value cast to its
 -- domain; what it did not report is null, as the attempt's columns were (the Board reports
 -- none).
@@ -243,7 +248,7 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
        a.seq AS closed_seq, a.attempt AS closed_attempt, a.outcome::text AS closed_outcome,
        a.disposition::text AS closed_disposition, a.lease_token_hash
   FROM todos t JOIN attempts a ON a.todo_id = t.id
- WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+ WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
    AND a.outcome = %(outcome)s::attempt_outcome
    AND a.claimer_endpoint_id = %(endpoint_id)s AND a.owner = %(owner)s AND a.lease_token_hash IS NOT NULL
  ORDER BY a.seq DESC;

@@ -1,8 +1,8 @@
 -- Held todos, not closed: heartbeat (extends the lease on the todo and its open attempt,
 -- REQ-4), interrupt and resume (the attempt stays open across both, REQ-2), the owning
 -- human's answer to an interrupt, a note on the open attempt (activity, not a lease), and
--- the fence lookup. Each locks the todo row first. The fence guard and token_checked are as
--- in closes.sql.
+-- the fence lookup. Each locks the todo row first. The caller's scope, the holder test and
+-- the fence are migration 0014's functions, with token_checked as in closes.sql.
 --
 -- A question and its answers are notes (migration 0009): interrupt writes the question with
 -- the state change, an answer is fenced by the todo's state (an interrupt state, on the
@@ -13,8 +13,8 @@
 -- description: The holder extends its lease: claimed -> claimed, on the todo and its open attempt; token_checked: the store compared the lease token
 WITH cur AS (
   SELECT t.id, t.attempts_total FROM todos t
-   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
-     AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
+     AND t.state = ANY(%(from_states)s::todo_state[]) AND todo_held_by(t.owner, %(endpoint_id)s, %(owner)s)
    FOR UPDATE OF t
 ),
 hb AS (
@@ -23,7 +23,7 @@ hb AS (
          lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second'
     FROM cur
    WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.outcome IS NULL
-     AND (%(token_checked)s OR a.lease_token_hash IS NULL)
+     AND lease_fence_holds(a.lease_token_hash, %(token_checked)s, %(endpoint_id)s)
   RETURNING a.todo_id, a.lease_expires_at
 ),
 upd AS (
@@ -45,8 +45,8 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
 -- description: The holder pauses its attempt for a person: claimed -> to_state, the lease kept, with its question (if any) as a note and the todo.input_required or todo.auth_required hook event; token_checked: the store compared the lease token
 WITH cur AS (
   SELECT t.id, t.attempts_total FROM todos t
-   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
-     AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
+     AND t.state = ANY(%(from_states)s::todo_state[]) AND todo_held_by(t.owner, %(endpoint_id)s, %(owner)s)
    FOR UPDATE OF t
 ),
 att AS (
@@ -60,7 +60,7 @@ att AS (
          question_expires_at = coalesce(%(now)s::timestamptz, now()) + %(expires_in)s * interval '1 second'
     FROM cur
    WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.outcome IS NULL
-     AND (%(token_checked)s OR a.lease_token_hash IS NULL)
+     AND lease_fence_holds(a.lease_token_hash, %(token_checked)s, %(endpoint_id)s)
   RETURNING a.todo_id, a.seq, a.notes_count, a.lease_expires_at, a.question_expires_at
 ),
 asked AS (
@@ -105,8 +105,8 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
 -- description: The holder resumes an interrupted attempt: -> claimed with a fresh lease; the same attempt, returning the range of its notes since the interrupt (attempt_answers reads the answers among them once this commits); token_checked: the store compared the lease token
 WITH cur AS (
   SELECT t.id, t.attempts_total FROM todos t
-   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
-     AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
+     AND t.state = ANY(%(from_states)s::todo_state[]) AND todo_held_by(t.owner, %(endpoint_id)s, %(owner)s)
    FOR UPDATE OF t
 ),
 att AS (
@@ -114,7 +114,7 @@ att AS (
          answered_at = NULL, question_expires_at = NULL
     FROM cur
    WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.outcome IS NULL
-     AND (%(token_checked)s OR a.lease_token_hash IS NULL)
+     AND lease_fence_holds(a.lease_token_hash, %(token_checked)s, %(endpoint_id)s)
   RETURNING a.todo_id, a.seq, a.waiting_n, a.notes_count, a.lease_expires_at
 ),
 upd AS (
@@ -143,7 +143,7 @@ SELECT x.text, x.choice, x.author AS who, x.at
 -- description: The owning human answers an interrupted todo of theirs: a note of kind answer on the open attempt (a choice only if the current question offers it; fenced: only while the question waiting is the one asked at asked_at, null for none), and the holder has a fresh lease to resume in, else the reaper takes it back
 WITH cur AS (
   SELECT t.id, t.endpoint_id, t.queue, t.state, t.attempts_total FROM todos t
-   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+   WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
      AND t.state = ANY(%(from_states)s::todo_state[])
    FOR UPDATE OF t
 ),
@@ -185,11 +185,11 @@ SELECT cur.id, cur.endpoint_id, cur.queue, cur.state::text AS state, att.seq, at
   FROM cur JOIN prev ON true JOIN att ON true JOIN ins ON true JOIN upd ON true;
 
 -- name: attempt_note_add
--- description: The holder notes on its open attempt, pruning notes past the cap; token_checked: the store compared the lease token
+-- description: The holder notes on its open attempt, or the owning human on any open attempt of their todos (exempt from the fence), pruning notes past the cap; token_checked: the store compared the lease token
 WITH cur AS (
   SELECT t.id, t.endpoint_id, t.queue, t.state, t.attempts_total FROM todos t
-   WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
-     AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+   WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
+     AND t.state = ANY(%(from_states)s::todo_state[]) AND todo_held_by(t.owner, %(endpoint_id)s, %(owner)s)
    FOR UPDATE OF t
 ),
 att AS (
@@ -200,50 +200,13 @@ att AS (
          last_note_at = coalesce(%(now)s::timestamptz, now())
     FROM cur
    WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.outcome IS NULL
-     AND (%(token_checked)s OR a.lease_token_hash IS NULL)
+     AND lease_fence_holds(a.lease_token_hash, %(token_checked)s, %(endpoint_id)s)
   RETURNING a.todo_id, a.seq, a.notes_count, a.notes_pruned, a.last_note_at
 ),
 ins AS (
   INSERT INTO attempt_notes (todo_id, seq, n, at, author_kind, text, truncated)
-  SELECT att.todo_id, att.seq, att.notes_count, att.last_note_at, 'endpoint'::attempt_claimer_kind, %(text)s,
-         %(truncated)s FROM att
-  RETURNING n
-),
-pruned AS (
-  DELETE FROM attempt_notes x USING att
-   WHERE x.todo_id = att.todo_id AND x.seq = att.seq AND x.n <= att.notes_count - %(notes_max)s
-     AND x.kind = 'working'
-  RETURNING 1
-)
-SELECT cur.id, cur.endpoint_id, cur.queue, att.seq, att.notes_count,
-       coalesce(att.notes_pruned, 0) AS notes_pruned,
-       att.last_note_at AS at, CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = cur.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', cur.id, 'endpoint', cur.endpoint_id, 'queue', cur.queue, 'state', cur.state,
-  'kind', 'noted')::text) END
-  FROM cur JOIN att ON true JOIN ins ON true;
-
--- name: attempt_note_add_human
--- description: The owning human notes on any open attempt of their todos (exempt from the fence), pruning notes past the cap
-WITH cur AS (
-  SELECT t.id, t.endpoint_id, t.queue, t.state, t.attempts_total FROM todos t
-   WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
-     AND t.state = ANY(%(from_states)s::todo_state[])
-   FOR UPDATE OF t
-),
-att AS (
-  UPDATE attempts a
-     SET notes_count = coalesce(a.notes_count, 0) + 1,
-         notes_pruned = nullif(greatest(coalesce(a.notes_pruned, 0), attempt_notes_pruned(
-           a.todo_id, a.seq, coalesce(a.notes_count, 0) + 1, %(notes_max)s::integer, a.waiting_n)), 0),
-         last_note_at = coalesce(%(now)s::timestamptz, now())
-    FROM cur
-   WHERE a.todo_id = cur.id AND a.seq = cur.attempts_total AND a.outcome IS NULL
-  RETURNING a.todo_id, a.seq, a.notes_count, a.notes_pruned, a.last_note_at
-),
-ins AS (
-  INSERT INTO attempt_notes (todo_id, seq, n, at, author_kind, text, truncated)
-  SELECT att.todo_id, att.seq, att.notes_count, att.last_note_at, 'owner'::attempt_claimer_kind, %(text)s,
+  SELECT att.todo_id, att.seq, att.notes_count, att.last_note_at, (CASE WHEN %(endpoint_id)s::uuid IS NULL THEN 'owner' ELSE 'endpoint' END)::attempt_claimer_kind,
+         %(text)s,
          %(truncated)s FROM att
   RETURNING n
 ),
@@ -265,6 +228,6 @@ SELECT cur.id, cur.endpoint_id, cur.queue, att.seq, att.notes_count,
 -- description: The open attempt's lease_token_hash with the todo row locked, for the store's constant-time token check
 SELECT a.lease_token_hash
   FROM todos t JOIN attempts a ON a.todo_id = t.id AND a.seq = t.attempts_total AND a.outcome IS NULL
- WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
-   AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
+ WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
+   AND t.state = ANY(%(from_states)s::todo_state[]) AND todo_held_by(t.owner, %(endpoint_id)s, %(owner)s)
  FOR UPDATE OF t;

@@ -10,10 +10,15 @@
 --
 -- get_todo's chain walks the continuation chain both ways from the todo, by primary key up
 -- and through todo_successors down, each link in the caller's scope, at most chain_max
--- links each way (board/vocabulary.py's CHAIN_MAX).
+-- links each way (board/store/vocabulary.py's CHAIN_MAX).
+--
+-- A read by id serves an agent and the owning human through todo_in_scope (migration 0014).
+-- The lists stay one statement per caller: an agent's walks its one endpoint's index, the
+-- human's walks each of their endpoints' and joins each row's newest attempt, two plans
+-- held apart by test_the_list_reads_its_rows_in_bounded_shapes.
 
 -- name: todo_get
--- description: One todo of the agent's queues with its chain, usage totals, newest attempts and live outcome counts
+-- description: One todo in the caller's scope with its chain, usage totals, newest attempts (for the Board, each with how its claimer connected and when the current interrupt was first answered) and live outcome counts
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
@@ -24,14 +29,14 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
     UNION ALL
     SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total,
            up.pos - 1 FROM up JOIN todos t ON t.id = up.continues_id
-     WHERE up.pos > -%(chain_max)s::int AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+     WHERE up.pos > -%(chain_max)s::int AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
   ), down AS (
     SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, 0 AS pos
     UNION ALL
     SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total,
            down.pos + 1 FROM down JOIN todo_successors s ON s.todo_id = down.id
       JOIN todos t ON t.id = s.successor_id
-     WHERE down.pos < %(chain_max)s::int AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+     WHERE down.pos < %(chain_max)s::int AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
   ), links AS (
     SELECT * FROM up UNION SELECT * FROM down
   ), kept AS (
@@ -50,62 +55,17 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
             OR t.pruned_usage IS NOT NULL THEN json_build_object('input_tokens', CASE WHEN count(a.input_tokens) > 0 OR t.pruned_usage ? 'input_tokens' THEN coalesce(sum(a.input_tokens), 0) + coalesce((t.pruned_usage ->> 'input_tokens')::numeric, 0) END, 'output_tokens', CASE WHEN count(a.output_tokens) > 0 OR t.pruned_usage ? 'output_tokens' THEN coalesce(sum(a.output_tokens), 0) + coalesce((t.pruned_usage ->> 'output_tokens')::numeric, 0) END, 'cost_usd', CASE WHEN count(a.cost_usd) > 0 OR t.pruned_usage ? 'cost_usd' THEN coalesce(sum(a.cost_usd), 0) + coalesce((t.pruned_usage ->> 'cost_usd')::numeric, 0) END) END
      FROM attempts a WHERE a.todo_id = t.id) AS usage,
        (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
-          SELECT a.seq, attempt_public_notes(a, %(notes_limit)s::int) AS j FROM attempts a
-           WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,
-       (SELECT coalesce(json_object_agg(o.outcome, o.n), '{}'::json) FROM (
-          SELECT a.outcome::text AS outcome, count(*) AS n FROM attempts a
-           WHERE a.todo_id = t.id AND a.outcome IS NOT NULL GROUP BY 1) o) AS live_outcomes
-  FROM todos t
- WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s);
-
--- name: todo_get_human
--- description: One todo of the human's endpoints with its chain, usage totals, newest attempts (each with how its claimer connected and when the current interrupt was first answered) and live outcome counts
-SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
-       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
-       t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
-       t.pruned_outcomes, t.continues_id,
-       (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS continued_by_id,
-       (WITH RECURSIVE up AS (
-    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, 0 AS pos
-    UNION ALL
-    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total,
-           up.pos - 1 FROM up JOIN todos t ON t.id = up.continues_id
-     WHERE up.pos > -%(chain_max)s::int AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
-  ), down AS (
-    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, 0 AS pos
-    UNION ALL
-    SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total,
-           down.pos + 1 FROM down JOIN todo_successors s ON s.todo_id = down.id
-      JOIN todos t ON t.id = s.successor_id
-     WHERE down.pos < %(chain_max)s::int AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
-  ), links AS (
-    SELECT * FROM up UNION SELECT * FROM down
-  ), kept AS (
-    SELECT c.*, count(*) OVER () AS n FROM links c ORDER BY abs(c.pos), c.pos LIMIT %(chain_max)s::int
-  )
-  SELECT json_build_object('truncated', max(c.n) > %(chain_max)s::int, 'links', json_agg(json_build_object(
-           'id', c.id, 'title', c.title, 'state', c.state, 'dead_letter',
-               todo_dead_letter(c.state, c.next_retry_at),
-           'attempts_total', c.attempts_total, 'last_outcome', l.outcome, 'last_summary', left(l.line, 80),
-           'last_summary_cut', coalesce(length(l.line) > 80, false)) ORDER BY c.pos))
-    FROM kept c
-    LEFT JOIN LATERAL (
-      SELECT a.outcome, btrim(regexp_replace(a.summary, '\s+', ' ', 'g')) AS line FROM attempts a
-       WHERE a.todo_id = c.id AND a.seq = c.attempts_total) l ON true) AS chain,
-       (SELECT CASE WHEN count(a.input_tokens) + count(a.output_tokens) + count(a.cost_usd) > 0
-            OR t.pruned_usage IS NOT NULL THEN json_build_object('input_tokens', CASE WHEN count(a.input_tokens) > 0 OR t.pruned_usage ? 'input_tokens' THEN coalesce(sum(a.input_tokens), 0) + coalesce((t.pruned_usage ->> 'input_tokens')::numeric, 0) END, 'output_tokens', CASE WHEN count(a.output_tokens) > 0 OR t.pruned_usage ? 'output_tokens' THEN coalesce(sum(a.output_tokens), 0) + coalesce((t.pruned_usage ->> 'output_tokens')::numeric, 0) END, 'cost_usd', CASE WHEN count(a.cost_usd) > 0 OR t.pruned_usage ? 'cost_usd' THEN coalesce(sum(a.cost_usd), 0) + coalesce((t.pruned_usage ->> 'cost_usd')::numeric, 0) END) END
-     FROM attempts a WHERE a.todo_id = t.id) AS usage,
-       (SELECT coalesce(json_agg(x.j ORDER BY x.seq DESC), '[]'::json) FROM (
-          SELECT a.seq, (attempt_public_notes(a, %(notes_limit)s::int)::jsonb
-                         || jsonb_build_object('via', attempt_via(a.claimer_kind, a.claimer_endpoint_id),
-                                            'answered_at', a.answered_at))::json AS j
+          SELECT a.seq, CASE WHEN %(endpoint_id)s::uuid IS NOT NULL THEN attempt_public_notes(a, %(notes_limit)s::int)
+                 ELSE (attempt_public_notes(a, %(notes_limit)s::int)::jsonb  -- the Board's drawer shows more
+                       || jsonb_build_object('via', attempt_via(a.claimer_kind, a.claimer_endpoint_id),
+                                             'answered_at', a.answered_at))::json END AS j
             FROM attempts a
            WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,
        (SELECT coalesce(json_object_agg(o.outcome, o.n), '{}'::json) FROM (
           SELECT a.outcome::text AS outcome, count(*) AS n FROM attempts a
            WHERE a.todo_id = t.id AND a.outcome IS NOT NULL GROUP BY 1) o) AS live_outcomes
   FROM todos t
- WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
+ WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s);
 
 -- name: todo_list_by_created
 -- description: A page of the agent's todos matching the list's filters, newest created first
@@ -275,23 +235,15 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
                AND a.asked_n > a.waiting_n) AS last_asked_at
       FROM attempts a CROSS JOIN LATERAL (SELECT btrim(regexp_replace(a.summary, '\s+', ' ', 'g')) AS line) s
      WHERE a.todo_id = t.id AND a.seq = t.attempts_total) l ON true
- WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
+ WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s);
 
 -- name: todo_classify_miss
--- description: Classifies an agent's transition that missed: the todo as the agent may see it, or nothing
+-- description: Classifies a transition that missed: the todo as the caller may see it, or nothing
 SELECT t.state::text AS state, t.owner, t.lease_expires_at <= coalesce(%(now)s::timestamptz, now()) AS lapsed,
        t.next_retry_at, t.queue,
        t.queue = ANY(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)) AS paused
   FROM todos t
- WHERE t.id = %(id)s AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s);
-
--- name: todo_classify_miss_human
--- description: Classifies a human's transition that missed: the todo as the human may see it, or nothing
-SELECT t.state::text AS state, t.owner, t.lease_expires_at <= coalesce(%(now)s::timestamptz, now()) AS lapsed,
-       t.next_retry_at, t.queue,
-       t.queue = ANY(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)) AS paused
-  FROM todos t
- WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s);
+ WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s);
 
 -- name: attempt_summary
 -- description: The exact attempt summary of one todo for the in-process hooks, system-wide
@@ -316,7 +268,7 @@ SELECT q.at AS asked_at, coalesce(q.choices, '[]'::jsonb) AS choices
   FROM todos t
   JOIN attempts a ON a.todo_id = t.id AND a.seq = t.attempts_total AND a.outcome IS NULL
   LEFT JOIN attempt_notes q ON q.todo_id = a.todo_id AND q.seq = a.seq AND q.n = a.asked_n AND a.asked_n > a.waiting_n
- WHERE t.id = %(id)s AND t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)
+ WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
    AND t.state = ANY(%(from_states)s::todo_state[]);
 
 -- name: todos_still_pending
