@@ -64,11 +64,12 @@ import psycopg
 from psycopg import sql
 from psycopg._queries import PostgresQuery
 from psycopg.adapt import Transformer
+from psycopg.types.json import Jsonb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from board.store import store as st  # noqa: E402
-from board.store import vocabulary  # noqa: E402
+from board.store import inputs, vocabulary  # noqa: E402
 from board.store.queries import QUERIES, Query, load  # noqa: E402
 from board.config import Settings  # noqa: E402
 from board.store.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
@@ -172,11 +173,11 @@ class BaselineStore(st.Store):
         return {"todo": pre_change_todo_out(row)}
 
     async def todo_complete(self, caller, todo_id, *, result=None, now=None, **_):
-        todo_id = st.checked_todo_id(todo_id)
+        todo_id = inputs.checked_todo_id(todo_id)
         if result is not None:
-            st.json_value(result, "result")
+            inputs.json_value(result, "result")
         caller.require("complete")
-        params = self._params(caller, id=todo_id, result=None if result is None else st.Jsonb(result), now=now,
+        params = self._params(caller, id=todo_id, result=None if result is None else Jsonb(result), now=now,
                               from_states=["claimed"])
         row = await self._fetch(BASELINE_COMPLETE, params, op="complete", todo_id=todo_id, one=True)
         if row is None:
@@ -306,7 +307,7 @@ def statements_store(name: str, path: str) -> type[st.Store]:
                                      now, op="claim_next", todo_id=None)
 
         async def todo_complete(self, caller, todo_id, *, result=None, summary=None, artifact=None, now=None, **_):
-            todo_id = st.checked_todo_id(todo_id)
+            todo_id = inputs.checked_todo_id(todo_id)
             inputs = self._closing(summary, artifact, result, with_result=True, op="complete", todo_id=todo_id)
             caller.require("complete")
             params = self._params(caller, id=todo_id, **inputs, now=now, from_states=["claimed"],
@@ -339,7 +340,7 @@ class Case:
         # reach; the shipped store's claims consult its pause cache, as a server's do.
         self.fanout = Fanout(url)
         if not pre_change_statements:
-            self.store.pauses = PauseCache(self.store, self.fanout)
+            self.store.use_pause_cache(PauseCache(self.store, self.fanout))
         await self.fanout.start()
         self.agent = await self.store.endpoint_authenticate(self.token)
 
