@@ -1,5 +1,5 @@
 """Users and endpoints (the Board's humans and the credentials they vend, ADR-0022): the
-part of the store that is not a todo transition. A mixin of board.store.store.Store (the store), which gives
+part of the store that is not a todo transition. A mixin of board.store.store.Store (the store), whose base gives
 it _fetch and _emit; its statements are in board/store/sql/accounts.sql."""
 
 from __future__ import annotations

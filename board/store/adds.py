@@ -1,5 +1,5 @@
-"""The adds (board/store/sql/adds.sql): a todo added, alone or a batch of them, continuing
-an ended todo or not."""
+"""The adds (board/store/sql/adds.sql), a part of board.store.store.Store: a todo added,
+alone or a batch of them, continuing an ended todo or not."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ def _continues_id(value: Any) -> str:
 
 # The fields an add_todos item takes (add_todo's arguments).
 _ADD_ITEM_FIELDS = frozenset({"queue", "title", "payload", "routing", "max_attempts", "continues"})
+# Why a continuation added nothing, as the caller's kind sees the predecessor.
 _CONTINUES_MISS = {"agent": query("todo_continues_miss"), "human": query("todo_continues_miss_human")}
 
 

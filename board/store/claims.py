@@ -1,5 +1,6 @@
-"""The claims (board/store/sql/claims.sql): pending (or a lapsed lease) -> claimed, by id or
-the oldest of the caller's queues, one or a batch, each opening an attempt."""
+"""The claims (board/store/sql/claims.sql), a part of board.store.store.Store: pending (or a
+lapsed lease) -> claimed, by id or the oldest of the caller's queues, one or a batch, each
+opening an attempt."""
 
 from __future__ import annotations
 

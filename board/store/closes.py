@@ -1,6 +1,6 @@
-"""The closes (board/store/sql/closes.sql): a held todo's attempt closed (complete, fail,
-release, one or a batch, by its holder or its owning human), a todo canceled, a dead letter
-retried."""
+"""The closes (board/store/sql/closes.sql), a part of board.store.store.Store: a held todo's
+attempt closed (complete, fail, release, one or a batch, by its holder or its owning human),
+a todo canceled, a dead letter retried."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ from board.store.vocabulary import (
 # The fields a complete_todos item takes (complete's arguments).
 _COMPLETE_ITEM_FIELDS = frozenset({"id", "result", "summary", "artifact", "lease_token", "usage"})
 
+# The statements the caller's kind or the verb picks.
 _RETRY = {"agent": query("todo_retry"), "human": query("todo_retry_human")}
 _CLOSE_AGENT = {"complete": query("todo_complete"), "fail": query("todo_fail"), "release": query("todo_release")}
 # The Board's closes: the owning human is exempt from the fence (REQ-6) and may release,

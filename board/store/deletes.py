@@ -1,5 +1,6 @@
-"""The Board's bulk actions and deletes (board/store/sql/deletes.sql): a human's ended todos
-deleted, and a bulk retry, cancel or release run as the single verbs (Closes') todo by todo."""
+"""The Board's deletes and bulk actions (board/store/sql/deletes.sql), a part of
+board.store.store.Store: a human's ended todos deleted, and a bulk retry, cancel or release
+run as the single verbs, todo by todo."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from board.store.queries import query
 from board.store.vocabulary import BULK_BATCH, BULK_CONCURRENCY, BULK_MAX, Human, Transition
 
 class Deletes(StoreBase):
+    """A bulk retry, cancel or release calls the Store's todo_retry, todo_cancel and
+    todo_release (closes.py) for each todo."""
+
     async def todos_bulk(self, caller: Human, kind: str, todo_ids: Iterable[str], *, batch: int = BULK_BATCH,
                          concurrency: int = BULK_CONCURRENCY) -> dict:
         """A Board bulk action: the single action's own transition (todo_retry, todo_cancel or

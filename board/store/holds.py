@@ -1,5 +1,6 @@
-"""The holds (board/store/sql/holds.sql): what a holder does while it holds a todo
-(heartbeat, note, interrupt with a question, resume) and its owning human's answer."""
+"""The holds (board/store/sql/holds.sql), a part of board.store.store.Store: what a holder
+does while it holds a todo (heartbeat, note, interrupt with a question, resume) and its
+owning human's answer."""
 
 from __future__ import annotations
 

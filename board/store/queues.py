@@ -1,5 +1,6 @@
-"""Queues (board/store/sql/board.sql): a human's pause and resume, the overview and its
-charts (a human's own, scoped in each statement), and the counts /metrics and /readyz read."""
+"""Queues (board/store/sql/board.sql), a part of board.store.store.Store: a human's pause and
+resume, the overview and its charts (a human's own, scoped in each statement), and the
+counts /metrics and /readyz read."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The reads (board/store/sql/reads.sql): a todo with its attempts, the lists, and the
-doorbell's and the hooks' reads."""
+"""The reads (board/store/sql/reads.sql), a part of board.store.store.Store: a todo with its
+attempts, the lists, and the doorbell's and the hooks' reads."""
 
 from __future__ import annotations
 
@@ -56,6 +56,7 @@ def _list_row(row: dict) -> dict:
     return out
 
 
+# The statements the caller's kind (and the list's sort) picks.
 _GET = {"agent": query("todo_get"), "human": query("todo_get_human")}
 _LIST = {
     ("agent", "created"): query("todo_list_by_created"), ("agent", "updated"): query("todo_list_by_updated"),

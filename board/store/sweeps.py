@@ -1,5 +1,6 @@
-"""The sweeps (board/store/sql/sweeps.sql): the reaper, expired questions, the retry
-scheduler, the counts' and the charts' folds, retention, and the hook events' outbox."""
+"""The sweeps (board/store/sql/sweeps.sql), a part of board.store.store.Store: the reaper,
+expired questions, the retry scheduler, the counts' and the charts' folds, retention, and
+the hook events' outbox."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ FOLD_MARGIN_SECONDS = 10.0
 
 
 class Sweeps(StoreBase):
+    """Retention also prunes OAuth codes and tokens through the Store's oauth_prune (grants.py)."""
+
     async def sweep_reap(self, *, now: datetime | None = None, batch: int = SWEEP_BATCH) -> int:
         """Reaper: lapsed leases -> pending or dead letter, attempts closed reaped."""
         rows = await self._fetch(query("attempts_reap_lapsed"), {"now": now, "batch": batch, "hook_urls": list(self.settings.hook_urls)},

@@ -1,5 +1,5 @@
-"""Presence (board/store/sql/watchers.sql, board/live/presence.py): who this process has
-live listeners for."""
+"""Presence (board/store/sql/watchers.sql), a part of board.store.store.Store: who this
+process has live listeners for (board/live/presence.py)."""
 
 from __future__ import annotations
 
