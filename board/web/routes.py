@@ -75,7 +75,7 @@ def security_headers_middleware(app: ASGIApp) -> ASGIApp:
 def deadline_middleware(app: ASGIApp) -> ASGIApp:
     """A Board page, form post or /metrics read is answered within SWITCHBOARD_DB_WAIT_SECONDS
     while Postgres is away: its session lookup and its statements share one deadline
-    (board/store/store.py's call_deadline). /mcp sets its own; /events bounds only its start, as
+    (board/store/base.py's call_deadline). /mcp sets its own; /events bounds only its start, as
     its stream outlives any deadline."""
 
     async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
