@@ -119,7 +119,7 @@ def _translate(err: Exception, op: str, todo_id: str | None) -> SwitchboardError
     return e
 
 
-# -- the store ---------------------------------------------------------------------------
+# -- rows as every part returns them ------------------------------------------------------
 
 def _parse_times(obj: dict, keys=("claimed_at", "last_heartbeat_at", "lease_expires_at", "ended_at",
                                    "last_note_at", "answered_at")) -> dict:
@@ -141,7 +141,7 @@ def todo_out(row: dict) -> dict:
     return {k: row[k] for k in keys}
 
 
-# The statements of board/store/sql/ that each caller runs, where the caller's kind picks one.
+# A missed transition re-read (_classify), as the caller's kind sees the todo.
 _CLASSIFY = {"agent": query("todo_classify_miss"), "human": query("todo_classify_miss_human")}
 # The statements that change nothing, so _fetch may run one again on a fresh connection when
 # its connection died under it (tests/unit/test_statements.py holds each to a plain SELECT).
