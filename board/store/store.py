@@ -80,9 +80,12 @@ from board.store.vocabulary import (
     CLOSED_BY,
     HOLDER_STATES,
     INTERRUPT_STATES,
+    AGENT_ID_MAX_CHARS,
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
     LIST_SORTS,
+    MAX_ATTEMPTS_DEFAULT,
+    MAX_ATTEMPTS_MAX,
     NOTE_MAX_BYTES,
     NOTES_LIMIT_DEFAULT,
     NOTES_LIMIT_MAX,
@@ -92,7 +95,9 @@ from board.store.vocabulary import (
     QUEUE_RULE,
     SUMMARY_MAX_BYTES,
     SWEEP_BATCH,
+    TITLE_MAX_CHARS,
     TODOS_ADD_MAX,
+    USERNAME_MAX_CHARS,
 )
 
 log = logging.getLogger("switchboard.store")
@@ -138,11 +143,11 @@ def call_deadline(deadline: float | None) -> Iterator[None]:
 # -- constraint names -> domain errors, in one place --------------------------------------
 _CONSTRAINT_ERRORS: dict[str, Callable[[], SwitchboardError]] = {
     "todos_queue_check": lambda: Invalid(f"queue must be {QUEUE_RULE}", argument="queue"),
-    "todos_title_check": lambda: Invalid("title must be 1 to 500 characters", argument="title"),
-    "todos_max_attempts_check": lambda: Invalid("max_attempts must be from 1 to 1000", argument="max_attempts"),
+    "todos_title_check": lambda: Invalid(f"title must be 1 to {TITLE_MAX_CHARS} characters", argument="title"),
+    "todos_max_attempts_check": lambda: Invalid(f"max_attempts must be from 1 to {MAX_ATTEMPTS_MAX}", argument="max_attempts"),
     "users_username_key": lambda: Conflict("that username is taken", argument="username"),
-    "users_username_check": lambda: Invalid("username must be 1-64 of letters, digits, _ . @ -", argument="username"),
-    "endpoints_agent_id_check": lambda: Invalid("agent_id must be 1-128 of letters, digits, _ . : / -", argument="agent_id"),
+    "users_username_check": lambda: Invalid(f"username must be 1-{USERNAME_MAX_CHARS} of letters, digits, _ . @ -", argument="username"),
+    "endpoints_agent_id_check": lambda: Invalid(f"agent_id must be 1-{AGENT_ID_MAX_CHARS} of letters, digits, _ . : / -", argument="agent_id"),
     "attempts_one_open_per_todo": lambda: Conflict("the todo already has an open attempt"),
     "todos_endpoint_id_fkey": lambda: NotFound("no such endpoint"),
     "todos_one_successor": lambda: Conflict("the todo it continues already has a successor", argument="continues"),
@@ -417,8 +422,9 @@ class Store(Accounts, Grants):
                 endpoint_id = str(uuid.UUID(endpoint_id))
             except (TypeError, ValueError, AttributeError):
                 raise not_granted from None
-        if not isinstance(title, str) or not 1 <= len(title) <= 500:
-            raise Invalid("title must be a string of 1 to 500 characters", argument="title", op="add_todo")
+        if not isinstance(title, str) or not 1 <= len(title) <= TITLE_MAX_CHARS:
+            raise Invalid(f"title must be a string of 1 to {TITLE_MAX_CHARS} characters", argument="title",
+                          op="add_todo")
         storable(title, "title")
         screen_secrets(title, "title")
         if continues is not None:
@@ -426,7 +432,8 @@ class Store(Accounts, Grants):
         params = self._params(
             caller, queue=queue, title=title,
             payload=Jsonb(json_object(payload, "payload")), routing=Jsonb(json_object(routing, "routing")),
-            max_attempts=5 if max_attempts is None else positive_int(max_attempts, "max_attempts", 1, 1000),
+            max_attempts=MAX_ATTEMPTS_DEFAULT if max_attempts is None else positive_int(max_attempts, "max_attempts", 1,
+                                                                                         MAX_ATTEMPTS_MAX),
             now=now, continues=continues, **({"endpoint_id": endpoint_id} if human else {}),
         )
         if continues is None:
@@ -502,8 +509,8 @@ class Store(Accounts, Grants):
         if queue not in caller.queues:
             raise Forbidden(f"{at}.queue: this endpoint is not granted queue {queue}", argument=f"{at}.queue",
                             op="add_todos")
-        if not isinstance(title, str) or not 1 <= len(title) <= 500:
-            raise Invalid(f"{at}.title must be a string of 1 to 500 characters", argument=f"{at}.title",
+        if not isinstance(title, str) or not 1 <= len(title) <= TITLE_MAX_CHARS:
+            raise Invalid(f"{at}.title must be a string of 1 to {TITLE_MAX_CHARS} characters", argument=f"{at}.title",
                           op="add_todos")
         try:
             storable(title, f"{at}.title")
@@ -511,7 +518,8 @@ class Store(Accounts, Grants):
             payload = json_object(item.get("payload"), f"{at}.payload")
             routing = json_object(item.get("routing"), f"{at}.routing")
             max_attempts = item.get("max_attempts")
-            max_attempts = 5 if max_attempts is None else positive_int(max_attempts, f"{at}.max_attempts", 1, 1000)
+            max_attempts = MAX_ATTEMPTS_DEFAULT if max_attempts is None else positive_int(
+                max_attempts, f"{at}.max_attempts", 1, MAX_ATTEMPTS_MAX)
         except SwitchboardError as e:
             e.op = "add_todos"
             raise
