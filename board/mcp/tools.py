@@ -492,6 +492,20 @@ def tool(name: str, title: str, description: str, arguments: dict[str, dict], re
     return register
 
 
+def _batch_arguments(arguments: dict, required: list[str], most: int, item: str, description: str) -> dict:
+    """A batched verb's one argument, todos: 1 to most items, each the single verb's arguments."""
+    return {"todos": {"type": "array", "minItems": 1, "maxItems": most,
+                      "items": {"type": "object", "properties": arguments, "required": required,
+                                "additionalProperties": False, "description": item},
+                      "description": description}}
+
+
+def _batch_out(single: dict, most: int, item: str, description: str, whole: str) -> dict:
+    """A batched verb's result: todos, each as the single verb returns it, in the order given."""
+    return _object({"todos": {"type": "array", "items": single | {"description": item}, "maxItems": most,
+                              "description": description}}, ["todos"], whole)
+
+
 def _bool_arg(args: dict, name: str) -> bool:
     value = args.get(name, False)
     if not isinstance(value, bool):
@@ -515,14 +529,10 @@ async def add_todo(store: Store, agent: Agent, x: dict) -> dict:
       "added, and a bad one fails the call naming it (todos[17].queue ...) with nothing added. Each item takes "
       "add_todo's arguments. They are added in the order given (claim_next takes them in that order), and each "
       "rings the doorbell once. Granted with add_todo. Returns the todos added, in the order given.",
-      {"todos": {"type": "array", "minItems": 1, "maxItems": TODOS_ADD_MAX,
-                 "items": {"type": "object", "properties": ADD_TODO_ARGUMENTS, "required": ["queue", "title"],
-                           "additionalProperties": False, "description": "One todo, as add_todo takes it."},
-                 "description": f"The todos to add (1 to {TODOS_ADD_MAX}), each as add_todo's arguments."}},
+      _batch_arguments(ADD_TODO_ARGUMENTS, ["queue", "title"], TODOS_ADD_MAX, "One todo, as add_todo takes it.",
+                       f"The todos to add (1 to {TODOS_ADD_MAX}), each as add_todo's arguments."),
       ("todos",),
-      _object({"todos": {"type": "array", "items": ADD_OUT | {"description": "A todo added."},
-                         "maxItems": TODOS_ADD_MAX, "description": "The todos added, in the order given."}},
-              ["todos"], "The todos added."))
+      _batch_out(ADD_OUT, TODOS_ADD_MAX, "A todo added.", "The todos added, in the order given.", "The todos added."))
 async def add_todos(store: Store, agent: Agent, x: dict) -> dict:
     return await store.todos_add(agent, x.get("todos"))
 
@@ -640,17 +650,11 @@ async def complete(store: Store, agent: Agent, x: dict) -> dict:
       "a wrong or missing lease_token, bad input) fails the call naming it (todos[3].id ...) with nothing "
       "changed. Each item takes complete's arguments. Granted with complete. Unlike complete, a repeat after a "
       "lost reply is a conflict naming the first todo already done: read them with get_todo.",
-      {"todos": {"type": "array", "minItems": 1, "maxItems": COMPLETE_TODOS_MAX,
-                 "items": {"type": "object", "properties": A_CLOSE, "required": ["id"],
-                           "additionalProperties": False, "description": "One completion, as complete takes it."},
-                 "description": f"The todos to complete (1 to {COMPLETE_TODOS_MAX}), each as complete's "
-                                "arguments."}},
+      _batch_arguments(A_CLOSE, ["id"], COMPLETE_TODOS_MAX, "One completion, as complete takes it.",
+                       f"The todos to complete (1 to {COMPLETE_TODOS_MAX}), each as complete's arguments."),
       ("todos",),
-      _object({"todos": {"type": "array", "items": CLOSED_OUT | {"description": "A todo completed."},
-                         "maxItems": COMPLETE_TODOS_MAX,
-                         "description": "The todos completed, in the order given, each with the attempt it "
-                                        "closed."}},
-              ["todos"], "The todos completed."))
+      _batch_out(CLOSED_OUT, COMPLETE_TODOS_MAX, "A todo completed.",
+                 "The todos completed, in the order given, each with the attempt it closed.", "The todos completed."))
 async def complete_todos(store: Store, agent: Agent, x: dict) -> dict:
     return await store.todos_complete(agent, x.get("todos"))
 
