@@ -660,6 +660,9 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("limits-constant-max-attempts", "limits", "board/store/vocabulary.py",
            "MAX_ATTEMPTS_MAX = 1000", "MAX_ATTEMPTS_MAX = 2000",
            (BOUNDS,), "schema and check agree on a max_attempts the todos trigger refuses"),
+    Mutant("limits-form-max-attempts", "limits", "board/web/todo_forms.py",
+           '"max_attempts", 1, MAX_ATTEMPTS_MAX)', '"max_attempts", 1, 999)',
+           (BOUNDS,), "the Board's add form refuses the max_attempts the tool publishes"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the

@@ -6,7 +6,9 @@ or the todos trigger), it accepts the bound and refuses the value past it too. A
 store cuts rather than refuses (a summary, a note, a claimant, a model label) is cut to what
 its column holds.
 
-The bounds are written once, in board/store/vocabulary.py; this test holds the surfaces that
+The Board's add form draws and enforces the same title and max_attempts bounds.
+
+The bounds are written once, in board/store/vocabulary.py; these tests hold the surfaces that
 read them to the same numbers, whichever one drifts."""
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import psycopg
 import pytest
 
 from tests.acceptance.mcp_helpers import call, connect, error_body, mcp_server, vend  # noqa: F401 (mcp_server is a fixture)
+from tests.acceptance.test_board_auth import client_for, make_human, sign_in
+from tests.acceptance.test_board_forms import control, field_error
 from tests.conftest import sql_rows
 
 ARTIFACT_PREFIX = "https://example.com/"
@@ -223,3 +227,34 @@ async def test_text_the_store_cuts_is_cut_to_what_its_column_holds(mcp_server):
         assert await Domain(domain, text=True).accepts(url, cut, todo), f"{domain} refuses what the store kept"
         assert not await Domain(domain, text=True).accepts(url, cut + 1, todo), (
             f"the store cuts to {cut} bytes, but {domain} holds more")
+
+
+async def test_the_add_forms_title_and_max_attempts_bounds_are_the_ones_the_tool_publishes(live_server):
+    """The Board's add form draws the title's maxlength and max_attempts' range the tools
+    publish, and takes a todo at those bounds and refuses one past them, next to the field."""
+    store = live_server.store
+    ada = await make_human(store, "ada")
+    ep = await vend(store, user_id=ada.user_id, agent_id="fixer", queues=("q",))
+    async with connect(live_server, ep.token) as client:
+        schema = {t.name: t for t in (await client.list_tools()).tools}["add_todo"].input_schema
+    title_max = published(schema, ("title",), "maxLength")
+    attempts_max = published(schema, ("max_attempts",), "maximum")
+    async with client_for(live_server) as c:
+        token = await sign_in(c, "ada")
+        form = (await c.get("/todos/new")).text
+        assert f'maxlength="{title_max}"' in control(form, "add-title")
+        assert f"a dead letter: 1 to {attempts_max}." in form
+
+        async def add(title: str, max_attempts: int):
+            return await c.post("/todos/new", data={"csrf_token": token, "target": f"{ep.endpoint_id}:q",
+                                                    "title": title, "payload": "", "routing": "",
+                                                    "max_attempts": str(max_attempts)})
+
+        assert (await add("t" * title_max, attempts_max)).status_code == 303
+        refused = await add("t" * (title_max + 1), attempts_max + 1)
+        assert refused.status_code == 400
+        assert field_error(refused.text, "add-title") == f"The title must be at most {title_max} characters."
+        assert field_error(refused.text, "add-max_attempts") == (
+            f"Max attempts must be a whole number from 1 to {attempts_max}.")
+    [todo] = (await store.todo_list(ada))["todos"]
+    assert (len(todo["title"]), todo["max_attempts"]) == (title_max, attempts_max)
