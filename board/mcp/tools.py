@@ -486,6 +486,8 @@ def tool(name: str, title: str, description: str, arguments: dict[str, dict], re
     the arguments already cleaned (clean_arguments). Tools are listed in the order they are
     registered."""
     def register(call: Callable[[Store, Agent, dict], Awaitable[dict]]):
+        if any(spec.name == name for spec in _REGISTERED):
+            raise ValueError(f"the tool {name} is registered twice")
         _REGISTERED.append(ToolSpec(name, title, description, arguments, required, output, call,
                                     read_only=read_only, destructive=destructive, idempotent=idempotent))
         return call
