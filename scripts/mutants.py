@@ -55,6 +55,7 @@ BOARD_FORMS = "tests/acceptance/test_board_forms.py"
 BOARD_AUTH = "tests/acceptance/test_board_auth.py"
 WORKER_API = "tests/acceptance/test_worker_api.py"
 WORKER_COMMAND = "tests/acceptance/test_worker_command.py"
+BOUNDS = "tests/acceptance/test_argument_bounds.py"
 REDIRECTS = (OAUTH + "::test_a_loopback_redirect_matches_whatever_its_port_and_nothing_else_does",
              OAUTH + "::test_a_redirect_a_browser_would_run_or_a_plain_http_host_is_refused_at_registration",
              OAUTH + "::test_a_private_use_redirect_registers_and_authorizes_to_the_consent_screen")
@@ -627,6 +628,41 @@ MUTANTS: tuple[Mutant, ...] = (
            'f"{user_id}:{signed}".encode()', "signed.encode()",
            (OAUTH_FORGED_CONSENT,),
            "the binding does not name the person it was shown to"),
+    # -- limits: a bound the tools publish, the check enforces and the database holds, one side
+    # drifting from the others (board/store/vocabulary.py names each once) ----------------------
+    Mutant("limits-schema-title", "limits", "board/mcp/tools.py",
+           '"title": {"type": "string", "minLength": 1, "maxLength": TITLE_MAX_CHARS,',
+           '"title": {"type": "string", "minLength": 1, "maxLength": 400,',
+           (BOUNDS,), "add_todo publishes a shorter title than it takes"),
+    Mutant("limits-schema-list-limit", "limits", "board/mcp/tools.py",
+           '"maximum": LIST_LIMIT_MAX,', '"maximum": 100,',
+           (BOUNDS,), "list_todos publishes a smaller page than it serves"),
+    Mutant("limits-schema-choice", "limits", "board/mcp/tools.py",
+           '"items": {"type": "string", "minLength": 1, "maxLength": CHOICE_MAX_BYTES}',
+           '"items": {"type": "string", "minLength": 1, "maxLength": 256}',
+           (BOUNDS,), "interrupt publishes choices longer than it takes and an answer's column holds"),
+    Mutant("limits-schema-cost", "limits", "board/mcp/tools.py",
+           '"cost_usd": {"type": "number", "minimum": 0, "maximum": USAGE_COST_MAX,',
+           '"cost_usd": {"type": "number", "minimum": 0, "maximum": 10**6,',
+           (BOUNDS,), "usage.cost_usd is published lower than the check and the column take"),
+    Mutant("limits-check-artifact", "limits", "board/store/inputs.py",
+           'if len(artifact.encode("utf-8")) > ARTIFACT_MAX_BYTES:', 'if len(artifact.encode("utf-8")) > 500:',
+           (BOUNDS,), "an artifact of the published length is refused"),
+    Mutant("limits-check-choices", "limits", "board/store/inputs.py",
+           "not 1 <= len(choices) <= QUESTION_CHOICES_MAX", "not 1 <= len(choices) <= 20",
+           (BOUNDS,), "more choices are taken than published, and than the attempt_notes CHECK holds"),
+    Mutant("limits-check-tokens", "limits", "board/store/inputs.py",
+           "not 0 <= value <= USAGE_TOKENS_MAX", "not 0 <= value <= 10**13",
+           (BOUNDS,), "token counts past the published maximum and the attempt_tokens domain are taken"),
+    Mutant("limits-cut-model", "limits", "board/store/inputs.py",
+           "model = cut_utf8(stripped, USAGE_MODEL_MAX_BYTES)[0]", "model = cut_utf8(stripped, 100)[0]",
+           (BOUNDS,), "a model label is cut shorter than its column holds"),
+    Mutant("limits-constant-max-attempts", "limits", "board/store/vocabulary.py",
+           "MAX_ATTEMPTS_MAX = 1000", "MAX_ATTEMPTS_MAX = 2000",
+           (BOUNDS,), "schema and check agree on a max_attempts the todos trigger refuses"),
+    Mutant("limits-form-max-attempts", "limits", "board/web/todo_forms.py",
+           '"max_attempts", 1, MAX_ATTEMPTS_MAX)', '"max_attempts", 1, 999)',
+           (BOUNDS,), "the Board's add form refuses the max_attempts the tool publishes"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the

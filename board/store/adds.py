@@ -14,7 +14,18 @@ from board.errors import Conflict, Forbidden, Invalid, NotFound, SwitchboardErro
 from board.store.base import StoreBase, _translate, todo_out
 from board.store.inputs import checked_todo_id, json_object, positive_int, screen_secrets, storable
 from board.store.queries import execute, query
-from board.store.vocabulary import QUEUE_PATTERN, QUEUE_RULE, TODOS_ADD_MAX, Agent, Caller, Human, Transition
+from board.store.vocabulary import (
+    MAX_ATTEMPTS_DEFAULT,
+    MAX_ATTEMPTS_MAX,
+    QUEUE_PATTERN,
+    QUEUE_RULE,
+    TITLE_MAX_CHARS,
+    TODOS_ADD_MAX,
+    Agent,
+    Caller,
+    Human,
+    Transition,
+)
 
 def _continues_id(value: Any) -> str:
     """The id add_todo's continues names, checked as an id is (an id no todo can have is
@@ -56,8 +67,9 @@ class Adds(StoreBase):
                 endpoint_id = str(uuid.UUID(endpoint_id))
             except (TypeError, ValueError, AttributeError):
                 raise not_granted from None
-        if not isinstance(title, str) or not 1 <= len(title) <= 500:
-            raise Invalid("title must be a string of 1 to 500 characters", argument="title", op="add_todo")
+        if not isinstance(title, str) or not 1 <= len(title) <= TITLE_MAX_CHARS:
+            raise Invalid(f"title must be a string of 1 to {TITLE_MAX_CHARS} characters", argument="title",
+                          op="add_todo")
         storable(title, "title")
         screen_secrets(title, "title")
         if continues is not None:
@@ -65,7 +77,8 @@ class Adds(StoreBase):
         params = self._params(
             caller, queue=queue, title=title,
             payload=Jsonb(json_object(payload, "payload")), routing=Jsonb(json_object(routing, "routing")),
-            max_attempts=5 if max_attempts is None else positive_int(max_attempts, "max_attempts", 1, 1000),
+            max_attempts=MAX_ATTEMPTS_DEFAULT if max_attempts is None else positive_int(max_attempts, "max_attempts", 1,
+                                                                                         MAX_ATTEMPTS_MAX),
             now=now, continues=continues, **({"endpoint_id": endpoint_id} if human else {}),
         )
         if continues is None:
@@ -141,8 +154,8 @@ class Adds(StoreBase):
         if queue not in caller.queues:
             raise Forbidden(f"{at}.queue: this endpoint is not granted queue {queue}", argument=f"{at}.queue",
                             op="add_todos")
-        if not isinstance(title, str) or not 1 <= len(title) <= 500:
-            raise Invalid(f"{at}.title must be a string of 1 to 500 characters", argument=f"{at}.title",
+        if not isinstance(title, str) or not 1 <= len(title) <= TITLE_MAX_CHARS:
+            raise Invalid(f"{at}.title must be a string of 1 to {TITLE_MAX_CHARS} characters", argument=f"{at}.title",
                           op="add_todos")
         try:
             storable(title, f"{at}.title")
@@ -150,7 +163,8 @@ class Adds(StoreBase):
             payload = json_object(item.get("payload"), f"{at}.payload")
             routing = json_object(item.get("routing"), f"{at}.routing")
             max_attempts = item.get("max_attempts")
-            max_attempts = 5 if max_attempts is None else positive_int(max_attempts, f"{at}.max_attempts", 1, 1000)
+            max_attempts = MAX_ATTEMPTS_DEFAULT if max_attempts is None else positive_int(
+                max_attempts, f"{at}.max_attempts", 1, MAX_ATTEMPTS_MAX)
         except SwitchboardError as e:
             e.op = "add_todos"
             raise

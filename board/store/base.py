@@ -34,9 +34,13 @@ from board.errors import Conflict, Internal, Invalid, NotFound, SwitchboardError
 from board.store.inputs import hash_token, storable
 from board.store.queries import Query, execute, query
 from board.store.vocabulary import (
+    AGENT_ID_MAX_CHARS,
     HOLDER_STATES,
     INTERRUPT_STATES,
+    MAX_ATTEMPTS_MAX,
     QUEUE_RULE,
+    TITLE_MAX_CHARS,
+    USERNAME_MAX_CHARS,
     Agent,
     Caller,
     Observer,
@@ -83,11 +87,14 @@ def call_deadline(deadline: float | None) -> Iterator[None]:
 # -- constraint names -> domain errors, in one place --------------------------------------
 _CONSTRAINT_ERRORS: dict[str, Callable[[], SwitchboardError]] = {
     "todos_queue_check": lambda: Invalid(f"queue must be {QUEUE_RULE}", argument="queue"),
-    "todos_title_check": lambda: Invalid("title must be 1 to 500 characters", argument="title"),
-    "todos_max_attempts_check": lambda: Invalid("max_attempts must be from 1 to 1000", argument="max_attempts"),
+    "todos_title_check": lambda: Invalid(f"title must be 1 to {TITLE_MAX_CHARS} characters", argument="title"),
+    "todos_max_attempts_check": lambda: Invalid(f"max_attempts must be from 1 to {MAX_ATTEMPTS_MAX}",
+                                                argument="max_attempts"),
     "users_username_key": lambda: Conflict("that username is taken", argument="username"),
-    "users_username_check": lambda: Invalid("username must be 1-64 of letters, digits, _ . @ -", argument="username"),
-    "endpoints_agent_id_check": lambda: Invalid("agent_id must be 1-128 of letters, digits, _ . : / -", argument="agent_id"),
+    "users_username_check": lambda: Invalid(f"username must be 1-{USERNAME_MAX_CHARS} of letters, digits, _ . @ -",
+                                            argument="username"),
+    "endpoints_agent_id_check": lambda: Invalid(
+        f"agent_id must be 1-{AGENT_ID_MAX_CHARS} of letters, digits, _ . : / -", argument="agent_id"),
     "attempts_one_open_per_todo": lambda: Conflict("the todo already has an open attempt"),
     "todos_endpoint_id_fkey": lambda: NotFound("no such endpoint"),
     "todos_one_successor": lambda: Conflict("the todo it continues already has a successor", argument="continues"),
