@@ -20,7 +20,7 @@ from board.store.inputs import int_text, json_object_text, screen_secrets
 from board.store.store import Human
 from board.web.context import (checked_form, not_found, page, query_text, redirect, require_human, runtime,
                                view_query)
-from board.web.view import actions_for, sentence
+from board.web.templating import actions_for, sentence
 
 FIELDS = ("target", "title", "payload", "routing", "max_attempts", "continues")
 BLANK = {"target": "", "title": "", "payload": "", "routing": "", "max_attempts": "5", "continues": ""}
