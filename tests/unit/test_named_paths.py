@@ -11,7 +11,9 @@ in a URL, `<old checkout>/board/...`) is not one either. Read from the files, no
 
 Migrations are forward-only and never edited, so a path an old migration names that has
 moved since is excused in GONE, with where it went; so is a path of older checkouts that the
-benchmark comparing with them names on purpose. Nothing else is excused."""
+benchmark comparing with them names on purpose. Nothing else is excused. A Markdown link to
+a file of the repository (`[mcp.md](mcp.md#batched-verbs)`, relative to its page) leads to
+one too."""
 
 from __future__ import annotations
 
@@ -43,14 +45,14 @@ GONE = {
     ("docs/performance.md", "board/statements.py"),
 }
 
-SKIPPED_FOLDERS = {".venv", "node_modules", ".git", "__pycache__", "switchboard.egg-info", ".pytest_cache"}
+SKIPPED_FOLDERS = {"node_modules", "__pycache__", "switchboard.egg-info"}  # and every .folder (.venv, .git, ...)
 
 
 def tracked(suffix: str) -> list[Path]:
     """The repository's files ending in `suffix`, outside the virtualenv and the caches."""
     found = []
     for folder, subfolders, names in os.walk(ROOT):
-        subfolders[:] = [name for name in subfolders if name not in SKIPPED_FOLDERS]
+        subfolders[:] = [name for name in subfolders if name not in SKIPPED_FOLDERS and not name.startswith(".")]
         found += [Path(folder) / name for name in names if name.endswith(suffix)]
     return sorted(found)
 
@@ -90,7 +92,11 @@ def prose_files() -> list[tuple[Path, str]]:
     """Every file whose prose is checked, with that prose."""
     files = [(p, sql_comments(p.read_text(encoding="utf-8"))) for p in tracked(".sql")]
     files += [(p, p.read_text(encoding="utf-8")) for p in tracked(".md")]
-    files += [(p, python_prose(p.read_text(encoding="utf-8"))) for p in tracked(".py")]
+    for module in tracked(".py"):
+        # Only a module whose whole text names a path that is gone can name one in its prose:
+        # the others are not parsed (parsing every module takes seconds).
+        text = module.read_text(encoding="utf-8")
+        files.append((module, python_prose(text) if not all(map(exists, paths_in(text))) else text))
     return files
 
 
@@ -110,6 +116,28 @@ def test_every_path_the_sql_markdown_and_python_prose_names_exists():
     kinds = {p.suffix for p, _ in files}
     assert {".sql", ".md", ".py"} <= kinds and len(files) > 100, "the scan found too few files to mean anything"
     assert missing_paths(files) == []
+
+
+MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def broken_links(page: Path, text: str) -> list[str]:
+    """The targets of the page's relative links that lead to no file (anchors not checked)."""
+    broken = []
+    for match in MARKDOWN_LINK.finditer(text):
+        target = match.group(1)
+        if re.match(r"[a-z][a-z0-9+.-]*:|#", target):  # a URL, a mailto or an anchor of the page
+            continue
+        if not (page.parent / target.split("#", 1)[0]).exists():
+            broken.append(f"{page.relative_to(ROOT).as_posix()}: {target}")
+    return broken
+
+
+def test_every_relative_markdown_link_leads_to_a_file():
+    pages = tracked(".md")
+    assert broken_links(ROOT / "docs" / "x.md", "[gone](gone.md#top) [there](mcp.md#a) [web](https://x.org/a.md)") \
+        == ["docs/x.md: gone.md#top"]
+    assert [b for page in pages for b in broken_links(page, page.read_text(encoding="utf-8"))] == []
 
 
 def test_a_path_excused_as_gone_is_still_named_and_still_gone():
