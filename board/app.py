@@ -21,7 +21,7 @@ from board.ops import health
 
 from board.web import routes as web
 from board.web.events import BoardRows
-from board.web.view import compile_templates
+from board.web.templating import compile_templates
 from board.ops import metrics as metrics_mod
 from board.config import Settings
 from board.store.db import EmbeddedPostgres, database_label, migrate, open_pool

@@ -29,7 +29,7 @@ from board.web.context import (ATTEMPTS_SHOWN, NO_STORE, SCHEMES, Filters, SignI
                                worker_command)
 from board.store.accounts import vend_problems
 from board.web.context import known_human, ticked_of, view_query
-from board.web.view import DEFAULT_VERBS, VERB_PRESETS, sentence
+from board.web.templating import DEFAULT_VERBS, VERB_PRESETS, sentence
 
 log = logging.getLogger("switchboard.web")
 

@@ -21,7 +21,7 @@ from board.store.store import Human
 from board.store.vocabulary import MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, TITLE_MAX_CHARS
 from board.web.context import (checked_form, not_found, page, query_text, redirect, require_human, runtime,
                                view_query)
-from board.web.view import actions_for, sentence
+from board.web.templating import actions_for, sentence
 
 FIELDS = ("target", "title", "payload", "routing", "max_attempts", "continues")
 BLANK = {"target": "", "title": "", "payload": "", "routing": "", "max_attempts": str(MAX_ATTEMPTS_DEFAULT),

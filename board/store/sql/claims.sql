@@ -21,7 +21,7 @@
 -- claim_next still walks the pending index). Not phrased as "queue <> ALL(the paused ones)":
 -- the planner reads that as matching almost no row and scans and sorts the whole table.
 -- The probe is a few per cent of a claim's server work, so a server process whose pause
--- cache (board/pause_cache.py) vouches for the caller's paused queues runs the _unpaused
+-- cache (board/live/pause_cache.py) vouches for the caller's paused queues runs the _unpaused
 -- claim_next statements, which leave it out; a claim by id always probes. The Board's own
 -- claim is not held back by a pause.
 --
@@ -35,7 +35,7 @@
 -- in. Prior attempts come from attempt_prior, called only for a todo claimed before, and a
 -- continuing todo's predecessor from todo_continuation, called only when continues_id is
 -- set: as sub-selects, the executor would set them up on every claim. The counts passed in
--- (prior_attempts, prior_notes) are board/vocabulary.py's.
+-- (prior_attempts, prior_notes) are board/store/vocabulary.py's.
 
 -- name: todo_claim_next_fast
 -- description: claim_next's first try: the oldest pending todo of the agent's queues whose history needs no pruning -> claimed, opening an attempt

@@ -10,7 +10,7 @@
 --
 -- get_todo's chain walks the continuation chain both ways from the todo, by primary key up
 -- and through todo_successors down, each link in the caller's scope, at most chain_max
--- links each way (board/vocabulary.py's CHAIN_MAX).
+-- links each way (board/store/vocabulary.py's CHAIN_MAX).
 
 -- name: todo_get
 -- description: One todo of the agent's queues with its chain, usage totals, newest attempts and live outcome counts
