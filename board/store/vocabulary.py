@@ -60,7 +60,7 @@ NOTIFY_CHANNEL = "switchboard_v1"
 # -- the bounds of arguments ---------------------------------------------------------------
 # Every bound an argument has, written once: the MCP tools' published input schemas
 # (board/mcp/tools.py), the store's checks (inputs.py, store.py, accounts.py), the Board's
-# forms and their templates (maxlength, help text; Jinja globals in board/web/view.py) and
+# forms and their templates (maxlength, help text; Jinja globals in board/web/templating.py) and
 # the error messages all read it here. Where the database holds the same bound (a domain, a
 # CHECK or the todos trigger, in migrations/), tests/acceptance/test_argument_bounds.py
 # holds the three together.
