@@ -53,7 +53,7 @@ from board.store.db import EmbeddedPostgres, open_pool  # noqa: E402
 VARIANTS = {
     "baseline": (cc.BASELINE_CLAIM_NEXT.sql, cc.BASELINE_COMPLETE.sql, "pre-change"),
     "no-attempts": (cc.BASELINE_CLAIM_NEXT.sql, cc.BASELINE_COMPLETE.sql, "today"),
-    "attempts": (QUERIES["todo_claim_next_fast_unpaused"].sql, QUERIES["todo_complete"].sql, "today"),
+    "attempts": (QUERIES["todo_claim_fast"].sql, QUERIES["todo_complete"].sql, "today"),
 }
 DESCRIBED = {
     "baseline": "before SPEC-0034: its statements on its schema (0001)",
@@ -91,8 +91,9 @@ async def params_for(url: str, token: str, *, pre_change: bool = False) -> tuple
     try:
         store = (cc.BaselineStore if pre_change else st.Store)(pool, Settings())
         agent = (await store.endpoint_authenticate(token)).on_session("bench")
-        claim = store._params(agent, claim_queues=list(agent.queues), claimant=None, lease_seconds=60.0,
-                              history_max=50, claimer_session="bench", token_hash=None)
+        claim = store._params(agent, id=None, claim_queues=list(agent.queues), ignore_pauses=True, limit=1,
+                              claimant=None, lease_seconds=60.0, history_max=50, claimer_session="bench",
+                              token_hash=None, token_hashes=None)
         close = store._params(agent, summary=None, summary_truncated=False, artifact=None, result=None,
                               from_states=["claimed"], token_checked=False, input_tokens=None, output_tokens=None,
                               cost_usd=None, model=None)

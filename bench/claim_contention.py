@@ -64,11 +64,12 @@ import psycopg
 from psycopg import sql
 from psycopg._queries import PostgresQuery
 from psycopg.adapt import Transformer
+from psycopg.types.json import Jsonb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from board.store import store as st  # noqa: E402
-from board.store import vocabulary  # noqa: E402
+from board.store import inputs, vocabulary  # noqa: E402
 from board.store.queries import QUERIES, Query, load  # noqa: E402
 from board.config import Settings  # noqa: E402
 from board.store.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
@@ -172,11 +173,11 @@ class BaselineStore(st.Store):
         return {"todo": pre_change_todo_out(row)}
 
     async def todo_complete(self, caller, todo_id, *, result=None, now=None, **_):
-        todo_id = st.checked_todo_id(todo_id)
+        todo_id = inputs.checked_todo_id(todo_id)
         if result is not None:
-            st.json_value(result, "result")
+            inputs.json_value(result, "result")
         caller.require("complete")
-        params = self._params(caller, id=todo_id, result=None if result is None else st.Jsonb(result), now=now,
+        params = self._params(caller, id=todo_id, result=None if result is None else Jsonb(result), now=now,
                               from_states=["claimed"])
         row = await self._fetch(BASELINE_COMPLETE, params, op="complete", todo_id=todo_id, one=True)
         if row is None:
@@ -264,8 +265,8 @@ def drop(admin: str, name: str) -> None:
 async def show_plans(url: str, token: str) -> None:
     """The generic plans the pool runs (plan_cache_mode=force_generic_plan), scans only."""
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        for title, text in (("claim_next (fast path)", QUERIES["todo_claim_next_fast_unpaused"].sql),
-                            ("claim_next (takeover/pruning path)", QUERIES["todo_claim_next_unpaused"].sql),
+        for title, text in (("claim (fast path)", QUERIES["todo_claim_fast"].sql),
+                            ("claim (takeover/pruning path)", QUERIES["todo_claim"].sql),
                             ("complete", QUERIES["todo_complete"].sql)):
             query = PostgresQuery(Transformer(conn))
             query.convert(text, {name: None for name in re.findall(r"%\((\w+)\)s", text)})
@@ -277,45 +278,47 @@ async def show_plans(url: str, token: str) -> None:
                 print(f"  WARNING: {title} has a sequential scan")
 
 
-def other_statements(name: str, path: str) -> tuple[Query, Query, Query]:
-    """claim_next's fast and full statements (unpaused, as a server runs them) and an unfenced
-    complete, from a board/store/sql (or board/sql) folder or a statements module of before the SQL files."""
+# The shipped statements a --statements variant replaces, and the names they had before one
+# pair of claim statements served every claim (claim_next's, unpaused as a server runs them).
+SWAPPED = ("todo_claim_fast", "todo_claim", "todo_complete")
+BEFORE = ("todo_claim_next_fast_unpaused", "todo_claim_next_unpaused", "todo_complete")
+
+
+def other_statements(name: str, path: str) -> tuple[dict[str, Query], bool]:
+    """The claim and complete statements of path (a board/store/sql or board/sql folder, or a
+    statements module of before the SQL files) by the shipped names they stand for, and
+    whether they are of before the one pair of claim statements (one todo, one token hash)."""
     if Path(path).is_dir():
         found = load(Path(path))
-        return found["todo_claim_next_fast_unpaused"], found["todo_claim_next_unpaused"], found["todo_complete"]
+        if all(n in found for n in SWAPPED):
+            return {n: found[n] for n in SWAPPED}, False
+        return {new: found[old] for new, old in zip(SWAPPED, BEFORE)}, True
     spec = importlib.util.spec_from_file_location(f"bench_statements_{name}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     texts = (getattr(mod, "SQL_CLAIM_NEXT_FAST_UNPAUSED", mod.SQL_CLAIM_NEXT_FAST),
              getattr(mod, "SQL_CLAIM_NEXT_UNPAUSED", mod.SQL_CLAIM_NEXT),
              mod.SQL_CLOSE_AGENT[("complete", "unfenced")])
-    return tuple(Query(f"{name}_{i}", f"statement {i} of {path}", text, path) for i, text in enumerate(texts))
+    return {new: Query(f"{name}_{i}", f"statement {i} of {path}", text, path)
+            for i, (new, text) in enumerate(zip(SWAPPED, texts))}, True
 
 
 def statements_store(name: str, path: str) -> type[st.Store]:
-    """The shipped store, but claim_next and an unfenced complete send the statements of
-    path (the --statements variants)."""
-    claim_fast, claim_full, complete = other_statements(name, path)
+    """The shipped store, but its claims and complete send the statements of path (the
+    --statements variants). Statements of before the one claim pair take one token hash and
+    do not return it: the store's parameters and rows are adapted around them."""
+    swapped, before = other_statements(name, path)
 
     class StatementsStore(st.Store):
-        async def todo_claim_next(self, caller, *, queue=None, claimant=None, require_fence=False,
-                                  lease_seconds=None, now=None):
-            caller.require("claim_next")
-            return await self._claim(caller, (claim_fast, claim_full),
-                                     {"claim_queues": list(caller.queues)}, claimant, require_fence, lease_seconds,
-                                     now, op="claim_next", todo_id=None)
-
-        async def todo_complete(self, caller, todo_id, *, result=None, summary=None, artifact=None, now=None, **_):
-            todo_id = st.checked_todo_id(todo_id)
-            inputs = self._closing(summary, artifact, result, with_result=True, op="complete", todo_id=todo_id)
-            caller.require("complete")
-            params = self._params(caller, id=todo_id, **inputs, now=now, from_states=["claimed"],
-                                  retry_base=self.settings.retry_base_seconds, retry_max=self.settings.retry_max_seconds,
-                                  token_checked=False, input_tokens=None, output_tokens=None, cost_usd=None, model=None)
-            row = await self._fetch(complete, params, op="complete", todo_id=todo_id, one=True)
-            if row is None:
-                raise await self._classify(caller, todo_id, "complete", params)
-            return self._closed("complete", todo_id, row)
+        async def _fetch(self, sql, params, **kw):
+            other = swapped.get(sql.name)
+            if other is None:
+                return await super()._fetch(sql, params, **kw)
+            if not before or sql.name == "todo_complete":
+                return await super()._fetch(other, params, **kw)
+            token_hash = (params.get("token_hashes") or [None])[0]
+            rows = await super()._fetch(other, dict(params, token_hash=token_hash), **kw)
+            return [dict(row, lease_token_hash=token_hash) for row in rows]
 
     return StatementsStore
 
@@ -339,7 +342,7 @@ class Case:
         # reach; the shipped store's claims consult its pause cache, as a server's do.
         self.fanout = Fanout(url)
         if not pre_change_statements:
-            self.store.pauses = PauseCache(self.store, self.fanout)
+            self.store.use_pause_cache(PauseCache(self.store, self.fanout))
         await self.fanout.start()
         self.agent = await self.store.endpoint_authenticate(self.token)
 

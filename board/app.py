@@ -21,7 +21,7 @@ from board.ops import health
 
 from board.web import routes as web
 from board.web.events import BoardRows
-from board.web.view import compile_templates
+from board.web.templating import compile_templates
 from board.ops import metrics as metrics_mod
 from board.config import Settings
 from board.store.db import EmbeddedPostgres, database_label, migrate, open_pool
@@ -142,7 +142,7 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
             store = Store(pool, settings)
             store.observers.append(metrics.observe)
             fanout = Fanout(listen_url_of(settings, url))
-            store.pauses = PauseCache(store, fanout)
+            store.use_pause_cache(PauseCache(store, fanout))
             # Presence writes on a connection of its own: a burst of requests queued on the
             # pool cannot hold back the registration every new listener waits on.
             presence_pool = await open_pool(url, min_size=1, max_size=1, wait_seconds=settings.db_wait_seconds)

@@ -1,5 +1,5 @@
 """Where the files the code reads live: migrations/, templates/ and static/ sit beside the
-package in a source checkout, and inside it (board/migrations, ...) in an installed wheel
+package in a source checkout, and inside it (as board.migrations, ...) in an installed wheel
 (pyproject.toml maps them there)."""
 
 from __future__ import annotations

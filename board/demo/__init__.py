@@ -92,6 +92,8 @@ The parts, by what they do:
 
 - `board.demo.seeding`: the data dir, the settings, demo.json, the demo human and endpoint,
   the queues and seeds, the agents' summaries and artifacts, and the bounds (`Limits`).
+- `board.demo.stage`: what the agents and the planner see of the run (`Stage`, which `Demo`
+  provides), so neither imports the runner.
 - `board.demo.agents`: the simulated agents.
 - `board.demo.planner`: the planner, which stocks the queues and keeps the bounds.
 - `board.demo.banner`: everything printed (banner, credentials, action lines, notes).

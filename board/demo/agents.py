@@ -2,7 +2,7 @@
 Python agent can use) on the one demo endpoint, told apart by claimant labels such as
 `demo/fixer-1/run-1`, each playing its role in a loop.
 
-Every agent reports the outcomes it brings about to the demo (`Demo.saw`), which settles
+Every agent reports the outcomes it brings about to the demo (`Stage.saw`), which settles
 once all of them have been shown; from then on the agents take a break between todos
 (`SimAgent.rest`), so the Board changes at a pace a newcomer can follow."""
 
@@ -14,15 +14,13 @@ import itertools
 import random
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from switchboard_worker import Todo, ToolError, Worker
 
 from board.demo import banner
 from board.demo.seeding import ARTIFACTS, SHUTDOWN_SUMMARY, SUMMARIES
-
-if TYPE_CHECKING:
-    from board.demo.runner import Demo
+from board.demo.stage import Stage
 
 
 def when(iso: str | None) -> float | None:
@@ -45,7 +43,7 @@ class SimAgent:
     fenced: bool = False
     plan: tuple[str, ...] = ("complete",)
 
-    def __init__(self, demo: "Demo", name: str):
+    def __init__(self, demo: Stage, name: str):
         self.demo = demo
         self.name = name
         self.run = 1
@@ -216,7 +214,7 @@ class Fixer(SimAgent):
     queues = ("builds", "docs")
     lease = 8.0
 
-    def __init__(self, demo: "Demo", name: str, plan: tuple[str, ...]):
+    def __init__(self, demo: Stage, name: str, plan: tuple[str, ...]):
         self.plan = plan
         super().__init__(demo, name)
 
@@ -386,7 +384,7 @@ class Rescuer(SimAgent):
         await self.pause(0.3)  # no break: it must be watching when hung-1 next hangs
 
 
-def workers(demo: "Demo") -> list[SimAgent]:
+def workers(demo: Stage) -> list[SimAgent]:
     """The agents the banner names, in its order."""
     return [
         Fixer(demo, "fixer-1", ("complete", "release", "complete", "fail", "complete")),

@@ -25,15 +25,12 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from board.demo import banner
 from board.demo.agents import SimAgent
 from board.demo.seeding import QUEUES, TRICKLE, Seed
+from board.demo.stage import Stage
 from board.store.vocabulary import HOLDER_STATES, LIST_LIMIT_MAX
-
-if TYPE_CHECKING:
-    from board.demo.runner import Demo
 
 OPEN_STATES = ("pending", *HOLDER_STATES)
 
@@ -55,7 +52,7 @@ class Planner(SimAgent):
     """Adds a round of todos to a queue with nothing pending (one todo to a TRICKLE queue
     with nothing open), within the demo's limits."""
 
-    def __init__(self, demo: "Demo", name: str):
+    def __init__(self, demo: Stage, name: str):
         super().__init__(demo, name)
         self.seeded = asyncio.Event()
         self.stocked_at: dict[str, float] = {}

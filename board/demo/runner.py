@@ -50,6 +50,8 @@ class _Server:
 
 
 class Demo:
+    """One run of the demo; to its agents and planner, the `stage.Stage` they play on."""
+
     def __init__(self, settings: Settings, *, host: str, port: int, duration: float | None,
                  limits: Limits | None = None):
         self.data_dir = demo_data_dir().resolve()

@@ -69,7 +69,7 @@ from board.view.todo_detail import todo_detail
 log = logging.getLogger("switchboard.mcp")
 
 AGENT_KEY = "switchboard.agent"
-# The request's deadline (board/store/store.py's call_deadline), set before its token lookup and
+# The request's deadline (board/store/base.py's call_deadline), set before its token lookup and
 # kept in the scope for the handler, which may run in the session's task, not this one.
 DEADLINE_KEY = "switchboard.deadline"
 # resources/read's JSON-RPC error codes. Its body rides in data, the same object a tool

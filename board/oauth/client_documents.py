@@ -8,7 +8,7 @@ field names, which this server fetches instead of keeping a registration.
   OAuthClientInformationFull, or ClientDocumentError with a message fit to show the human
   or the client's developer.
 
-Fetching: httpx with one deadline for the whole fetch (5 s), Accept: application/json and
+Fetching: httpx2 with one deadline for the whole fetch (5 s), Accept: application/json and
 no compression asked for; the body is streamed and refused past 64 KiB; up to 3 redirects,
 each followed by hand to an https URL; every host must resolve to public addresses only
 (unless settings.oauth_client_metadata_allow_private, for tests). The TLS context trusts
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 from pydantic import ValidationError
 
@@ -164,7 +164,7 @@ def client_from_document(client_id: str, body: bytes) -> OAuthClientInformationF
         client_name=clean_name(metadata.client_name or "") or None, client_uri=metadata.client_uri, logo_uri=metadata.logo_uri)
 
 
-def cache_seconds(headers: httpx.Headers, now: float | None = None) -> float:
+def cache_seconds(headers: httpx2.Headers, now: float | None = None) -> float:
     """How long a response may be kept by its cache headers (RFC 9111): 0 for no-store or
     no-cache; max-age less Age; else Expires less Date (or now); else the default. At most
     CACHE_MAX_SECONDS. A malformed max-age or Expires means stale (0)."""
@@ -249,7 +249,7 @@ class ClientDocuments:
         self.max_entries = max_entries
         self.clock = clock
         self._ssl = ssl_context(settings.oauth_client_metadata_ca_file)
-        self._client: httpx.AsyncClient | None = None
+        self._client: httpx2.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._cache: dict[str, _Entry] = {}
         self._inflight: dict[str, asyncio.Task] = {}
@@ -313,11 +313,11 @@ class ClientDocuments:
             async with asyncio.timeout(self.timeout):
                 body, headers = await self._fetch(client_id)
             client = client_from_document(client_id, body)
-        except (TimeoutError, httpx.TimeoutException):
+        except (TimeoutError, httpx2.TimeoutException):
             error = ClientDocumentError(f"fetching the document timed out after {self.timeout:g} s", "timeout")
         except ClientDocumentError as err:
             error = err
-        except httpx.HTTPError as err:
+        except httpx2.HTTPError as err:
             error = _fetch_error(err)
         except Exception:  # a fault of ours: said, and refused like any other failure
             log.exception("client metadata document fetch failed: host=%s", logs.field(host))
@@ -337,32 +337,32 @@ class ClientDocuments:
         self._keep(client_id, entry)
         return entry
 
-    def _http(self) -> httpx.AsyncClient:
+    def _http(self) -> httpx2.AsyncClient:
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
             # A client's pooled connections belong to the loop that opened them: another loop
             # (a test's) gets a client of its own. trust_env off: no proxy, netrc or
             # SSL_CERT_FILE from the environment.
-            self._client = httpx.AsyncClient(
+            self._client = httpx2.AsyncClient(
                 verify=self._ssl, follow_redirects=False, trust_env=False, headers=_HEADERS,
-                timeout=httpx.Timeout(self.timeout), limits=httpx.Limits(max_connections=20,
-                                                                          max_keepalive_connections=5))
+                timeout=httpx2.Timeout(self.timeout), limits=httpx2.Limits(max_connections=20,
+                                                                           max_keepalive_connections=5))
             self._client_loop = loop
         return self._client
 
-    async def _fetch(self, client_id: str) -> tuple[bytes, httpx.Headers]:
-        url = httpx.URL(client_id)
+    async def _fetch(self, client_id: str) -> tuple[bytes, httpx2.Headers]:
+        url = httpx2.URL(client_id)
         client = self._http()
         for hop in range(self.max_redirects + 1):
             await self._check_host(url)
-            # The host is resolved again when httpx connects: a name that changes its answer
+            # The host is resolved again when httpx2 connects: a name that changes its answer
             # between the two (DNS rebinding) could still reach a private address. Closing
             # that would take a transport that connects to the checked address itself.
             async with client.stream("GET", url) as response:
                 if response.status_code in _REDIRECTS and "location" in response.headers:
                     try:
                         target = url.join(response.headers["location"])
-                    except httpx.InvalidURL:
+                    except httpx2.InvalidURL:
                         raise ClientDocumentError("the document's URL redirected to an invalid URL",
                                                   "redirect") from None
                     if target.scheme != "https" or not target.host:
@@ -379,7 +379,7 @@ class ClientDocuments:
                 return await self._body(response), response.headers
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _body(self, response: httpx.Response) -> bytes:
+    async def _body(self, response: httpx2.Response) -> bytes:
         too_large = ClientDocumentError(f"the document is larger than {self.max_bytes // 1024} KiB "
                                         f"({self.max_bytes} bytes)", "too_large")
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
@@ -400,7 +400,7 @@ class ClientDocuments:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    async def _check_host(self, url: httpx.URL) -> None:
+    async def _check_host(self, url: httpx2.URL) -> None:
         """Refuse a host that is, or resolves to, anything but public addresses."""
         if self.settings.oauth_client_metadata_allow_private:
             return
@@ -430,7 +430,7 @@ class ClientDocuments:
                 raise ClientDocumentError(f"the document's host resolves to {_NOT_PUBLIC}", "private_address")
 
 
-def _fetch_error(err: httpx.HTTPError) -> ClientDocumentError:
+def _fetch_error(err: httpx2.HTTPError) -> ClientDocumentError:
     cause: BaseException | None = err
     while cause is not None:
         if isinstance(cause, ssl.SSLCertVerificationError):
@@ -438,6 +438,6 @@ def _fetch_error(err: httpx.HTTPError) -> ClientDocumentError:
         if isinstance(cause, ssl.SSLError):
             return ClientDocumentError("the TLS connection to the document's host failed", "tls")
         cause = cause.__cause__ or cause.__context__
-    if isinstance(err, httpx.ConnectError):
+    if isinstance(err, httpx2.ConnectError):
         return ClientDocumentError("the document's host could not be connected to", "connect")
     return ClientDocumentError(f"the document could not be fetched ({type(err).__name__})", "fetch")

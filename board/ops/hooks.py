@@ -37,7 +37,7 @@ import random
 import time
 from typing import Any, Callable
 
-import httpx
+import httpx2
 
 from board import logs
 from board.config import Settings
@@ -127,7 +127,7 @@ def verify(secret: str, header: str, body: bytes, *, tolerance: float = 300, now
 class HookDelivery:
     """Delivers hook_events rows. Safe in every process at once: rows are leased."""
 
-    def __init__(self, store: Store, settings: Settings, *, client: httpx.AsyncClient | None = None):
+    def __init__(self, store: Store, settings: Settings, *, client: httpx2.AsyncClient | None = None):
         self.store = store
         self.settings = settings
         self._client = client
@@ -146,7 +146,7 @@ class HookDelivery:
         self._task = None
 
     async def _run(self) -> None:
-        async with (self._client or httpx.AsyncClient(timeout=10.0, follow_redirects=False)) as client:
+        async with (self._client or httpx2.AsyncClient(timeout=10.0, follow_redirects=False)) as client:
             while True:
                 try:
                     while await self.deliver_due(client) > 0:
@@ -161,12 +161,12 @@ class HookDelivery:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=self.settings.hook_poll_seconds)
 
-    async def deliver_due(self, client: httpx.AsyncClient) -> int:
+    async def deliver_due(self, client: httpx2.AsyncClient) -> int:
         events = await self.store.hook_events_lease(limit=20, lease_seconds=30.0)
         await asyncio.gather(*(self._deliver(client, e) for e in events))
         return len(events)
 
-    async def _deliver(self, client: httpx.AsyncClient, event: dict) -> None:
+    async def _deliver(self, client: httpx2.AsyncClient, event: dict) -> None:
         body = json.dumps({"id": event["id"], **event["payload"]}, separators=(",", ":"),
                           ensure_ascii=False).encode()
         timestamp = int(time.time())
@@ -184,7 +184,7 @@ class HookDelivery:
                 log.info("hook %s %s delivered (try %d)", event["event"], event["id"], event["tries"])
                 return
             error = f"HTTP {response.status_code}"
-        except httpx.HTTPError as err:
+        except httpx2.HTTPError as err:
             error = type(err).__name__
         delay = min(self.settings.hook_retry_max_seconds,
                     self.settings.hook_retry_base_seconds * 2 ** min(event["tries"] - 1, 20))

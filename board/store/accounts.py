@@ -1,5 +1,5 @@
 """Users and endpoints (the Board's humans and the credentials they vend, ADR-0022): the
-part of the store that is not a todo transition. A mixin of board.store.store.Store (the store), which gives
+part of the store that is not a todo transition. A mixin of board.store.store.Store (the store), whose base gives
 it _fetch and _emit; its statements are in board/store/sql/accounts.sql."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from board.errors import Invalid, NotFound
 from board.store import liveness
 from board.store.inputs import AGENT_ID_PATTERN, USERNAME_PATTERN, hash_token, storable
 from board.store.queries import query
-from board.store.vocabulary import QUEUE_PATTERN, QUEUE_RULE, VERBS, Agent, Transition
+from board.store.vocabulary import (AGENT_ID_MAX_CHARS, ENDPOINT_NAME_MAX_CHARS, QUEUE_PATTERN, QUEUE_RULE,
+                                    USERNAME_MAX_CHARS, VERBS, Agent, Transition)
 
 
 def vend_problems(*, agent_id, queues, scope) -> list[Invalid]:
@@ -19,7 +20,8 @@ def vend_problems(*, agent_id, queues, scope) -> list[Invalid]:
     at once; empty when it is fine."""
     problems = []
     if not isinstance(agent_id, str) or not AGENT_ID_PATTERN.fullmatch(agent_id):
-        problems.append(Invalid("agent_id must be 1-128 of letters, digits, _ . : / -", argument="agent_id"))
+        problems.append(Invalid(f"agent_id must be 1-{AGENT_ID_MAX_CHARS} of letters, digits, _ . : / -",
+                                argument="agent_id"))
     queues = list(dict.fromkeys(queues or []))
     bad = [q for q in queues if not isinstance(q, str) or not QUEUE_PATTERN.fullmatch(q)]
     if not queues:
@@ -38,7 +40,7 @@ def vend_problems(*, agent_id, queues, scope) -> list[Invalid]:
 class Accounts:
     async def user_insert(self, username: str, password_hash: str) -> dict:
         if not isinstance(username, str) or not USERNAME_PATTERN.fullmatch(username):
-            raise Invalid("username must be 1-64 of letters, digits, _ . @ -", argument="username")
+            raise Invalid(f"username must be 1-{USERNAME_MAX_CHARS} of letters, digits, _ . @ -", argument="username")
         return await self._fetch(query("user_insert"), {"username": username, "password_hash": password_hash},
                                  op="user_add", one=True)
 
@@ -56,7 +58,7 @@ class Accounts:
             raise problems[0]
         queues, scope = list(dict.fromkeys(queues)), list(dict.fromkeys(scope))
         storable(name, "name")
-        name = (name or agent_id).strip()[:100] or agent_id
+        name = (name or agent_id).strip()[:ENDPOINT_NAME_MAX_CHARS] or agent_id
         token = "sb_" + secrets.token_urlsafe(32)
         row = await self._fetch(query("endpoint_insert"), {"user_id": user_id, "name": name, "agent_id": agent_id,
                                                       "token_hash": hash_token(token), "scope": scope,

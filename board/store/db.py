@@ -1,7 +1,7 @@
 """The database: an embedded Postgres when no DATABASE_URL is set, the pool, migrations.
 
 This module owns connections and the migration runner; every statement about todos,
-attempts, users and endpoints lives in board/store/sql/, run by board/store/store.py. Its own statements
+attempts, users and endpoints lives in board/store/sql/, run by the store (board/store/store.py). Its own statements
 are in board/store/sql/database.sql.
 """
 

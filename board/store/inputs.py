@@ -15,13 +15,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from board.errors import Invalid, NotFound
-from board.store.vocabulary import (ARTIFACT_MAX_BYTES, BOARD_SORTS, CHOICE_MAX_BYTES, CLAIMANT_MAX_BYTES, LIST_SORTS,
-                                    NOTE_MAX_BYTES, QUESTION_CHOICES_MAX, QUESTION_EXPIRES_MAX_SECONDS,
-                                    RESULT_MAX_BYTES, STATES)
+from board.store.vocabulary import (AGENT_ID_MAX_CHARS, ARTIFACT_MAX_BYTES, BOARD_SORTS, CHOICE_MAX_BYTES,
+                                    CLAIMANT_MAX_BYTES, LIST_SORTS, NOTE_MAX_BYTES, QUESTION_CHOICES_MAX,
+                                    QUESTION_EXPIRES_MAX_SECONDS, RESULT_MAX_BYTES, SEARCH_MAX_CHARS, STATES,
+                                    USAGE_COST_MAX, USAGE_MODEL_MAX_BYTES, USAGE_TOKENS_MAX, USERNAME_MAX_CHARS)
 
 CAIRN_ARTIFACT = re.compile(r"mcp://cairn/[A-Za-z0-9_-]{1,64}")
-AGENT_ID_PATTERN = re.compile(r"[A-Za-z0-9_.:/-]{1,128}")
-USERNAME_PATTERN = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
+AGENT_ID_PATTERN = re.compile(rf"[A-Za-z0-9_.:/-]{{1,{AGENT_ID_MAX_CHARS}}}")
+USERNAME_PATTERN = re.compile(rf"[A-Za-z0-9_.@-]{{1,{USERNAME_MAX_CHARS}}}")
 
 
 
@@ -285,17 +286,11 @@ def answer_fence(asked: Any) -> tuple[bool, datetime | None]:
     return True, at
 
 
-# Usage per attempt (migration 0004's domains hold the same bounds).
-USAGE_TOKENS_MAX = 10**12
-USAGE_COST_MAX = 10**9
-USAGE_MODEL_MAX_BYTES = 128
-
-
 def clean_usage(usage: Any) -> dict:
     """A closing verb's usage report as the attempt's columns (each None when not given):
-    input_tokens and output_tokens integers from 0 to 10^12, cost_usd a number from 0 to 10^9
-    (kept to 6 decimals), model a label cut to 128 bytes on a UTF-8 boundary, control
-    characters removed. Anything else is invalid naming usage and the key."""
+    input_tokens and output_tokens integers from 0 to USAGE_TOKENS_MAX, cost_usd a number from
+    0 to USAGE_COST_MAX (kept to 6 decimals), model a label cut to USAGE_MODEL_MAX_BYTES bytes
+    on a UTF-8 boundary, control characters removed. Anything else is invalid naming usage and the key."""
     out = {"input_tokens": None, "output_tokens": None, "cost_usd": None, "model": None}
     if usage is None:
         return out
@@ -395,9 +390,6 @@ def hash_token(token: str) -> bytes:
 
 
 # -- the list's filters and cursor -------------------------------------------------------
-# The longest search text each filter takes (longer cannot match: a title is at most 500
-# characters, a claimant 128 bytes; a payload key or value is not bounded, these are).
-_SEARCH_MAX_CHARS = {"title": 500, "claimant": 128, "payload_key": 200, "payload_value": 1000}
 
 
 def search_text(value: Any, argument: str, *, strip: bool = True) -> str | None:
@@ -408,8 +400,8 @@ def search_text(value: Any, argument: str, *, strip: bool = True) -> str | None:
         raise Invalid(f"{argument} must be a string", argument=argument)
     storable(value, argument)
     value = value.strip() if strip else value
-    if len(value) > _SEARCH_MAX_CHARS[argument]:
-        raise Invalid(f"{argument} must be at most {_SEARCH_MAX_CHARS[argument]} characters", argument=argument)
+    if len(value) > SEARCH_MAX_CHARS[argument]:
+        raise Invalid(f"{argument} must be at most {SEARCH_MAX_CHARS[argument]} characters", argument=argument)
     return value or None
 
 

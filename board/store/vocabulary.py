@@ -57,14 +57,36 @@ CLOSED_BY = {"complete": "completed", "fail": "failed", "release": "released", "
 # The LISTEN/NOTIFY channel; versioned, so a payload change can move to a new one.
 NOTIFY_CHANNEL = "switchboard_v1"
 
-# Queue names: the one rule, for input checks and messages (the todos trigger holds it too).
-QUEUE_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
-QUEUE_RULE = "1-64 of letters, digits, _ . : -"
+# -- the bounds of arguments ---------------------------------------------------------------
+# Every bound an argument has, written once: the MCP tools' published input schemas
+# (board/mcp/tools.py), the store's checks (inputs.py, store.py, accounts.py), the Board's
+# forms and their templates (maxlength, help text; Jinja globals in board/web/templating.py) and
+# the error messages all read it here. Where the database holds the same bound (a domain, a
+# CHECK or the todos trigger, in migrations/), tests/acceptance/test_argument_bounds.py
+# holds the three together.
 
+# Queue names: the one rule, for input checks and messages (the todos trigger holds it too).
+QUEUE_MAX_CHARS = 64
+QUEUE_PATTERN = re.compile(rf"[A-Za-z0-9_.:-]{{1,{QUEUE_MAX_CHARS}}}")
+QUEUE_RULE = f"1-{QUEUE_MAX_CHARS} of letters, digits, _ . : -"
+# An endpoint's agent id and a person's username (the endpoints and users CHECKs), and the
+# name an endpoint is shown by (cut to this many characters).
+AGENT_ID_MAX_CHARS = 128
+USERNAME_MAX_CHARS = 64
+ENDPOINT_NAME_MAX_CHARS = 100
+
+# A todo's title (the todos trigger), and its max_attempts when it is added.
+TITLE_MAX_CHARS = 500
+MAX_ATTEMPTS_MAX = 1000
+MAX_ATTEMPTS_DEFAULT = 5
 SUMMARY_MAX_BYTES = 2048
 ARTIFACT_MAX_BYTES = 512
 CLAIMANT_MAX_BYTES = 128
 RESULT_MAX_BYTES = 65536
+# Usage per attempt (migration 0004's domains hold the same bounds).
+USAGE_TOKENS_MAX = 10**12
+USAGE_COST_MAX = 10**9
+USAGE_MODEL_MAX_BYTES = 128
 # get_todo's continuation chain: at most this many links each way from the todo, and of a
 # longer chain the CHAIN_MAX links nearest it (passed to todo_get as chain_max).
 CHAIN_MAX = 50
@@ -84,6 +106,17 @@ ATTEMPTS_LIMIT_DEFAULT = 20
 ATTEMPTS_LIMIT_MAX = 50
 LIST_LIMIT_DEFAULT = 50
 LIST_LIMIT_MAX = 200
+# The batched verbs: todos per add_todos call, todos one claim_next may claim at once, and
+# todos one complete_todos may close.
+TODOS_ADD_MAX = 1000
+CLAIM_NEXT_LIMIT_MAX = 50
+COMPLETE_TODOS_MAX = 50
+# The longest search text each of the Board's list filters takes (longer cannot match: a
+# title is at most TITLE_MAX_CHARS characters, a claimant CLAIMANT_MAX_BYTES bytes; a
+# payload key or value is not bounded, these are).
+SEARCH_MAX_CHARS = {"title": TITLE_MAX_CHARS, "claimant": CLAIMANT_MAX_BYTES, "payload_key": 200,
+                    "payload_value": 1000}
+
 # A list is newest first by one of these times.
 LIST_SORTS = ("created", "updated")
 # The Board's list also sorts by any of its columns, each way: sort name -> (column, descending).
@@ -101,11 +134,6 @@ SWEEP_BATCH = 500
 BULK_BATCH = 100
 BULK_CONCURRENCY = 4
 BULK_MAX = 1000
-# The batched verbs: todos per add_todos call, todos one claim_next may claim at once, and
-# todos one complete_todos may close.
-TODOS_ADD_MAX = 1000
-CLAIM_NEXT_LIMIT_MAX = 50
-COMPLETE_TODOS_MAX = 50
 
 
 # -- callers and transitions ---------------------------------------------------------

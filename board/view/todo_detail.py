@@ -14,11 +14,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from board.store import liveness as liveness_rules
 from board.store.inputs import is_https_url
-from board.store.vocabulary import DIED_OUTCOMES, INTERRUPT_STATES
+from board.store.vocabulary import DIED_OUTCOMES, INTERRUPT_STATES, SUMMARY_MAX_BYTES
 
 # The died marker's accessible name, the same on every surface; it is words, never a colour.
 DIED_LABEL = "died: no report"
-TRUNCATED_MARK = "Truncated: the summary was cut to 2048 bytes when it was stored."
+TRUNCATED_MARK = f"Truncated: the summary was cut to {SUMMARY_MAX_BYTES} bytes when it was stored."
 SUMMARY_START_CHARS = 80  # the list statements read this many (board/store/sql/reads.sql)
 
 # How an attempt ended, as a person says it (no enum names).

@@ -23,7 +23,7 @@ from board.errors import Invalid, NotFound
 from board.store.store import Human
 from board.store.vocabulary import BULK_MAX, LIST_LIMIT_MAX
 from board.web.context import Filters, back_to_list, checked_form, page, redirect, require_human, runtime
-from board.web.view import actions_for, state_label
+from board.web.templating import actions_for, state_label
 
 
 @dataclass(frozen=True)

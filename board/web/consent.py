@@ -24,7 +24,7 @@ from board.store.accounts import vend_problems
 from board.store.vocabulary import VERBS
 from board.web.context import (NO_STORE, bad_request, checked_form, not_found, page, require_human, runtime,
                                with_session)
-from board.web.view import DEFAULT_VERBS, sentence
+from board.web.templating import DEFAULT_VERBS, sentence
 
 log = logging.getLogger("switchboard.web")
 

@@ -26,7 +26,7 @@ from board.store.store import Human
 from board.tasks import shared_future
 from board.web.auth import CSRF_FIELD, SESSION_COOKIE, Session, SessionCodec, SignInThrottle
 from board.store.vocabulary import BOARD_PAGE_SIZES, BOARD_SORTS, QUEUE_PATTERN, QUEUE_RULE
-from board.web.view import render
+from board.web.templating import render
 
 log = logging.getLogger("switchboard.web")
 

@@ -49,7 +49,7 @@ from board.live.fanout import RESYNC
 from board.tasks import FreshReads, cancel_and_wait, shared_future
 from board.web.context import ATTEMPTS_SHOWN, Filters, app_single, require_human, runtime, web_state
 from board.web.overview import RefreshSchedule, chart_window_of, overview_reads, render_overview
-from board.web.view import render
+from board.web.templating import render
 
 PING_SECONDS = 15.0
 # An open drawer is re-read this often even when nothing is announced, so the open

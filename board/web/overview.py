@@ -23,7 +23,7 @@ from board.errors import Unavailable
 from board.store.store import Human
 from board.tasks import FreshReads
 from board.web.context import Filters, app_single
-from board.web.view import render
+from board.web.templating import render
 
 
 

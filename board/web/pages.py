@@ -21,6 +21,7 @@ from board.store import auth
 from board.web import overview
 from board.errors import Conflict, Invalid, NotFound, SwitchboardError, Unavailable
 from board.store.store import Human
+from board.store.vocabulary import NOTE_MAX_BYTES
 from board.web.auth import new_session, safe_next
 from board.web.context import (ATTEMPTS_SHOWN, NO_STORE, SCHEMES, Filters, SignInRequired, bad_request,
                                checked_form, client_of, client_snippet, mcp_url, not_found, page, query_text,
@@ -28,7 +29,7 @@ from board.web.context import (ATTEMPTS_SHOWN, NO_STORE, SCHEMES, Filters, SignI
                                worker_command)
 from board.store.accounts import vend_problems
 from board.web.context import known_human, ticked_of, view_query
-from board.web.view import DEFAULT_VERBS, VERB_PRESETS, sentence
+from board.web.templating import DEFAULT_VERBS, VERB_PRESETS, sentence
 
 log = logging.getLogger("switchboard.web")
 
@@ -201,7 +202,7 @@ async def todo_note(request: Request, human: Human, session, todo_id: str, form)
     except Conflict as e:
         session.set_flash("error", f"Could not add the note: {e.message}.")
         return redirect(request, f"/todos/{todo_id}", session)
-    cut = " It was cut to 2048 bytes." if note["note"]["truncated"] else ""
+    cut = f" It was cut to {NOTE_MAX_BYTES} bytes." if note["note"]["truncated"] else ""
     session.set_flash("success", f"Note added to attempt {note['attempt_seq']}.{cut}")
     return redirect(request, f"/todos/{todo_id}", session)
 

@@ -3,7 +3,7 @@
 This module composes the Board for the app factory: its routes (pages and form posts in
 pages, queues, bulk and todo_forms; the SSE stream in events; the vendored static files),
 the security headers every response carries, the one Jinja environment (autoescape on,
-view) and the error pages. Sessions, CSRF and the sign-in throttle are in auth; what every
+templating) and the error pages. Sessions, CSRF and the sign-in throttle are in auth; what every
 route shares (the signed-in human, filters, redirects) in context.
 """
 
@@ -28,7 +28,7 @@ from board.errors import SwitchboardError
 from board.web import agents, bulk, consent, events, pages, queues, todo_forms
 from board.store.store import call_deadline, deadline_after
 from board.resources import resource_dir
-from board.web.view import ENV
+from board.web.templating import ENV
 
 
 SECURITY_HEADERS = [
@@ -75,7 +75,7 @@ def security_headers_middleware(app: ASGIApp) -> ASGIApp:
 def deadline_middleware(app: ASGIApp) -> ASGIApp:
     """A Board page, form post or /metrics read is answered within SWITCHBOARD_DB_WAIT_SECONDS
     while Postgres is away: its session lookup and its statements share one deadline
-    (board/store/store.py's call_deadline). /mcp sets its own; /events bounds only its start, as
+    (board/store/base.py's call_deadline). /mcp sets its own; /events bounds only its start, as
     its stream outlives any deadline."""
 
     async def middleware(scope: Scope, receive: Receive, send: Send) -> None:

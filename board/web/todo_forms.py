@@ -18,12 +18,14 @@ from litestar.params import FromPath
 from board.errors import Conflict, Forbidden, Invalid, NotFound
 from board.store.inputs import int_text, json_object_text, screen_secrets
 from board.store.store import Human
+from board.store.vocabulary import MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, TITLE_MAX_CHARS
 from board.web.context import (checked_form, not_found, page, query_text, redirect, require_human, runtime,
                                view_query)
-from board.web.view import actions_for, sentence
+from board.web.templating import actions_for, sentence
 
 FIELDS = ("target", "title", "payload", "routing", "max_attempts", "continues")
-BLANK = {"target": "", "title": "", "payload": "", "routing": "", "max_attempts": "5", "continues": ""}
+BLANK = {"target": "", "title": "", "payload": "", "routing": "", "max_attempts": str(MAX_ATTEMPTS_DEFAULT),
+         "continues": ""}
 
 
 async def targets(request: Request, human: Human) -> list[dict]:
@@ -69,7 +71,7 @@ async def todo_new_page(request: Request) -> Response:
         return add_page(request, human, session, options, dict(BLANK, target=first), {})
     target = f"{pred['endpoint_id']}:{pred['queue']}"
     values = dict(BLANK, target=target if any(o["value"] == target for o in options) else "",
-                  title=f"Continue: {pred['title']}"[:500], continues=pred["id"])
+                  title=f"Continue: {pred['title']}"[:TITLE_MAX_CHARS], continues=pred["id"])
     return add_page(request, human, session, options, values, {}, continuing=pred)
 
 
@@ -89,8 +91,8 @@ async def todo_new_submit(request: Request) -> Response:
     title = values["title"].strip()
     if not title:
         errors["title"] = "Give the todo a title."
-    elif len(title) > 500:
-        errors["title"] = "The title must be at most 500 characters."
+    elif len(title) > TITLE_MAX_CHARS:
+        errors["title"] = f"The title must be at most {TITLE_MAX_CHARS} characters."
     else:
         try:
             screen_secrets(title, "title")  # the store screens it too; here it shows beside the other problems
@@ -99,7 +101,8 @@ async def todo_new_submit(request: Request) -> Response:
     parsed = {}
     for name, check in (("payload", lambda v: json_object_text(v, "payload")),
                         ("routing", lambda v: json_object_text(v, "routing")),
-                        ("max_attempts", lambda v: int_text(v or "5", "max_attempts", 1, 1000))):
+                        ("max_attempts",
+                         lambda v: int_text(v or BLANK["max_attempts"], "max_attempts", 1, MAX_ATTEMPTS_MAX))):
         try:
             parsed[name] = check(values[name])
         except Invalid as e:

@@ -77,7 +77,7 @@ async def test_every_board_route_carries_the_security_headers(live_server):
 
 
 async def test_templates_render_with_autoescape_on():
-    from board.web.view import ENV, render
+    from board.web.templating import ENV, render
     assert ENV.autoescape is True
     html = render("_flash.html", flash=("error", "<script>alert(1)</script>"))
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>" not in html

@@ -33,7 +33,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from board.demo import QUEUES, SUMMARIES
-from board.web.view import OUTCOME_WORDS
+from board.web.templating import OUTCOME_WORDS
 from tests.acceptance.test_board_auth import csrf_of
 from tests.acceptance.test_board_live import open_stream
 from tests.conftest import ROOT, free_port

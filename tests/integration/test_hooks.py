@@ -6,7 +6,7 @@ import asyncio
 import json
 from datetime import datetime, timedelta, timezone
 
-import httpx
+import httpx2
 import psycopg
 import pytest
 
@@ -115,14 +115,14 @@ class Receiver:
         self.fail_first = fail_first
         self.requests: list[tuple[dict, bytes]] = []
 
-    def transport(self) -> httpx.MockTransport:
-        return httpx.MockTransport(self._handle)
+    def transport(self) -> httpx2.MockTransport:
+        return httpx2.MockTransport(self._handle)
 
-    def _handle(self, request: httpx.Request) -> httpx.Response:
+    def _handle(self, request: httpx2.Request) -> httpx2.Response:
         self.requests.append((dict(request.headers), request.content))
         if len(self.requests) <= self.fail_first:
-            return httpx.Response(500)
-        return httpx.Response(204)
+            return httpx2.Response(500)
+        return httpx2.Response(204)
 
     def bodies(self):
         return [json.loads(body) for _, body in self.requests]
@@ -165,7 +165,7 @@ async def test_events_are_delivered_signed_after_a_crash_between_commit_and_deli
     # Nothing delivered yet: the process that committed is gone. A new one starts delivering.
     receiver = Receiver()
     delivery = HookDelivery(s, s.settings)
-    async with httpx.AsyncClient(transport=receiver.transport()) as client:
+    async with httpx2.AsyncClient(transport=receiver.transport()) as client:
         await drain(delivery, client)
     bodies = receiver.bodies()
     assert [b["event"] for b in bodies].count("todo.ready") == 5  # created + four re-queues
@@ -179,7 +179,7 @@ async def test_events_are_delivered_signed_after_a_crash_between_commit_and_deli
         assert headers["x-switchboard-event-id"] == json.loads(body)["id"]
     # delivered means delivered: a second process finds nothing to send
     again = Receiver()
-    async with httpx.AsyncClient(transport=again.transport()) as client:
+    async with httpx2.AsyncClient(transport=again.transport()) as client:
         await drain(delivery, client, rounds=2)
     assert again.requests == []
 
@@ -189,7 +189,7 @@ async def test_a_receiver_that_fails_twice_still_gets_the_event(store, agent, db
     await s.todo_add(agent, queue="q", title="t")
     receiver = Receiver(fail_first=2)
     delivery = HookDelivery(s, s.settings)
-    async with httpx.AsyncClient(transport=receiver.transport()) as client:
+    async with httpx2.AsyncClient(transport=receiver.transport()) as client:
         await drain(delivery, client)
     ids = [h["x-switchboard-event-id"] for h, _ in receiver.requests]
     assert len(ids) == 3 and len(set(ids)) == 1  # one event, tried three times, one stable id
@@ -203,7 +203,7 @@ async def test_two_deliverers_at_once_send_each_event_once(store, agent):
         await s.todo_add(agent, queue="q", title=f"t{i}")
     receiver = Receiver()
     a, b = HookDelivery(s, s.settings), HookDelivery(s, s.settings)
-    async with httpx.AsyncClient(transport=receiver.transport()) as client:
+    async with httpx2.AsyncClient(transport=receiver.transport()) as client:
         await asyncio.gather(drain(a, client), drain(b, client))
     ids = [h["x-switchboard-event-id"] for h, _ in receiver.requests]
     assert len(ids) == 30 and len(set(ids)) == 30

@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from board.store import store as st
+from board.store.sweeps import FOLD_MARGIN_SECONDS
 from board.store.queries import execute, query
 from board.web.overview import WINDOWS
 from tests.conftest import make_agent, make_user, sql_rows
@@ -30,7 +31,7 @@ async def chart(store: st.Store, human, now: datetime, window=WEEK) -> dict:
     return {(r["queue"], r["outcome"], r["bucket"]): r["n"] for r in rows}
 
 
-async def fold_all(store: st.Store, *, now: datetime | None, margin_seconds: float = st.FOLD_MARGIN_SECONDS) -> int:
+async def fold_all(store: st.Store, *, now: datetime | None, margin_seconds: float = FOLD_MARGIN_SECONDS) -> int:
     """Folds until the watermark stays (a pass moves it at most an hour); returns the passes."""
     passes = 0
     while await store.sweep_outcomes(now=now, margin_seconds=margin_seconds):
@@ -86,7 +87,7 @@ async def test_the_charts_are_the_same_after_the_fold_and_after_pruning_and_rete
 
     passes = await fold_all(store, now=now)
     assert passes > 100  # eight days, an hour a pass
-    assert await folded_before(db_url) == now - timedelta(seconds=st.FOLD_MARGIN_SECONDS)
+    assert await folded_before(db_url) == now - timedelta(seconds=FOLD_MARGIN_SECONDS)
     assert await charts() == before
     # The counts no chart needs at five minutes are merged: of six hours past a day, of
     # hours past an hour.
@@ -207,13 +208,13 @@ async def test_a_pass_moves_the_watermark_at_most_an_hour_and_never_into_the_mar
     assert await store.sweep_outcomes(now=now) == 1  # nothing closed, but it moved
     assert await folded_before(db_url) == bucket(now - timedelta(days=8)) + timedelta(hours=1)
     await fold_all(store, now=now)
-    assert await folded_before(db_url) == now - timedelta(seconds=st.FOLD_MARGIN_SECONDS)
+    assert await folded_before(db_url) == now - timedelta(seconds=FOLD_MARGIN_SECONDS)
     assert await store.sweep_outcomes(now=now) == 0
     # On the database's clock, caught up: the watermark follows now, and the sweep loop,
     # which repeats a sweep while it returns more than 0, waits for its next period.
     assert await store.sweep_outcomes() == 0
     assert await store.sweep_outcomes() == 0
-    assert await folded_before(db_url) > now - timedelta(seconds=st.FOLD_MARGIN_SECONDS)
+    assert await folded_before(db_url) > now - timedelta(seconds=FOLD_MARGIN_SECONDS)
 
 
 async def test_merged_buckets_keep_the_sum_of_their_counts(store, db_url):

@@ -20,7 +20,7 @@ SILENT_PAUSE = "INSERT INTO queue_pauses (user_id, queue) VALUES (%s, %s) RETURN
 async def _server_store(store, db_url):
     """The store as a server process has it: with its pause cache on a LISTEN fan-out."""
     fanout = Fanout(db_url)
-    store.pauses = PauseCache(store, fanout)
+    store.use_pause_cache(PauseCache(store, fanout))
     await fanout.start()
     return fanout
 

@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from board.store import store as st
+from board.store.base import _translate
 from board.store.db import migrate
 from tests.conftest import create_database, drop_database, sql_rows
 
@@ -124,7 +125,7 @@ async def test_the_store_reports_a_refused_field_as_invalid_naming_it(db_url, to
         for column, value in (("queue", "bad queue"), ("title", ""), ("max_attempts", 0)):
             with pytest.raises(psycopg.errors.CheckViolation) as refused:
                 await conn.execute(f"UPDATE todos SET {column} = %s WHERE id = %s", (value, todo_id))
-            err = st._translate(refused.value, "add_todo", todo_id)
+            err = _translate(refused.value, "add_todo", todo_id)
             assert (err.code, err.argument) == ("invalid", column)
 
 

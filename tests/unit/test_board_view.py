@@ -7,7 +7,7 @@ import re
 from datetime import datetime, timedelta, timezone
 
 from board.view.todo_detail import waiting_words
-from board.web.view import ENV, attempt_line, fmt_iso, fmt_relative, fmt_when, summary_start
+from board.web.templating import ENV, attempt_line, fmt_iso, fmt_relative, fmt_when, summary_start
 
 NOW = datetime(2026, 12, 1, 10, 0, tzinfo=timezone.utc)
 
@@ -45,7 +45,7 @@ def test_an_attempt_is_announced_in_one_short_line():
 def test_an_attempt_opens_with_one_sentence_a_person_would_say():
     from datetime import datetime, timedelta, timezone
 
-    from board.web.view import attempt_sentence
+    from board.web.templating import attempt_sentence
 
     t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
     failed = {"seq": 3, "outcome": "failed", "claimed_at": t0, "ended_at": t0 + timedelta(minutes=4),
@@ -63,17 +63,17 @@ def test_an_attempt_opens_with_one_sentence_a_person_would_say():
 
 def test_every_template_is_compiled_before_the_first_page_or_live_update_needs_it(monkeypatch):
     from board.resources import resource_dir
-    from board.web import view
+    from board.web import templating
 
-    view.ENV.cache.clear()
-    assert view.compile_templates() == len(list(resource_dir("templates").glob("*.html")))
+    templating.ENV.cache.clear()
+    assert templating.compile_templates() == len(list(resource_dir("templates").glob("*.html")))
 
     def compiling(*args, **kwargs):
         raise AssertionError("a template was compiled at its first rendering")
 
-    monkeypatch.setattr(view.ENV, "compile", compiling)
+    monkeypatch.setattr(templating.ENV, "compile", compiling)
     for name in ("_drawer.html", "_note_form.html", "_attempt_row.html", "board.html", "_todo_row.html"):
-        view.ENV.get_template(name)
+        templating.ENV.get_template(name)
 
 
 def test_a_todo_waiting_for_a_person_is_worded_the_same_in_text_and_on_the_board():

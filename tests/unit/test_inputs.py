@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from board.store import inputs
-from board.store import store as st
 from board.config import from_env
 from board.errors import Invalid, NotFound
 from board.ops.hooks import sign, verify
@@ -19,7 +18,7 @@ from board.ops.hooks import sign, verify
     ("", 0, "", False),
 ])
 def test_cut_utf8_never_splits_a_character(text, limit, expected, cut):
-    assert st.cut_utf8(text, limit) == (expected, cut)
+    assert inputs.cut_utf8(text, limit) == (expected, cut)
 
 
 @pytest.mark.parametrize("value,problem", [
@@ -47,18 +46,18 @@ def test_an_id_no_todo_can_have_is_not_found_like_any_unknown_id(todo_id):
 
 
 def test_a_claimant_with_a_lone_surrogate_is_invalid_and_a_nul_is_removed():
-    assert st.clean_claimant("run\x00-7") == "run-7"
+    assert inputs.clean_claimant("run\x00-7") == "run-7"
     with pytest.raises(Invalid) as err:
-        st.clean_claimant("run\ud800")
+        inputs.clean_claimant("run\ud800")
     assert err.value.argument == "claimant"
 
 
 def test_claimant_loses_control_characters_and_is_cut_to_128_bytes():
-    assert st.clean_claimant("a\tb\nc\x7fd\x1b") == "abcd"
-    assert len(st.clean_claimant("é" * 100).encode()) == 128
-    assert st.clean_claimant(None) is None
+    assert inputs.clean_claimant("a\tb\nc\x7fd\x1b") == "abcd"
+    assert len(inputs.clean_claimant("é" * 100).encode()) == 128
+    assert inputs.clean_claimant(None) is None
     with pytest.raises(Invalid) as err:
-        st.clean_claimant(7)
+        inputs.clean_claimant(7)
     assert err.value.argument == "claimant"
 
 
@@ -66,7 +65,7 @@ def test_claimant_loses_control_characters_and_is_cut_to_128_bytes():
     "mcp://cairn/Zz9", "mcp://cairn/a_b-c", "https://example.com", "https://ci.example.com:8443/run/7?x=1#frag",
 ])
 def test_good_artifacts(artifact):
-    assert st.clean_artifact(artifact) == artifact
+    assert inputs.clean_artifact(artifact) == artifact
 
 
 @pytest.mark.parametrize("artifact", [
@@ -75,7 +74,7 @@ def test_good_artifacts(artifact):
 ])
 def test_bad_artifacts_are_invalid_naming_artifact(artifact):
     with pytest.raises(Invalid) as err:
-        st.clean_artifact(artifact)
+        inputs.clean_artifact(artifact)
     assert err.value.argument == "artifact"
 
 

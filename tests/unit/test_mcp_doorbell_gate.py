@@ -104,8 +104,8 @@ def test_every_transition_kind_the_store_reports_is_in_the_vocabulary():
 
     from pathlib import Path
 
-    source = Path(store.__file__)
-    text = source.read_text() + "".join(p.read_text() for p in sorted((source.parent / "sql").glob("*.sql")))
+    package = Path(store.__file__).parent  # every part of the store, and its statements
+    text = "".join(p.read_text() for p in sorted(package.glob("*.py")) + sorted((package / "sql").glob("*.sql")))
     notified = set(re.findall(r"'kind', '([a-z_]+)'", text))
     emitted = set(re.findall(r'Transition\("([a-z_]+)"', text))
     assert notified and emitted

@@ -14,7 +14,7 @@ from board.store import db
 
 from board.store import queries
 
-from board.store import store
+from board.store import base
 from board.store.queries import QUERIES, Query, parse
 from board.store.vocabulary import NOTIFY_CHANNEL
 
@@ -136,11 +136,11 @@ def test_the_statements_retried_after_a_dead_connection_change_nothing():
     only a statement that writes nothing and notifies no one may be one (a SELECT, or a WITH
     whose parts are SELECTs)."""
     writes = re.compile(r"\b(INSERT|UPDATE|DELETE|pg_notify|FOR UPDATE|FOR SHARE|nextval)\b", re.IGNORECASE)
-    assert store.READS and all(isinstance(q, Query) for q in store.READS)
-    for q in store.READS:
+    assert base.READS and all(isinstance(q, Query) for q in base.READS)
+    for q in base.READS:
         assert q.sql.lstrip().upper().startswith(("SELECT", "WITH")), q.name
         assert not writes.search(q.sql), q.name
-    assert QUERIES["todo_add"] not in store.READS and QUERIES["endpoint_touch"] not in store.READS
+    assert QUERIES["todo_add"] not in base.READS and QUERIES["endpoint_touch"] not in base.READS
 
 
 def test_the_fixed_names_in_the_statements_are_the_codes():

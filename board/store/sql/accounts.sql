@@ -1,4 +1,4 @@
--- Users and endpoints (board/accounts.py). An endpoint's revocation dead-letters each of its
+-- Users and endpoints (board/store/accounts.py). An endpoint's revocation dead-letters each of its
 -- held todos, closing the open attempt revoked/dead_lettered, and tells every process to
 -- drop the endpoint from its cache of authenticated tokens.
 

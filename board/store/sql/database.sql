@@ -1,8 +1,8 @@
--- database.sql: the migration runner, LISTEN and the embedded server's setup (board/db.py).
+-- database.sql: the migration runner, LISTEN and the embedded server's setup (board/store/db.py).
 -- The migrations themselves are the files of migrations/, run as they are.
 
 -- name: migrations_lock
--- description: Takes the migrators' advisory lock (key from board/db.py): one migrator at a time
+-- description: Takes the migrators' advisory lock (key from board/store/db.py): one migrator at a time
 SELECT pg_advisory_lock(%(key)s);
 
 -- name: migrations_unlock

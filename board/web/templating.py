@@ -15,6 +15,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from board.store.liveness import span, waiting_for_person
 from board.resources import resource_dir
 from board.store.inputs import list_cursor
+from board.store import vocabulary
 from board.store.vocabulary import BOARD_PAGE_SIZES, BOARD_SORTS, LIST_SORTS, DEFAULT_GRANT, DIED_OUTCOMES, HOLDER_STATES, STATES, VERBS
 # The todo detail every surface shows, and its wording, live in board/view (the drawer takes it from there).
 from board.view.todo_detail import (DISPOSITION_WORDS, OUTCOME_WORDS, SUMMARY_START_CHARS,  # noqa: F401 (re-exported)
@@ -164,6 +165,10 @@ def row_cursor(todo: dict, sort: str) -> str:
     return list_cursor(sort, todo[f"{sort}_at"], todo["id"])
 
 
+LIMITS_SHOWN = ("TITLE_MAX_CHARS", "MAX_ATTEMPTS_MAX", "NOTE_MAX_BYTES", "SUMMARY_MAX_BYTES", "AGENT_ID_MAX_CHARS",
+                "ENDPOINT_NAME_MAX_CHARS", "SEARCH_MAX_CHARS")
+
+
 def _env() -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(resource_dir("templates"))),
@@ -181,6 +186,8 @@ def _env() -> Environment:
                        BOARD_SORTS=BOARD_SORTS, BOARD_PAGE_SIZES=BOARD_PAGE_SIZES,
                        LIST_COLUMNS=LIST_COLUMNS, sort_label=sort_label, row_cursor=row_cursor, VERB_GROUPS=VERB_GROUPS, VERB_HELP=VERB_HELP,
                        VERB_PRESETS=VERB_PRESETS)
+    # The bounds of arguments, for the forms' maxlength and help text (board/store/vocabulary.py).
+    env.globals.update({name: getattr(vocabulary, name) for name in LIMITS_SHOWN})
     return env
 
 

@@ -1,0 +1,209 @@
+"""The adds (board/store/sql/adds.sql), a part of board.store.store.Store: a todo added,
+alone or a batch of them, continuing an ended todo or not."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from board.errors import Conflict, Forbidden, Invalid, NotFound, SwitchboardError
+from board.store.base import StoreBase, _translate, todo_out
+from board.store.inputs import checked_todo_id, json_object, positive_int, screen_secrets, storable
+from board.store.queries import execute, query
+from board.store.vocabulary import (
+    MAX_ATTEMPTS_DEFAULT,
+    MAX_ATTEMPTS_MAX,
+    QUEUE_PATTERN,
+    QUEUE_RULE,
+    TITLE_MAX_CHARS,
+    TODOS_ADD_MAX,
+    Agent,
+    Caller,
+    Human,
+    Transition,
+)
+
+def _continues_id(value: Any) -> str:
+    """The id add_todo's continues names, checked as an id is (an id no todo can have is
+    not_found, with the body of any unknown id), naming continues."""
+    try:
+        return checked_todo_id(value, op="add_todo")
+    except Invalid:
+        raise Invalid("continues must be a todo id (a non-empty string)", argument="continues", op="add_todo") from None
+    except NotFound:
+        raise NotFound(argument="continues", op="add_todo") from None
+
+
+# The fields an add_todos item takes (add_todo's arguments).
+_ADD_ITEM_FIELDS = frozenset({"queue", "title", "payload", "routing", "max_attempts", "continues"})
+# Why a continuation added nothing, as the caller's kind sees the predecessor.
+
+
+class Adds(StoreBase):
+    async def todo_add(self, caller: Caller, *, queue: Any, title: Any, payload: Any = None,
+                       routing: Any = None, max_attempts: Any = None, endpoint_id: Any = None,
+                       continues: Any = None, now: datetime | None = None) -> dict:
+        """-> pending, in a queue the endpoint is granted. A human (the Board) adds through one
+        of their live endpoints granted the queue: endpoint_id, or else their oldest one; the
+        statement itself picks and checks it. With continues, the new todo continues that todo
+        of the caller's, which must have ended and have no successor yet (one statement; a
+        continuation of a human's todo goes on that todo's endpoint)."""
+        human = isinstance(caller, Human)
+        if not human:
+            caller.require("add_todo")
+        if not isinstance(queue, str) or not QUEUE_PATTERN.fullmatch(queue):
+            raise Invalid(f"queue must be {QUEUE_RULE}", argument="queue", op="add_todo")
+        not_granted = Forbidden(f"{'none of your live endpoints is' if human else 'this endpoint is not'} granted "
+                                f"queue {queue}", argument="queue", op="add_todo")
+        if not human and queue not in caller.queues:
+            raise not_granted
+        if human and endpoint_id is not None:
+            try:
+                endpoint_id = str(uuid.UUID(endpoint_id))
+            except (TypeError, ValueError, AttributeError):
+                raise not_granted from None
+        if not isinstance(title, str) or not 1 <= len(title) <= TITLE_MAX_CHARS:
+            raise Invalid(f"title must be a string of 1 to {TITLE_MAX_CHARS} characters", argument="title",
+                          op="add_todo")
+        storable(title, "title")
+        screen_secrets(title, "title")
+        if continues is not None:
+            continues = _continues_id(continues)
+        params = self._params(
+            caller, queue=queue, title=title,
+            payload=Jsonb(json_object(payload, "payload")), routing=Jsonb(json_object(routing, "routing")),
+            max_attempts=MAX_ATTEMPTS_DEFAULT if max_attempts is None else positive_int(max_attempts, "max_attempts", 1,
+                                                                                         MAX_ATTEMPTS_MAX),
+            now=now, continues=continues, **({"endpoint_id": endpoint_id} if human else {}),
+        )
+        if continues is None:
+            sql = query("todo_add_human") if human else query("todo_add")
+        else:
+            sql = query("todo_add_continuing_human") if human else query("todo_add_continuing")
+        row = await self._fetch(sql, params, op="add_todo", one=True)
+        if row is None and continues is not None:
+            raise await self._continues_miss(caller, params, not_granted)
+        if row is None:  # the human has no live endpoint granted the queue (or not the one named)
+            raise not_granted
+        self._emit([Transition("added", row["id"], str(row["endpoint_id"]), row["queue"], row["state"])])
+        out = todo_out(row)
+        if continues is not None:
+            out["continues_id"] = row["continues_id"]
+        return out
+
+    async def _continues_miss(self, caller: Caller, params: dict, not_granted: SwitchboardError) -> SwitchboardError:
+        """Why a continuation added nothing: the predecessor is not the caller's (NotFound, the
+        body of any unknown id), still live, or continued already (Conflict naming the
+        successor, the winner of a race included: this read runs after it committed)."""
+        row = await self._fetch(query("todo_continues_miss"), params, op="add_todo", todo_id=params["continues"], one=True)
+        if row is None:
+            return NotFound(argument="continues", op="add_todo", todo_id=params["continues"])
+        if row["successor"] is not None:
+            return Conflict(f"that todo already has a successor: {row['successor']}", argument="continues",
+                            op="add_todo", todo_id=params["continues"])
+        if not row["ended"]:
+            return Conflict(f"that todo is still live ({row['state']}); only a done, canceled or dead-lettered "
+                            "todo can be continued", argument="continues", op="add_todo", todo_id=params["continues"])
+        return not_granted  # a human with no live endpoint of the predecessor's granted the queue
+
+    async def todos_add(self, caller: Agent, todos: Any, *, now: datetime | None = None) -> dict:
+        """-> pending, up to TODOS_ADD_MAX todos in one statement, all or nothing: every item is
+        checked first (an error names it, todos[i].field), then one statement inserts them all
+        in the order given, one notification (one doorbell ring) per todo. Items that continue
+        a todo run in a transaction rolled back when any predecessor is refused."""
+        caller.require("add_todos")
+        if not isinstance(todos, list) or not 1 <= len(todos) <= TODOS_ADD_MAX:
+            raise Invalid(f"todos must be an array of 1 to {TODOS_ADD_MAX} todos", argument="todos", op="add_todos")
+        continuing: dict[str, int] = {}  # predecessor id -> the index of the item continuing it
+        items = [self._add_item(caller, i, item, continuing) for i, item in enumerate(todos)]
+        params = self._params(caller, todos=Jsonb(items), continues=list(continuing), now=now)
+        if not continuing:  # one autocommit statement: it inserts every item or fails whole
+            rows = await self._fetch(query("todos_add"), params, op="add_todos")
+        else:
+            rows = await self._add_all_or_nothing(params, len(items))
+            if rows is None:
+                raise await self._continuing_miss(caller, params, continuing)
+        rows.sort(key=lambda r: r["created_at"])  # created_at steps a microsecond per item
+        self._emit([Transition("added", r["id"], str(r["endpoint_id"]), r["queue"], r["state"]) for r in rows])
+        out = []
+        for row in rows:
+            todo = todo_out(row)
+            if row["continues_id"] is not None:
+                todo["continues_id"] = row["continues_id"]
+            out.append(todo)
+        return {"todos": out}
+
+    def _add_item(self, caller: Agent, i: int, item: Any, continuing: dict[str, int]) -> dict:
+        """One add_todos item checked as add_todo checks its arguments, every error naming
+        todos[i] and the field."""
+        at = f"todos[{i}]"
+        if not isinstance(item, dict):
+            raise Invalid(f"{at} must be an object with queue and title", argument=at, op="add_todos")
+        unknown = [k for k in item if k not in _ADD_ITEM_FIELDS]
+        if unknown:
+            raise Invalid(f"{at} takes no field {unknown[0]!r}", argument=f"{at}.{unknown[0]}", op="add_todos")
+        queue, title, continues = item.get("queue"), item.get("title"), item.get("continues")
+        if not isinstance(queue, str) or not QUEUE_PATTERN.fullmatch(queue):
+            raise Invalid(f"{at}.queue must be {QUEUE_RULE}", argument=f"{at}.queue", op="add_todos")
+        if queue not in caller.queues:
+            raise Forbidden(f"{at}.queue: this endpoint is not granted queue {queue}", argument=f"{at}.queue",
+                            op="add_todos")
+        if not isinstance(title, str) or not 1 <= len(title) <= TITLE_MAX_CHARS:
+            raise Invalid(f"{at}.title must be a string of 1 to {TITLE_MAX_CHARS} characters", argument=f"{at}.title",
+                          op="add_todos")
+        try:
+            storable(title, f"{at}.title")
+            screen_secrets(title, f"{at}.title")
+            payload = json_object(item.get("payload"), f"{at}.payload")
+            routing = json_object(item.get("routing"), f"{at}.routing")
+            max_attempts = item.get("max_attempts")
+            max_attempts = MAX_ATTEMPTS_DEFAULT if max_attempts is None else positive_int(
+                max_attempts, f"{at}.max_attempts", 1, MAX_ATTEMPTS_MAX)
+        except SwitchboardError as e:
+            e.op = "add_todos"
+            raise
+        if continues is not None:
+            if not isinstance(continues, str) or not continues:
+                raise Invalid(f"{at}.continues must be a todo id (a non-empty string)", argument=f"{at}.continues",
+                              op="add_todos")
+            try:
+                checked_todo_id(continues)
+            except NotFound:  # an id no todo can have: the body of any unknown id
+                raise NotFound(argument=f"{at}.continues", op="add_todos") from None
+            if continues in continuing:
+                raise Conflict(f"{at}.continues names the todo todos[{continuing[continues]}].continues continues; "
+                               "a todo has one successor", argument=f"{at}.continues", op="add_todos")
+            continuing[continues] = i
+        return {"ord": i, "queue": queue, "title": title, "payload": payload, "routing": routing,
+                "max_attempts": max_attempts, "continues": continues}
+
+    async def _add_all_or_nothing(self, params: dict, expected: int) -> list[dict] | None:
+        """todos_add in a transaction, committed only when every item was inserted (a
+        predecessor refused leaves its item out): the rows, or None after a rollback."""
+        rows = None
+        try:
+            async with self._connection() as conn:
+                async with conn.transaction():
+                    cur = await execute(conn, query("todos_add"), params)
+                    rows = await cur.fetchall()
+                    if len(rows) != expected:
+                        rows = None
+                        raise psycopg.Rollback()
+        except (psycopg.Error, UnicodeEncodeError) as err:
+            raise _translate(err, "add_todos", None) from None
+        return rows
+
+    async def _continuing_miss(self, caller: Agent, params: dict, continuing: dict[str, int]) -> SwitchboardError:
+        """Why add_todos added nothing: the first item whose predecessor is refused, named."""
+        not_refused = Conflict("", op="add_todos")  # what _continues_miss returns for a predecessor it would take
+        for pred, i in sorted(continuing.items(), key=lambda kv: kv[1]):
+            e = await self._continues_miss(caller, dict(params, continues=pred), not_refused)
+            if e is not not_refused:
+                e.op, e.argument, e.message = "add_todos", f"todos[{i}].continues", f"todos[{i}].continues: {e.message}"
+                return e
+        return Conflict("a todo this call continues changed while it ran; nothing was added, try again",
+                        argument="todos", op="add_todos")
