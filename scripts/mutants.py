@@ -62,12 +62,12 @@ REDIRECTS = (OAUTH + "::test_a_loopback_redirect_matches_whatever_its_port_and_n
 
 
 # How a claim counts the attempts it prunes, by outcome, into todos.pruned_outcomes.
-_PRUNED_BY_OUTCOME = "FROM (SELECT outcome::text AS outcome, count(*) AS n FROM pruned GROUP BY 1) p), '{}') END,"
+_PRUNED_BY_OUTCOME = "FROM pruned WHERE pruned.todo_id = t.id\n                      GROUP BY 1) p), '{}') END,"
 # The fence guard of a holder statement: without a token (token_checked false) only an
 # attempt claimed without one qualifies.
-_FENCE = " AND (%(token_checked)s OR a.lease_token_hash IS NULL)"
+_FENCE = " AND lease_fence_holds(a.lease_token_hash, %(token_checked)s, %(endpoint_id)s)"
 _NOW = "coalesce(%(now)s::timestamptz, now())"
-_AGENT_OWNER = "AND t.owner = %(owner)s"
+_AGENT_OWNER = " AND todo_held_by(t.owner, %(endpoint_id)s, %(owner)s)"
 # The provider's guards (board/oauth/server.py) and the tests that hold them.
 _REUSED = 'if row["rotated"] and not row["in_grace"]:'
 OAUTH_CODE_REUSE = f"{OAUTH}::test_a_code_used_twice_is_refused_and_revokes_the_grant_it_made"
@@ -76,7 +76,11 @@ OAUTH_AFTER_GRACE = f"{OAUTH}::test_a_refresh_token_presented_again_gets_the_sam
 OAUTH_EXPIRED_REUSE = f"{OAUTH}::test_a_rotated_refresh_token_presented_after_its_own_expiry_still_revokes_the_grant"
 OAUTH_RECONSENT = f"{OAUTH}::test_a_second_consent_by_the_same_client_updates_its_grant_and_ends_the_earlier_tokens"
 OAUTH_FORGED_CONSENT = f"{OAUTH}::test_a_consent_post_without_csrf_or_from_another_human_is_refused_and_creates_nothing"
-_NOT_PAUSED = "     AND NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)\n"
+# The caller's scope on a todo read or changed by id (migration 0014).
+_SCOPE = "todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)"
+CALLER_RULES = "migrations/0014_caller_rules.sql"
+_NOT_PAUSED = ("     AND (%(ignore_pauses)s OR NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s"
+               " AND p.queue = t.queue))\n")
 
 
 @dataclass(frozen=True)
@@ -104,10 +108,8 @@ MUTANTS: tuple[Mutant, ...] = (
     # -- the fence (REQ-6) ---------------------------------------------------------------
     Mutant("fence-complete-without-token", "fence", SQL + "closes.sql", _FENCE, "",
            (FENCE, LIFECYCLE), "complete without a token closes a fenced attempt", "todo_complete"),
-    Mutant("fence-fail-without-token", "fence", SQL + "closes.sql", _FENCE, "",
-           (FENCE, LIFECYCLE), "fail without a token closes a fenced attempt", "todo_fail"),
-    Mutant("fence-release-without-token", "fence", SQL + "closes.sql", _FENCE, "",
-           (FENCE, LIFECYCLE), "release without a token closes a fenced attempt", "todo_release"),
+    Mutant("fence-fail-release-without-token", "fence", SQL + "closes.sql", _FENCE, "",
+           (FENCE, LIFECYCLE), "fail or release without a token closes a fenced attempt", "todo_fail_or_release"),
     Mutant("fence-heartbeat-without-token", "fence", SQL + "holds.sql", _FENCE, "",
            (FENCE,), "heartbeat without a token extends a fenced lease", "todo_heartbeat"),
     Mutant("fence-interrupt-without-token", "fence", SQL + "holds.sql", _FENCE, "",
@@ -121,8 +123,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "return await self._fetch(sql, dict(params, token_checked=True), op=op, todo_id=todo_id, one=True)",
            (FENCE,), "a holder call without a token runs as if its token had been checked"),
     Mutant("fence-unfenced-close-checked", "fence", "board/store/closes.py",
-           "row = await self._fetch(_CLOSE_AGENT[kind], dict(params, token_checked=False), op=kind,",
-           "row = await self._fetch(_CLOSE_AGENT[kind], dict(params, token_checked=True), op=kind,",
+           "row = await self._fetch(_CLOSE[kind], dict(params, token_checked=False), op=kind,\n",
+           "row = await self._fetch(_CLOSE[kind], dict(params, token_checked=True), op=kind,\n",
            (FENCE,), "a close without a token runs as if its token had been checked"),
     Mutant("fence-any-token-matches", "fence", "board/store/base.py",
            "if stored is None or not hmac.compare_digest(bytes(stored), presented):", "if stored is None:",
@@ -132,8 +134,11 @@ MUTANTS: tuple[Mutant, ...] = (
            "if stored is not None and not hmac.compare_digest(bytes(stored), presented):",
            (LIFECYCLE,), "a made-up token is accepted on an unfenced attempt"),
     # -- owner and state checks ----------------------------------------------------------
-    Mutant("owner-close", "owner", SQL + "closes.sql", _AGENT_OWNER, "",
+    Mutant("owner-close", "owner", SQL + "closes.sql", " AND t.owner = %(owner)s", "",
            (FENCE, LIFECYCLE), "another holder's attempt can be completed", "todo_complete", times=2),
+    Mutant("owner-fail-release", "owner", SQL + "closes.sql", _AGENT_OWNER, "",
+           (FENCE, LIFECYCLE), "another holder's attempt can be failed or released", "todo_fail_or_release",
+           times=2),
     Mutant("owner-heartbeat", "owner", SQL + "holds.sql", _AGENT_OWNER, "",
            (FENCE,), "another holder's lease can be extended", "todo_heartbeat"),
     Mutant("owner-interrupt", "owner", SQL + "holds.sql", _AGENT_OWNER, "",
@@ -152,12 +157,12 @@ MUTANTS: tuple[Mutant, ...] = (
            (OUTAGE,), "each checkout of a call waits on its own while Postgres is away"),
     # -- locks ---------------------------------------------------------------------------
     Mutant("lock-claim-by-id", "lock", SQL + "claims.sql",
-           "AND t.attempt < t.max_attempts))\n   FOR UPDATE OF t\n)", "AND t.attempt < t.max_attempts))\n)",
+           "   FOR UPDATE OF t\n),\ncand AS (", "),\ncand AS (",
            (RACES,), "two by-id claims of one todo both win", "todo_claim"),
     Mutant("lock-claim-next", "lock", SQL + "claims.sql",
-           "   ORDER BY t.created_at, t.id\n   LIMIT 1\n   FOR UPDATE OF t SKIP LOCKED",
-           "   ORDER BY t.created_at, t.id\n   LIMIT 1",
-           (RACES,), "two claim_next calls take the same todo", "todo_claim_next_fast"),
+           "   ORDER BY t.created_at, t.id\n   LIMIT %(limit)s\n   FOR UPDATE OF t SKIP LOCKED",
+           "   ORDER BY t.created_at, t.id\n   LIMIT %(limit)s",
+           (RACES,), "two claim_next calls take the same todo", "todo_claim_fast"),
     # Not listed: dropping the reaper's FOR UPDATE SKIP LOCKED. The attempt's own
     # `outcome IS NULL`, re-checked after a row-lock wait, already keeps a double close out;
     # the lock keeps the todo-then-attempt lock order of every transition (so a takeover and
@@ -174,8 +179,9 @@ MUTANTS: tuple[Mutant, ...] = (
            (BOUNDARIES, LIFECYCLE), "the last allowed attempt's lapsed lease is taken over instead of dead-lettered",
            "todo_claim"),
     Mutant("cap-boundary-fail", "boundary", SQL + "closes.sql",
-           "next_retry_at = CASE WHEN t.attempt < t.max_attempts THEN", "next_retry_at = CASE WHEN t.attempt <= t.max_attempts THEN",
-           (BOUNDARIES, LIFECYCLE), "a fail at max_attempts schedules a retry instead of a dead letter", "todo_fail"),
+           "= 'failed' AND t.attempt < t.max_attempts", "= 'failed' AND t.attempt <= t.max_attempts",
+           (BOUNDARIES, LIFECYCLE), "a fail at max_attempts schedules a retry instead of a dead letter",
+           "todo_fail_or_release"),
     Mutant("cap-boundary-reaper", "boundary", SQL + "sweeps.sql",
            "CASE WHEN cand.attempt < cand.max_attempts THEN 'requeued' ELSE 'dead_lettered' END",
            "CASE WHEN cand.attempt <= cand.max_attempts THEN 'requeued' ELSE 'dead_lettered' END",
@@ -197,28 +203,31 @@ MUTANTS: tuple[Mutant, ...] = (
     # can close an attempt while its todo lives on (completed and canceled cannot).
     Mutant("prune-count-lease-expired", "prune", SQL + "claims.sql",
            _PRUNED_BY_OUTCOME,
-           _PRUNED_BY_OUTCOME.replace("FROM pruned", "FROM pruned WHERE outcome <> 'lease_expired'"),
+           _PRUNED_BY_OUTCOME.replace("= t.id", "= t.id AND outcome <> 'lease_expired'"),
            (PRUNE,), "pruned lease_expired attempts are not counted", "todo_claim"),
     Mutant("prune-count-reaped", "prune", SQL + "claims.sql",
            _PRUNED_BY_OUTCOME,
-           _PRUNED_BY_OUTCOME.replace("FROM pruned", "FROM pruned WHERE outcome <> 'reaped'"),
+           _PRUNED_BY_OUTCOME.replace("= t.id", "= t.id AND outcome <> 'reaped'"),
            (PRUNE,), "pruned reaped attempts are not counted", "todo_claim"),
     Mutant("prune-count-revoked", "prune", SQL + "claims.sql",
            _PRUNED_BY_OUTCOME,
-           _PRUNED_BY_OUTCOME.replace("FROM pruned", "FROM pruned WHERE outcome <> 'revoked'"),
+           _PRUNED_BY_OUTCOME.replace("= t.id", "= t.id AND outcome <> 'revoked'"),
            (PRUNE,), "pruned revoked attempts are not counted (the Board's claim prunes them: the endpoint "
-           "is revoked)", "todo_claim_human"),
+           "is revoked)", "todo_claim"),
     Mutant("prune-count-merge", "prune", SQL + "claims.sql",
            "ELSE t.pruned_outcomes || coalesce((", "ELSE coalesce((",
            (PRUNE,), "a prune forgets the outcomes earlier prunes counted that it prunes none of", "todo_claim"),
     # -- scope (REQ-10) ------------------------------------------------------------------
-    Mutant("scope-agent-queues", "scope", SQL + "reads.sql",
-           "t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)", "t.endpoint_id = %(endpoint_id)s",
-           (LIFECYCLE,), "an endpoint reads its todos in a queue it is no longer granted", "todo_get", times=3),
-    Mutant("scope-human", "scope", SQL + "reads.sql",
-           "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)",
-           "t.endpoint_id IN (SELECT e.id FROM endpoints e)",
-           (LIFECYCLE,), "a human reads another human's todos", "todo_get_human", times=3),
+    Mutant("scope-agent-queues", "scope", CALLER_RULES,
+           "ELSE endpoint_id = caller_endpoint AND queue = ANY(caller_queues) END",
+           "ELSE endpoint_id = caller_endpoint END",
+           (LIFECYCLE,), "an endpoint reads its todos in a queue it is no longer granted"),
+    Mutant("scope-human", "scope", CALLER_RULES,
+           "SELECT ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = $1)", "SELECT ARRAY(SELECT e.id FROM endpoints e)",
+           (LIFECYCLE,), "a human reads another human's todos"),
+    Mutant("scope-agent-endpoint", "scope", CALLER_RULES,
+           "ELSE endpoint_id = caller_endpoint AND queue", "ELSE queue",
+           (LIFECYCLE,), "an endpoint reads another endpoint's todos of a queue it is granted"),
     # -- notes on an attempt (migration 0004) --------------------------------------------
     Mutant("notes-cap", "notes", SQL + "holds.sql",
            "x.n <= att.notes_count - %(notes_max)s", "x.n < att.notes_count - %(notes_max)s",
@@ -228,8 +237,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "0, %(notes_max)s::integer, a.waiting_n)), 0),",
            (NOTES,), "notes deleted past the cap are not counted", "attempt_note_add"),
     Mutant("notes-scope-human", "notes", SQL + "holds.sql",
-           "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)", "true",
-           (NOTES,), "a human notes on another human's todo", "attempt_note_add_human"),
+           "WHERE t.id = %(id)s AND " + _SCOPE, "WHERE t.id = %(id)s",
+           (NOTES,), "a human notes on another human's todo", "attempt_note_add"),
     # -- questions and answers on an interrupt (migration 0009) ---------------------------
     Mutant("question-pruned", "questions", SQL + "holds.sql",
            "x.n <= att.notes_count - %(notes_max)s\n     AND x.kind = 'working'",
@@ -239,10 +248,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "WHERE %(choice)s::text IS NULL OR q.choices ? %(choice)s::text", "WHERE true",
            (QUESTIONS,), "an answer takes a choice the question does not offer", "todo_answer_human"),
     Mutant("answer-scope", "questions", SQL + "holds.sql",
-           "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)\n"
-           "     AND t.state = ANY(%(from_states)s::todo_state[])\n   FOR UPDATE OF t\n),\nprev",
-           "t.endpoint_id IN (SELECT e.id FROM endpoints e)\n"
-           "     AND t.state = ANY(%(from_states)s::todo_state[])\n   FOR UPDATE OF t\n),\nprev",
+           "WHERE t.id = %(id)s AND " + _SCOPE, "WHERE t.id = %(id)s",
            (QUESTIONS,), "a human answers another human's todo", "todo_answer_human"),
     Mutant("answer-lease", "questions", SQL + "holds.sql",
            "         lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second'\n    FROM prev",
@@ -269,15 +275,23 @@ MUTANTS: tuple[Mutant, ...] = (
            '            self.question_answer.labels(queue).observe(max(0.0, t.waited_seconds or 0.0))',
            (METRICS,), "a later answer to the same question is timed as if it were the first"),
     # -- queue pauses and the overview (migration 0003) --------------------------------
-    Mutant("pause-claim-next", "pause", SQL + "claims.sql", _NOT_PAUSED, "",
-           (PAUSES,), "an agent's claim_next takes a todo of a paused queue", "todo_claim_next_fast"),
-    Mutant("pause-claim-by-id", "pause", SQL + "claims.sql", _NOT_PAUSED, "",
+    Mutant("pause-claim-next", "pause", SQL + "claims.sql", _NOT_PAUSED + "   ORDER BY t.created_at",
+           "   ORDER BY t.created_at",
+           (PAUSES,), "an agent's claim_next takes a todo of a paused queue", "todo_claim_fast"),
+    Mutant("pause-claim-by-id", "pause", SQL + "claims.sql", _NOT_PAUSED + "   FOR UPDATE OF t\n),",
+           "   FOR UPDATE OF t\n),",
            (PAUSES,), "an agent claims a todo of a paused queue by id", "todo_claim_fast"),
+    Mutant("pause-by-id-ignored", "pause", "board/store/claims.py",
+           '"ignore_pauses": not isinstance(caller, Agent)}', '"ignore_pauses": True}',
+           (PAUSES,), "an agent's claim by id is not held back by a paused queue"),
+    Mutant("pause-next-ignored", "pause", "board/store/claims.py",
+           '"ignore_pauses": paused is not None}', '"ignore_pauses": True}',
+           (PAUSES,), "an agent's claim_next is not held back by a paused queue"),
     Mutant("pause-scope", "pause", SQL + "claims.sql",
            "FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue)",
            "FROM queue_pauses p WHERE p.queue = t.queue)",
            (PAUSES,), "one human's pause holds another human's agents back",
-           ("todo_claim_next_fast", "todo_claim_next"), times=3),
+           ("todo_claim_fast", "todo_claim"), times=5),
     # -- OAuth grants (board/store/sql/oauth.sql, accounts.sql's endpoint_auth) --------------
     Mutant("oauth-refresh-rotates-twice", "oauth", SQL + "oauth.sql", " AND t.rotated_at IS NULL", "",
            (OAUTH,), "two refreshes with one token both rotate it", "oauth_refresh_rotate"),
@@ -361,7 +375,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("counts-canceled-unheld", "counts", SQL + "closes.sql",
            "SELECT u.endpoint_id, u.queue, 'canceled', count(*) FROM upd u GROUP BY 1, 2",
            "SELECT u.endpoint_id, u.queue, 'canceled', 0 FROM upd u GROUP BY 1, 2",
-           (COUNTS,), "a todo nobody held, canceled by its human, is counted done", "todo_cancel_unheld_human"),
+           (COUNTS,), "a todo nobody held, canceled by its human, is counted done", "todo_cancel_unheld"),
     Mutant("counts-dead-reaped", "counts", SQL + "sweeps.sql",
            "FROM upd u WHERE todo_dead_letter(u.state, u.next_retry_at) GROUP BY 1, 2",
            "FROM upd u WHERE false GROUP BY 1, 2",
@@ -369,7 +383,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("counts-dead-retried", "counts", SQL + "closes.sql",
            "SELECT u.endpoint_id, u.queue, 'dead', -count(*) FROM upd u GROUP BY 1, 2",
            "SELECT u.endpoint_id, u.queue, 'dead', 0 FROM upd u GROUP BY 1, 2",
-           (COUNTS,), "a dead letter the human retries stays counted dead", "todo_retry_human"),
+           (COUNTS,), "a dead letter the human retries stays counted dead", "todo_retry"),
     # -- secret screening: each shape, each stand-in rule, each place it is applied ----------
     *(Mutant(f"screen-shape-{slug}", "screening", "board/store/inputs.py", f'("{what}", {literals}',
              f'("{what}", ("never in any text",)', (SCREENING,), f"{what} is no longer refused")
@@ -493,8 +507,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("answer-fence-board-form", "answer-fence", "board/web/pages.py",
            "asked=str(asked) if asked is not None else None)", "asked=None)",
            ("tests/acceptance/test_board_answers.py",), "the Board's answer lands on whatever question waits"),
-    Mutant("answer-fence-lookup-scope", "answer-fence", SQL + "reads.sql",
-           "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s)", "true",
+    Mutant("answer-fence-lookup-scope", "answer-fence", SQL + "reads.sql", _SCOPE, "true",
            (QUESTIONS,), "another human's answer by choice is told the question's choices", "todo_answer_choices"),
     Mutant("answer-fence-lookup-state", "answer-fence", SQL + "reads.sql",
            "AND t.state = ANY(%(from_states)s::todo_state[])", "AND true",
@@ -663,6 +676,31 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("limits-form-max-attempts", "limits", "board/web/todo_forms.py",
            '"max_attempts", 1, MAX_ATTEMPTS_MAX)', '"max_attempts", 1, 999)',
            (BOUNDS,), "the Board's add form refuses the max_attempts the tool publishes"),
+    # -- the caller rules, each written once (migration 0014) -------------------------------
+    Mutant("rules-fence-open", "rules", CALLER_RULES,
+           "SELECT caller_endpoint IS NULL OR token_checked OR lease_token_hash IS NULL", "SELECT true",
+           (FENCE,), "every statement's fence lets a close without the token through"),
+    Mutant("rules-fence-owner-not-exempt", "rules", CALLER_RULES,
+           "SELECT caller_endpoint IS NULL OR token_checked OR lease_token_hash IS NULL",
+           "SELECT token_checked OR lease_token_hash IS NULL",
+           (FENCE, LIFECYCLE), "the owning human cannot close an attempt claimed with a token"),
+    Mutant("rules-held-by-anyone", "rules", CALLER_RULES,
+           "SELECT caller_endpoint IS NULL OR owner = caller_owner", "SELECT true",
+           (FENCE,), "an agent acts on an attempt another holder holds"),
+    Mutant("rules-held-owner-only-own", "rules", CALLER_RULES,
+           "SELECT caller_endpoint IS NULL OR owner = caller_owner", "SELECT owner = caller_owner",
+           (LIFECYCLE, NOTES), "the owning human cannot fail, release or note on an agent's attempt"),
+    Mutant("rules-scope-owner-sees-all", "rules", CALLER_RULES,
+           "THEN endpoint_id = ANY(user_endpoints(caller_user))", "THEN true",
+           (LIFECYCLE,), "a human acts on another human's todos"),
+    Mutant("rules-claimer-kind", "rules", SQL + "claims.sql",
+           "(CASE WHEN %(endpoint_id)s::uuid IS NULL THEN 'owner' ELSE 'endpoint' END)::attempt_claimer_kind",
+           "'endpoint'::attempt_claimer_kind",
+           (LIFECYCLE, INVARIANTS), "the Board's claim records an endpoint claimer", "todo_claim_fast"),
+    Mutant("rules-owner-voids-token", "rules", SQL + "closes.sql",
+           "lease_token_hash = CASE WHEN %(endpoint_id)s::uuid IS NULL THEN NULL ELSE a.lease_token_hash END",
+           "lease_token_hash = a.lease_token_hash",
+           (FENCE,), "the holder's token replays a close the owning human made", "todo_complete"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the
