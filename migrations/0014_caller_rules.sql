@@ -36,3 +36,30 @@ CREATE FUNCTION lease_fence_holds(lease_token_hash bytea, token_checked boolean,
   RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT caller_endpoint IS NULL OR token_checked OR lease_token_hash IS NULL
 $$;
+
+-- A transition's hook outbox rows, held once for every statement that writes them: one per
+-- configured URL when the transition writes an event (hook_event), with migration 0005's
+-- payload; a dead letter's also carries the attempt that ended it and the exact attempt
+-- summary (REQ-15), whose closing attempt that statement's own snapshot still sees open.
+-- The closed_* arguments are null where no attempt closed. (The casts restate the argument
+-- types for a reading of the body alone, as the plan test does.)
+CREATE FUNCTION hook_rows(urls text[], occurred_at timestamptz, event text, id text, queue text, title text,
+                          state todo_state, attempt integer, max_attempts integer, attempts_total integer,
+                          endpoint_id uuid, attempts_pruned integer DEFAULT NULL,
+                          pruned_outcomes jsonb DEFAULT NULL, closed_seq integer DEFAULT NULL,
+                          closed_attempt integer DEFAULT NULL, closed_outcome text DEFAULT NULL,
+                          closed_died boolean DEFAULT NULL, closed_summary text DEFAULT NULL,
+                          closed_artifact text DEFAULT NULL)
+  RETURNS TABLE (hook_event text, hook_url text, hook_todo_id text, hook_payload jsonb)
+  LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT $3::text, h.url, $4::text,
+         hook_payload($3::text, $2::timestamptz, $4::text, $5::text, $6::text, $7::todo_state, $8::integer,
+                      $9::integer, $10::integer, $11::uuid)
+         || CASE WHEN $3::text = 'todo.dead_lettered' THEN jsonb_build_object(
+              'attempt', jsonb_build_object('seq', $14::integer, 'attempt', $15::integer, 'outcome', $16::text,
+                                            'died', $17::boolean, 'summary', $18::text, 'artifact', $19::text),
+              'attempts', attempt_summary($4::text, $10::integer, $12::integer, $13::jsonb, $14::integer, $16::text))
+            ELSE '{}'::jsonb END
+    FROM unnest($1::text[]) AS h(url)
+   WHERE $3::text IS NOT NULL
+$$;

@@ -225,6 +225,20 @@ CREATE FUNCTION public.hook_payload(event text, occurred_at timestamp with time 
       'attempt', $7::integer, 'max_attempts', $8::integer, 'attempts_total', $9::integer,
       'endpoint_id', $10::uuid))
 $_$;
+CREATE FUNCTION public.hook_rows(urls text[], occurred_at timestamp with time zone, event text, id text, queue text, title text, state public.todo_state, attempt integer, max_attempts integer, attempts_total integer, endpoint_id uuid, attempts_pruned integer DEFAULT NULL::integer, pruned_outcomes jsonb DEFAULT NULL::jsonb, closed_seq integer DEFAULT NULL::integer, closed_attempt integer DEFAULT NULL::integer, closed_outcome text DEFAULT NULL::text, closed_died boolean DEFAULT NULL::boolean, closed_summary text DEFAULT NULL::text, closed_artifact text DEFAULT NULL::text) RETURNS TABLE(hook_event text, hook_url text, hook_todo_id text, hook_payload jsonb)
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $_$
+  SELECT $3::text, h.url, $4::text,
+         hook_payload($3::text, $2::timestamptz, $4::text, $5::text, $6::text, $7::todo_state, $8::integer,
+                      $9::integer, $10::integer, $11::uuid)
+         || CASE WHEN $3::text = 'todo.dead_lettered' THEN jsonb_build_object(
+              'attempt', jsonb_build_object('seq', $14::integer, 'attempt', $15::integer, 'outcome', $16::text,
+                                            'died', $17::boolean, 'summary', $18::text, 'artifact', $19::text),
+              'attempts', attempt_summary($4::text, $10::integer, $12::integer, $13::jsonb, $14::integer, $16::text))
+            ELSE '{}'::jsonb END
+    FROM unnest($1::text[]) AS h(url)
+   WHERE $3::text IS NOT NULL
+$_$;
 CREATE FUNCTION public.lease_fence_holds(lease_token_hash bytea, token_checked boolean, caller_endpoint uuid) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$

@@ -21,13 +21,9 @@ WITH upd AS (
 ),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
-  SELECT ev.event, h.url, u.id,
-         hook_payload(ev.event, coalesce(%(now)s::timestamptz, now()), u.id, u.queue, u.title, u.state,
-                      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id)
-    FROM upd u
-    CROSS JOIN LATERAL (SELECT hook_event(u.state, u.next_retry_at) AS event) ev
-    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
-   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  SELECT h.* FROM upd u, hook_rows(%(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now()),
+      hook_event(u.state, u.next_retry_at), u.id, u.queue, u.title, u.state, u.attempt, u.max_attempts,
+      u.attempts_total, u.endpoint_id) h
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
@@ -57,13 +53,9 @@ upd AS (
 ),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
-  SELECT ev.event, h.url, u.id,
-         hook_payload(ev.event, coalesce(%(now)s::timestamptz, now()), u.id, u.queue, u.title, u.state,
-                      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id)
-    FROM upd u
-    CROSS JOIN LATERAL (SELECT hook_event(u.state, u.next_retry_at) AS event) ev
-    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
-   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  SELECT h.* FROM upd u, hook_rows(%(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now()),
+      hook_event(u.state, u.next_retry_at), u.id, u.queue, u.title, u.state, u.attempt, u.max_attempts,
+      u.attempts_total, u.endpoint_id) h
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
@@ -99,13 +91,9 @@ upd AS (
 ),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
-  SELECT ev.event, h.url, u.id,
-         hook_payload(ev.event, coalesce(%(now)s::timestamptz, now()), u.id, u.queue, u.title, u.state,
-                      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id)
-    FROM upd u
-    CROSS JOIN LATERAL (SELECT hook_event(u.state, u.next_retry_at) AS event) ev
-    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
-   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  SELECT h.* FROM upd u, hook_rows(%(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now()),
+      hook_event(u.state, u.next_retry_at), u.id, u.queue, u.title, u.state, u.attempt, u.max_attempts,
+      u.attempts_total, u.endpoint_id) h
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
@@ -149,13 +137,9 @@ upd AS (
 ),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
-  SELECT ev.event, h.url, u.id,
-         hook_payload(ev.event, coalesce(%(now)s::timestamptz, now()), u.id, u.queue, u.title, u.state,
-                      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id)
-    FROM upd u
-    CROSS JOIN LATERAL (SELECT hook_event(u.state, u.next_retry_at) AS event) ev
-    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
-   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  SELECT h.* FROM upd u, hook_rows(%(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now()),
+      hook_event(u.state, u.next_retry_at), u.id, u.queue, u.title, u.state, u.attempt, u.max_attempts,
+      u.attempts_total, u.endpoint_id) h
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
@@ -213,13 +197,9 @@ upd AS (
 ),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
-  SELECT ev.event, h.url, u.id,
-         hook_payload(ev.event, coalesce(%(now)s::timestamptz, now()), u.id, u.queue, u.title, u.state,
-                      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id)
-    FROM upd u
-    CROSS JOIN LATERAL (SELECT hook_event(u.state, u.next_retry_at) AS event) ev
-    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
-   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  SELECT h.* FROM upd u, hook_rows(%(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now()),
+      hook_event(u.state, u.next_retry_at), u.id, u.queue, u.title, u.state, u.attempt, u.max_attempts,
+      u.attempts_total, u.endpoint_id) h
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,

@@ -119,18 +119,10 @@ counted AS (  -- todo_counts (migration 0010)
 ),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
-  SELECT ev.event, h.url, u.id,
-         hook_payload(ev.event, coalesce(%(now)s::timestamptz, now()), u.id, u.queue, u.title, u.state,
-                      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id)
-         || CASE WHEN ev.event = 'todo.dead_lettered' THEN jsonb_build_object(
-      'attempt', jsonb_build_object('seq', c.seq, 'attempt', c.attempt, 'outcome', c.outcome,
-        'died', c.died, 'summary', c.summary, 'artifact', c.artifact),
-      'attempts', attempt_summary(u.id, u.attempts_total, u.attempts_pruned, u.pruned_outcomes,
-                                   c.seq, c.outcome::text)) ELSE '{}'::jsonb END
-    FROM upd u JOIN closed c ON c.todo_id = u.id
-    CROSS JOIN LATERAL (SELECT hook_event(u.state, u.next_retry_at) AS event) ev
-    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
-   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  SELECT h.* FROM upd u JOIN closed c ON c.todo_id = u.id, hook_rows(%(hook_urls)s::text[],
+      coalesce(%(now)s::timestamptz, now()), hook_event(u.state, u.next_retry_at), u.id, u.queue, u.title, u.state,
+      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id, u.attempts_pruned, u.pruned_outcomes,
+      c.seq, c.attempt, c.outcome, c.died, c.summary, c.artifact) h
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
@@ -222,13 +214,9 @@ counted AS (  -- todo_counts (migration 0010)
 ),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
-  SELECT ev.event, h.url, u.id,
-         hook_payload(ev.event, coalesce(%(now)s::timestamptz, now()), u.id, u.queue, u.title, u.state,
-                      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id)
-    FROM upd u
-    CROSS JOIN LATERAL (SELECT hook_event(u.state, u.next_retry_at) AS event) ev
-    CROSS JOIN unnest(%(hook_urls)s::text[]) AS h(url)
-   WHERE cardinality(%(hook_urls)s::text[]) > 0 AND ev.event IS NOT NULL
+  SELECT h.* FROM upd u, hook_rows(%(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now()),
+      hook_event(u.state, u.next_retry_at), u.id, u.queue, u.title, u.state, u.attempt, u.max_attempts,
+      u.attempts_total, u.endpoint_id) h
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
