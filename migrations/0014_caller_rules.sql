@@ -63,3 +63,13 @@ CREATE FUNCTION hook_rows(urls text[], occurred_at timestamptz, event text, id t
     FROM unnest($1::text[]) AS h(url)
    WHERE $3::text IS NOT NULL
 $$;
+
+-- The notification of a todo's transition on switchboard_v1 (board/live/fanout.py reads it),
+-- its shape held once. Each statement still writes its own test of watchers before the call
+-- (migration 0011): the statement must lock watchers while it is planned, before its
+-- snapshot, which a test inside a function would do only when it runs.
+CREATE FUNCTION todo_notify(id text, endpoint_id uuid, queue text, state todo_state, kind text) RETURNS void
+  LANGUAGE sql VOLATILE AS $$
+  SELECT pg_notify('switchboard_v1', json_build_object('todo', $1, 'endpoint', $2, 'queue', $3, 'state', $4,
+                                                       'kind', $5)::text)
+$$;

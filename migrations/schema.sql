@@ -290,6 +290,12 @@ CREATE FUNCTION public.todo_in_scope(endpoint_id uuid, queue text, caller_endpoi
   SELECT CASE WHEN caller_endpoint IS NULL THEN endpoint_id = ANY(user_endpoints(caller_user))
               ELSE endpoint_id = caller_endpoint AND queue = ANY(caller_queues) END
 $$;
+CREATE FUNCTION public.todo_notify(id text, endpoint_id uuid, queue text, state public.todo_state, kind text) RETURNS void
+    LANGUAGE sql
+    AS $_$
+  SELECT pg_notify('switchboard_v1', json_build_object('todo', $1, 'endpoint', $2, 'queue', $3, 'state', $4,
+                                                       'kind', $5)::text)
+$_$;
 CREATE FUNCTION public.todos_consistent() RETURNS trigger
     LANGUAGE plpgsql
     AS $$

@@ -155,7 +155,7 @@ async def watchers_lent(url: str):
     finally:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             await conn.execute("DROP TABLE watchers")
-            await conn.execute("DROP FUNCTION todo_in_scope, user_endpoints, todo_held_by, lease_fence_holds, hook_rows")
+            await conn.execute("DROP FUNCTION todo_in_scope, user_endpoints, todo_held_by, lease_fence_holds, hook_rows, todo_notify")
 
 
 async def watch(store: st.Store, user_id: int) -> str:

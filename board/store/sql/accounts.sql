@@ -95,9 +95,7 @@ SELECT (SELECT count(*) FROM ep) AS revoked,
        coalesce((SELECT json_agg(json_build_object(
           'todo', row_to_json(upd), 'closed', row_to_json(c), 'n',
               CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'revoked')::text) END))
+       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'revoked') END))
          FROM upd JOIN closed c ON c.todo_id = upd.id), '[]'::json) AS todos;
 
 -- name: agents_of_user

@@ -45,7 +45,7 @@
 -- set: as sub-selects, the executor would set them up on every claim. The counts passed in
 -- (prior_attempts, prior_notes) are board/store/vocabulary.py's.
 --
--- The watchers test before each pg_notify is written into each statement that moves a todo,
+-- The watchers test before each todo_notify is written into each statement that moves a todo,
 -- not called as a function: the statement must lock watchers while it is planned, before its
 -- snapshot (migration 0011).
 
@@ -100,9 +100,7 @@ RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.le
        CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, %(prior_attempts)s::int, %(prior_notes)s::int) END AS prior_attempts,
        CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id, %(prior_notes)s::int) END AS continues,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'claimed')::text) END;
+       THEN todo_notify(t.id, t.endpoint_id, t.queue, t.state, 'claimed') END;
 
 -- name: todo_claim
 -- description: A claim's full path: the oldest pending todos then lapsed leases (claim_next), or the one named by id, pending or lapsed -> claimed; closes each lapsed attempt, prunes each history, opens an attempt each
@@ -219,7 +217,5 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attem
           ) y ORDER BY y.seq DESC LIMIT %(prior_attempts)s::int) x) END AS prior_attempts,
        CASE WHEN upd.continues_id IS NOT NULL THEN todo_continuation(upd.continues_id, upd.endpoint_id, %(prior_notes)s::int) END AS continues,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'claimed')::text) END
+       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'claimed') END
   FROM upd JOIN ins ON ins.todo_id = upd.id;

@@ -68,9 +68,7 @@ UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result
 RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result,
           t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt,
           CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'completed')::text) END;
+       THEN todo_notify(t.id, t.endpoint_id, t.queue, t.state, 'completed') END;
 
 -- name: todo_fail_or_release
 -- description: The holder fails (outcome failed: held -> failed with a retry time, or dead-lettered) or releases (outcome released: held -> pending), closing its attempt, with hook events; the owning human does either to any holder's attempt, voiding its token
@@ -132,9 +130,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
        c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', c.outcome)::text) END
+       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, c.outcome) END
   FROM upd JOIN closed c ON true;
 
 -- name: todo_cancel_held
@@ -169,9 +165,7 @@ counted AS (  -- todo_counts (migration 0010)
 SELECT u.endpoint_id, u.queue, u.title, u.attempt, u.max_attempts, u.payload, u.routing, u.result,
           u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at, u.closed_attempt,
           CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = u.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', u.id, 'endpoint', u.endpoint_id, 'queue', u.queue, 'state', u.state,
-  'kind', 'canceled')::text) END
+       THEN todo_notify(u.id, u.endpoint_id, u.queue, u.state, 'canceled') END
   FROM upd u;
 
 -- name: todo_cancel_unheld
@@ -193,9 +187,7 @@ SELECT u.id, u.endpoint_id, u.queue, u.title, u.state::text AS state, u.owner, u
           todo_dead_letter(u.state, u.next_retry_at) AS dead_letter, u.payload, u.routing, u.result,
           u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at,
           CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = u.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', u.id, 'endpoint', u.endpoint_id, 'queue', u.queue, 'state', u.state,
-  'kind', 'canceled')::text) END
+       THEN todo_notify(u.id, u.endpoint_id, u.queue, u.state, 'canceled') END
   FROM upd u;
 
 -- name: todo_retry
@@ -224,9 +216,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'retried')::text) END FROM upd;
+       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'retried') END FROM upd;
 
 -- name: attempt_replay_lookup
 -- description: The attempts this caller claimed with a token and closed with the verb's outcome, newest first, for a replayed close
@@ -297,9 +287,7 @@ UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result,
           t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt,
           CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'completed')::text) END;
+       THEN todo_notify(t.id, t.endpoint_id, t.queue, t.state, 'completed') END;
 
 -- name: todos_complete_closable
 -- description: Which of complete_todos' items the holder can close now: read after todos_complete changed nothing, to name the item that stopped it

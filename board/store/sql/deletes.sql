@@ -25,6 +25,4 @@ DELETE FROM todos t USING gone WHERE t.id = gone.id
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state,
           todo_dead_letter(t.state, t.next_retry_at) AS dead_letter, t.attempts_total,
           CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'deleted')::text) END;
+       THEN todo_notify(t.id, t.endpoint_id, t.queue, t.state, 'deleted') END;

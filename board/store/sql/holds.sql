@@ -37,9 +37,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'lease_extended')::text) END FROM upd;
+       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'lease_extended') END FROM upd;
 
 -- name: todo_interrupt
 -- description: The holder pauses its attempt for a person: claimed -> to_state, the lease kept, with its question (if any) as a note and the todo.input_required or todo.auth_required hook event; token_checked: the store compared the lease token
@@ -97,9 +95,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        att.question_expires_at, CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'interrupted')::text) END FROM upd JOIN att ON true;
+       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'interrupted') END FROM upd JOIN att ON true;
 
 -- name: todo_resume
 -- description: The holder resumes an interrupted attempt: -> claimed with a fresh lease; the same attempt, returning the range of its notes since the interrupt (attempt_answers reads the answers among them once this commits); token_checked: the store compared the lease token
@@ -128,9 +124,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        att.seq, att.waiting_n, att.notes_count, CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'resumed')::text) END FROM upd JOIN att ON true;
+       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'resumed') END FROM upd JOIN att ON true;
 
 -- name: attempt_answers
 -- description: The answers among an attempt's notes numbered after `after` up to `upto` (what resume returns), oldest first; a statement of its own after resume commits, so it sees every answer committed before resume took the todo's lock
@@ -179,9 +173,7 @@ upd AS (
 SELECT cur.id, cur.endpoint_id, cur.queue, cur.state::text AS state, att.seq, att.notes_count AS n,
        att.last_note_at AS at, prev.asked_at, prev.answered_at IS NULL AS first,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = cur.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', cur.id, 'endpoint', cur.endpoint_id, 'queue', cur.queue, 'state', cur.state,
-  'kind', 'answered')::text) END
+       THEN todo_notify(cur.id, cur.endpoint_id, cur.queue, cur.state, 'answered') END
   FROM cur JOIN prev ON true JOIN att ON true JOIN ins ON true JOIN upd ON true;
 
 -- name: attempt_note_add
@@ -219,9 +211,7 @@ pruned AS (
 SELECT cur.id, cur.endpoint_id, cur.queue, att.seq, att.notes_count,
        coalesce(att.notes_pruned, 0) AS notes_pruned,
        att.last_note_at AS at, CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = cur.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', cur.id, 'endpoint', cur.endpoint_id, 'queue', cur.queue, 'state', cur.state,
-  'kind', 'noted')::text) END
+       THEN todo_notify(cur.id, cur.endpoint_id, cur.queue, cur.state, 'noted') END
   FROM cur JOIN att ON true JOIN ins ON true;
 
 -- name: attempt_fence_lookup

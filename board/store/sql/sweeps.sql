@@ -50,9 +50,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        row_to_json(closed) AS closed, CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'reaped')::text) END
+       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'reaped') END
   FROM upd JOIN closed ON closed.todo_id = upd.id;
 
 -- name: questions_expire
@@ -98,9 +96,7 @@ outbox AS (
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.state::text AS state, upd.attempts_total,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'released')::text) END
+       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'released') END
   FROM upd;
 
 -- name: todos_retry_due
@@ -129,9 +125,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', upd.id, 'endpoint', upd.endpoint_id, 'queue', upd.queue, 'state', upd.state,
-  'kind', 'requeued')::text) END FROM upd;
+       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'requeued') END FROM upd;
 
 -- name: todos_delete_expired
 -- description: Retention: deletes terminal todos untouched past the bound (attempts cascade) and their successor links
@@ -148,9 +142,7 @@ links AS (
 )
 DELETE FROM todos t USING old WHERE t.id = old.id
 RETURNING t.id, t.endpoint_id, t.queue, CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
-       THEN pg_notify('switchboard_v1', json_build_object(
-  'todo', t.id, 'endpoint', t.endpoint_id, 'queue', t.queue, 'state', t.state,
-  'kind', 'deleted')::text) END;
+       THEN todo_notify(t.id, t.endpoint_id, t.queue, t.state, 'deleted') END;
 
 -- name: hook_events_lease
 -- description: Leases due hook events for delivery, pushing each one's next try out first
