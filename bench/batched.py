@@ -17,6 +17,11 @@ whether a batched close would matter.
 
     python bench/batched.py                       # 1 and 8 workers, 6 slices of 3 s
     python bench/batched.py --workers 1 8 32 --slices 10 --limit 10
+    python bench/batched.py --statements base=/tmp/base/board/store/sql
+
+--statements NAME=PATH adds the single and batched drains through the claim and complete
+statements of PATH (another checkout's board/store/sql, see claim_contention.py), in the
+same slices, and prints each against today's.
 """
 
 from __future__ import annotations
@@ -113,10 +118,17 @@ async def main() -> None:
     ap.add_argument("--pending", type=int, default=None, help="pending todos each case starts with")
     ap.add_argument("--produce", type=int, default=5_000, help="todos each producer variant adds (0: skip)")
     ap.add_argument("--batch", type=int, default=100, help="todos per add_todos call")
+    ap.add_argument("--statements", metavar="NAME=PATH", default=None,
+                    help="also drain through the claim and complete statements of PATH (claim_contention.py's)")
     args = ap.parse_args()
     if args.pending is None:
         args.pending = max(60_000, int(args.slices * args.seconds * 8_000))
     variants = {"single": 1, "batched": args.limit, "batched-close": args.limit}
+    other = None
+    if args.statements:
+        other, _, path = args.statements.partition("=")
+        other_store = cc.statements_store(other, path)
+        variants |= {f"single@{other}": 1, f"batched@{other}": args.limit}
 
     embedded = None
     admin = os.environ.get("DATABASE_URL")
@@ -139,24 +151,27 @@ async def main() -> None:
         url, token = await cc.prepare_template(admin, "bench_batched", args.history, args.pending)
         template = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
         for workers in args.workers:
-            cases = {v: DrainCase(admin, template, token, v, workers, limit=limit, close_together=v == "batched-close")
+            cases = {v: DrainCase(admin, template, token, v, workers, limit=limit, close_together=v == "batched-close",
+                                  store_class=other_store if "@" in v else None)
                      for v, limit in variants.items()}
             for case in cases.values():
                 await case.open()
             try:
-                ratios, close_ratios = [], []
+                ratios, close_ratios, against = [], [], {"single": [], "batched": []}
                 names = list(variants)
                 for i in range(args.slices):
                     order = names[i % len(names):] + names[:i % len(names)]
                     rate = {v: await cases[v].run_slice(args.seconds) for v in order}
                     ratios.append(rate["batched"] / rate["single"])
                     close_ratios.append(rate["batched-close"] / rate["single"])
+                    for v in against if other else ():
+                        against[v].append(rate[v] / rate[f"{v}@{other}"])
                     print(f"  {workers:3} workers, slice {i + 1:2}: " + "  ".join(f"{v} {rate[v]:6.0f}/s" for v in names)
                           + f"  ratios {ratios[-1]:.2f} {close_ratios[-1]:.2f}", flush=True)
             finally:
                 for case in cases.values():
                     await case.close()
-            rows.append((workers, cases, ratios, close_ratios))
+            rows.append((workers, cases, ratios, close_ratios, against))
         if args.produce:
             produced = await produce(admin, template, token, args.produce, args.batch)
         cc.drop(admin, template)
@@ -174,7 +189,7 @@ async def main() -> None:
           f"{'95% CI':>11} {'claim':>5} {'close':>5} | {'+close/s':>9} {'p50 ms':>7} {'ratio':>5} {'95% CI':>11} "
           f"{'claim':>5} {'close':>5}")
     print("-" * 128)
-    for workers, cases, ratios, close_ratios in rows:
+    for workers, cases, ratios, close_ratios, _ in rows:
         s = cases["single"]
         line = f"{workers:>7} | {s.rate:>9.0f} {s.pct(0.5):>7.2f}"
         for name, rs in (("batched", ratios), ("batched-close", close_ratios)):
@@ -188,6 +203,15 @@ async def main() -> None:
           "complete_todos for them all.")
     print("ratio = todos per second over all slices / single's; 95% CI of the slice pairs' ratio; p50 per todo; claim "
           "and close: shares of a worker's time in the store.")
+    if other:
+        print()
+        print(f"today's statements against {other}'s ({args.statements.partition('=')[2]}), in the same slices:")
+        for workers, cases, _, _, against in rows:
+            for v, rs in against.items():
+                _, lo, hi = cc.ratio_interval(rs)
+                print(f"  {workers:3} workers, {v:8}: today {cases[v].rate:6.0f}/s, {other} {cases[f'{v}@{other}'].rate:6.0f}/s,"
+                      f" today/{other} {cases[v].rate / cases[f'{v}@{other}'].rate:.3f} (95% CI of the slice pairs "
+                      f"{lo:.3f}-{hi:.3f})")
     if produced:
         print()
         print(f"producers, {args.produce:,} todos each: add_todo {produced['add_todo']:,.0f}/s, add_todos "

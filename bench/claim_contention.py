@@ -278,46 +278,55 @@ async def show_plans(url: str, token: str) -> None:
                 print(f"  WARNING: {title} has a sequential scan")
 
 
-# The shipped statements a --statements variant replaces, and the names they had before one
-# pair of claim statements served every claim (claim_next's, unpaused as a server runs them).
+# The shipped statements a --statements variant replaces. Before one pair of claim
+# statements served every claim, claim_next had its own pair (unpaused, as a server runs
+# them, or with the pause probe), and a batch another.
 SWAPPED = ("todo_claim_fast", "todo_claim", "todo_complete")
-BEFORE = ("todo_claim_next_fast_unpaused", "todo_claim_next_unpaused", "todo_complete")
+BEFORE = {"single": ("todo_claim_next_fast_unpaused", "todo_claim_next_unpaused"),
+          "probed": ("todo_claim_next_fast", "todo_claim_next"),
+          "batch": ("todos_claim_next_fast", "todos_claim_next")}
 
 
-def other_statements(name: str, path: str) -> tuple[dict[str, Query], bool]:
+def other_statements(name: str, path: str) -> tuple[dict, bool]:
     """The claim and complete statements of path (a board/store/sql or board/sql folder, or a
-    statements module of before the SQL files) by the shipped names they stand for, and
-    whether they are of before the one pair of claim statements (one todo, one token hash)."""
+    statements module of before the SQL files), and whether they are of before the one pair
+    of claim statements: then by the kind of claim ({"single": (fast, full), ...,
+    "todo_complete": complete}), else by the shipped names they stand for."""
     if Path(path).is_dir():
         found = load(Path(path))
-        if all(n in found for n in SWAPPED):
+        if "todo_claim_next_fast" not in found:  # (before, todo_claim_fast was the claim by id's)
             return {n: found[n] for n in SWAPPED}, False
-        return {new: found[old] for new, old in zip(SWAPPED, BEFORE)}, True
+        return {kind: tuple(found[n] for n in names) for kind, names in BEFORE.items()
+                if all(n in found for n in names)} | {"todo_complete": found["todo_complete"]}, True
     spec = importlib.util.spec_from_file_location(f"bench_statements_{name}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     texts = (getattr(mod, "SQL_CLAIM_NEXT_FAST_UNPAUSED", mod.SQL_CLAIM_NEXT_FAST),
              getattr(mod, "SQL_CLAIM_NEXT_UNPAUSED", mod.SQL_CLAIM_NEXT),
              mod.SQL_CLOSE_AGENT[("complete", "unfenced")])
-    return {new: Query(f"{name}_{i}", f"statement {i} of {path}", text, path)
-            for i, (new, text) in enumerate(zip(SWAPPED, texts))}, True
+    fast, full, complete = (Query(f"{name}_{i}", f"statement {i} of {path}", text, path) for i, text in enumerate(texts))
+    return {"single": (fast, full), "todo_complete": complete}, True
 
 
 def statements_store(name: str, path: str) -> type[st.Store]:
-    """The shipped store, but its claims and complete send the statements of path (the
-    --statements variants). Statements of before the one claim pair take one token hash and
-    do not return it: the store's parameters and rows are adapted around them."""
+    """The shipped store, but its claim_next and complete send the statements of path (the
+    --statements variants). Statements of before the one claim pair are picked by the claim's
+    kind; a single claim's take one token hash and do not return it, so the store's
+    parameters and rows are adapted around them."""
     swapped, before = other_statements(name, path)
 
     class StatementsStore(st.Store):
         async def _fetch(self, sql, params, **kw):
-            other = swapped.get(sql.name)
-            if other is None:
+            if sql.name not in SWAPPED:
                 return await super()._fetch(sql, params, **kw)
             if not before or sql.name == "todo_complete":
-                return await super()._fetch(other, params, **kw)
+                return await super()._fetch(swapped[sql.name], params, **kw)
+            full = sql.name == "todo_claim"
+            if params["limit"] > 1 and "batch" in swapped:
+                return await super()._fetch(swapped["batch"][full], params, **kw)
+            kind = "single" if params["ignore_pauses"] or "probed" not in swapped else "probed"
             token_hash = (params.get("token_hashes") or [None])[0]
-            rows = await super()._fetch(other, dict(params, token_hash=token_hash), **kw)
+            rows = await super()._fetch(swapped[kind][full], dict(params, token_hash=token_hash), **kw)
             return [dict(row, lease_token_hash=token_hash) for row in rows]
 
     return StatementsStore
