@@ -255,3 +255,32 @@ async def test_claim_next_walks_the_pending_index_past_a_big_backlog_with_its_pa
             text = "\n".join(plan)
             assert "Index Scan using todos_pending_idx on todos" in text, f"{name}:\n{text}"
             assert "Seq Scan on todos" not in text, f"{name}:\n{text}"  # (attempts is empty here)
+
+
+async def test_every_claim_and_close_reaches_its_rows_by_key_past_a_big_backlog(store, db_url):
+    """The statements each serve an agent and the owning human (migration 0014's caller
+    rules, inlined): past a backlog of 30,000 pending todos and a claimed set, every claim
+    and close still reaches its todo through the primary key or the pending index, never
+    through a scan the caller's scope would have keyed."""
+    await seed_history(store, db_url)  # finished todos with their attempts
+    owner = await make_user(store, "deep")
+    agent = await make_agent(store, user=owner, agent_id="deep", queues=("work",))
+    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
+        await conn.execute(
+            "INSERT INTO todos (endpoint_id, queue, title, created_at)"
+            " SELECT %(ep)s, 'work', 'job ' || g, now() + g * interval '1 us' FROM generate_series(1, 30000) g",
+            {"ep": agent.endpoint_id})
+        await conn.execute("VACUUM ANALYZE todos")
+    for i in range(200):  # a claimed set the planner could prefer to walk
+        await store.todo_claim_next(agent.on_session(f"s{i}"))
+    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
+        await conn.execute("ANALYZE")
+        for name in ("todo_claim_fast", "todo_claim", "todo_complete", "todo_fail_or_release", "todo_cancel_held",
+                     "todo_cancel_unheld", "todo_retry", "todo_heartbeat", "attempt_note_add", "todo_get",
+                     "todo_classify_miss"):
+            plan = await generic_plan(conn, QUERIES[name].sql)
+            text = "\n".join(plan)
+            assert unkeyed_scans(plan) == [], f"{name}:\n{text}"
+            by_id = [line for line in plan if re.search(r"Scan using \w+ on todos t(_\d+)?\b", line)
+                     and "todos_pending_idx" not in line and "todos_claimed_idx" not in line]
+            assert by_id and all("todos_pkey" in line for line in by_id), f"{name}:\n{text}"
