@@ -237,19 +237,25 @@ async def test_the_overview_reads_only_the_humans_index_entries_and_the_windows_
     assert unkeyed_scans(outcomes) == [], text
 
 
-async def test_claim_next_walks_the_pending_index_past_a_big_backlog_with_its_pause_check(store, db_url):
-    """One endpoint with a backlog of pending todos in one queue (the bench's shape): the
-    claim_next statements, with the check that skips paused queues, still take the oldest
-    pending todo from the pending index; a filter the planner misjudged as matching nothing
-    would make it scan and sort the whole table on every claim."""
-    owner = await make_user(store, "backlog")
-    agent = await make_agent(store, user=owner, agent_id="drain", queues=("work",))
+async def backlog(store, db_url, name: str):
+    """One endpoint with a backlog of 30,000 pending todos in one queue (the bench's shape), analysed."""
+    agent = await make_agent(store, user=await make_user(store, name), agent_id=name, queues=("work",))
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
         await conn.execute(
             "INSERT INTO todos (endpoint_id, queue, title, created_at)"
             " SELECT %(ep)s, 'work', 'job ' || g, now() + g * interval '1 us' FROM generate_series(1, 30000) g",
             {"ep": agent.endpoint_id})
         await conn.execute("VACUUM ANALYZE todos")
+    return agent
+
+
+async def test_claim_next_walks_the_pending_index_past_a_big_backlog_with_its_pause_check(store, db_url):
+    """One endpoint with a backlog of pending todos in one queue (the bench's shape): the
+    claim_next statements, with the check that skips paused queues, still take the oldest
+    pending todo from the pending index; a filter the planner misjudged as matching nothing
+    would make it scan and sort the whole table on every claim."""
+    await backlog(store, db_url, "drain")
+    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
         for name in ("todo_claim_fast", "todo_claim"):
             plan = await generic_plan(conn, QUERIES[name].sql)
             text = "\n".join(plan)
@@ -263,14 +269,7 @@ async def test_every_claim_and_close_reaches_its_rows_by_key_past_a_big_backlog(
     and close still reaches its todo through the primary key or the pending index, never
     through a scan the caller's scope would have keyed."""
     await seed_history(store, db_url)  # finished todos with their attempts
-    owner = await make_user(store, "deep")
-    agent = await make_agent(store, user=owner, agent_id="deep", queues=("work",))
-    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
-        await conn.execute(
-            "INSERT INTO todos (endpoint_id, queue, title, created_at)"
-            " SELECT %(ep)s, 'work', 'job ' || g, now() + g * interval '1 us' FROM generate_series(1, 30000) g",
-            {"ep": agent.endpoint_id})
-        await conn.execute("VACUUM ANALYZE todos")
+    agent = await backlog(store, db_url, "deep")
     for i in range(200):  # a claimed set the planner could prefer to walk
         await store.todo_claim_next(agent.on_session(f"s{i}"))
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
