@@ -99,7 +99,10 @@ class Adds(StoreBase):
         """Why a continuation added nothing: the predecessor is not the caller's (NotFound, the
         body of any unknown id), still live, or continued already (Conflict naming the
         successor, the winner of a race included: this read runs after it committed)."""
-        row = await self._fetch(query("todo_continues_miss"), params, op="add_todo", todo_id=params["continues"], one=True)
+        # in the caller's scope: a human's add names the endpoint it goes through as endpoint_id
+        scope = self._params(caller, continues=params["continues"], now=params.get("now"))
+        row = await self._fetch(query("todo_continues_miss"), scope, op="add_todo", todo_id=params["continues"],
+                                one=True)
         if row is None:
             return NotFound(argument="continues", op="add_todo", todo_id=params["continues"])
         if row["successor"] is not None:
