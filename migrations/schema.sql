@@ -225,12 +225,13 @@ CREATE FUNCTION public.hook_payload(event text, occurred_at timestamp with time 
       'attempt', $7::integer, 'max_attempts', $8::integer, 'attempts_total', $9::integer,
       'endpoint_id', $10::uuid))
 $_$;
-CREATE FUNCTION public.hook_rows(urls text[], occurred_at timestamp with time zone, event text, id text, queue text, title text, state public.todo_state, attempt integer, max_attempts integer, attempts_total integer, endpoint_id uuid, attempts_pruned integer DEFAULT NULL::integer, pruned_outcomes jsonb DEFAULT NULL::jsonb, closed_seq integer DEFAULT NULL::integer, closed_attempt integer DEFAULT NULL::integer, closed_outcome text DEFAULT NULL::text, closed_died boolean DEFAULT NULL::boolean, closed_summary text DEFAULT NULL::text, closed_artifact text DEFAULT NULL::text) RETURNS TABLE(hook_event text, hook_url text, hook_todo_id text, hook_payload jsonb)
+CREATE FUNCTION public.hook_rows(urls text[], occurred_at timestamp with time zone, event text, id text, queue text, title text, state public.todo_state, attempt integer, max_attempts integer, attempts_total integer, endpoint_id uuid, attempts_pruned integer DEFAULT NULL::integer, pruned_outcomes jsonb DEFAULT NULL::jsonb, closed_seq integer DEFAULT NULL::integer, closed_attempt integer DEFAULT NULL::integer, closed_outcome text DEFAULT NULL::text, closed_died boolean DEFAULT NULL::boolean, closed_summary text DEFAULT NULL::text, closed_artifact text DEFAULT NULL::text, priority smallint DEFAULT NULL::smallint) RETURNS TABLE(hook_event text, hook_url text, hook_todo_id text, hook_payload jsonb)
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $_$
   SELECT $3::text, h.url, $4::text,
-         hook_payload($3::text, $2::timestamptz, $4::text, $5::text, $6::text, $7::todo_state, $8::integer,
-                      $9::integer, $10::integer, $11::uuid)
+         jsonb_set(hook_payload($3::text, $2::timestamptz, $4::text, $5::text, $6::text, $7::todo_state, $8::integer,
+                                $9::integer, $10::integer, $11::uuid),
+                   '{todo,priority}', coalesce(to_jsonb($20::smallint), 'null'::jsonb))
          || CASE WHEN $3::text = 'todo.dead_lettered' THEN jsonb_build_object(
               'attempt', jsonb_build_object('seq', $14::integer, 'attempt', $15::integer, 'outcome', $16::text,
                                             'died', $17::boolean, 'summary', $18::text, 'artifact', $19::text),
@@ -249,6 +250,23 @@ CREATE FUNCTION public.outcome_bucket(t timestamp with time zone) RETURNS timest
     AS $$
   SELECT date_bin(interval '5 minutes', t, timestamptz '2000-01-01 00:00:00+00')
 $$;
+CREATE FUNCTION public.queue_room(user_id bigint, queue text) RETURNS integer
+    LANGUAGE plpgsql
+    AS $_$
+DECLARE
+  most integer;
+  held integer;
+BEGIN
+  SELECT l.max_held INTO most FROM queue_limits l WHERE l.user_id = $1 AND l.queue = $2 FOR UPDATE;
+  IF most IS NULL THEN
+    RETURN NULL;
+  END IF;
+  SELECT count(*) INTO held FROM todos t
+   WHERE t.endpoint_id = ANY(user_endpoints($1)) AND t.queue = $2
+     AND t.state IN ('claimed', 'input_required', 'auth_required');
+  RETURN most - held;
+END
+$_$;
 CREATE FUNCTION public.todo_continuation(pred_id text, endpoint uuid) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $_$
@@ -511,6 +529,14 @@ CREATE TABLE public.oauth_tokens (
     rotated_at timestamp with time zone,
     CONSTRAINT oauth_tokens_kind_check CHECK ((kind = ANY (ARRAY['access'::text, 'refresh'::text])))
 );
+CREATE TABLE public.queue_limits (
+    user_id bigint NOT NULL,
+    queue text NOT NULL,
+    max_held integer NOT NULL,
+    set_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT queue_limits_max_held_check CHECK (((max_held >= 1) AND (max_held <= 100000))),
+    CONSTRAINT queue_limits_queue_check CHECK ((queue ~ '^[A-Za-z0-9_.:-]{1,64}$'::text))
+);
 CREATE TABLE public.queue_pauses (
     user_id bigint NOT NULL,
     queue text NOT NULL,
@@ -547,7 +573,14 @@ CREATE TABLE public.todos (
     attempts_pruned integer DEFAULT 0 NOT NULL,
     pruned_outcomes jsonb DEFAULT '{}'::jsonb NOT NULL,
     continues_id text COLLATE pg_catalog."C",
-    pruned_usage jsonb
+    pruned_usage jsonb,
+    priority smallint DEFAULT 2 NOT NULL,
+    run_at timestamp with time zone,
+    scheduled boolean DEFAULT false NOT NULL,
+    key text COLLATE pg_catalog."C",
+    CONSTRAINT todos_key_check CHECK (((octet_length(key) >= 1) AND (octet_length(key) <= 200))),
+    CONSTRAINT todos_priority_check CHECK (((priority >= 0) AND (priority <= 4))),
+    CONSTRAINT todos_scheduled_pending CHECK (((NOT scheduled) OR ((state = 'pending'::public.todo_state) AND (run_at IS NOT NULL))))
 );
 CREATE TABLE public.users (
     id bigint NOT NULL,
@@ -591,6 +624,8 @@ ALTER TABLE ONLY public.oauth_codes
     ADD CONSTRAINT oauth_codes_pkey PRIMARY KEY (code_hash);
 ALTER TABLE ONLY public.oauth_tokens
     ADD CONSTRAINT oauth_tokens_pkey PRIMARY KEY (token_hash);
+ALTER TABLE ONLY public.queue_limits
+    ADD CONSTRAINT queue_limits_pkey PRIMARY KEY (user_id, queue);
 ALTER TABLE ONLY public.queue_pauses
     ADD CONSTRAINT queue_pauses_pkey PRIMARY KEY (user_id, queue);
 ALTER TABLE ONLY public.todo_successors
@@ -614,10 +649,13 @@ CREATE INDEX oauth_tokens_expires_idx ON public.oauth_tokens USING btree (expire
 CREATE INDEX todo_counts_endpoint_idx ON public.todo_counts USING btree (endpoint_id);
 CREATE INDEX todo_successors_successor_idx ON public.todo_successors USING btree (successor_id);
 CREATE INDEX todos_claimed_idx ON public.todos USING btree (endpoint_id) WHERE (state = 'claimed'::public.todo_state);
+CREATE INDEX todos_due_idx ON public.todos USING btree (run_at) WHERE scheduled;
 CREATE INDEX todos_endpoint_created_idx ON public.todos USING btree (endpoint_id, created_at DESC, id) INCLUDE (queue, state, next_retry_at);
 CREATE INDEX todos_interrupted_idx ON public.todos USING btree (endpoint_id) WHERE (state = ANY (ARRAY['input_required'::public.todo_state, 'auth_required'::public.todo_state]));
-CREATE INDEX todos_pending_idx ON public.todos USING btree (endpoint_id, created_at, id) WHERE (state = 'pending'::public.todo_state);
+CREATE UNIQUE INDEX todos_live_key ON public.todos USING btree (endpoint_id, queue, key) WHERE ((key IS NOT NULL) AND (state <> ALL (ARRAY['done'::public.todo_state, 'canceled'::public.todo_state])) AND ((state <> 'failed'::public.todo_state) OR (next_retry_at IS NOT NULL)));
+CREATE INDEX todos_ready_idx ON public.todos USING btree (endpoint_id, priority, created_at, id) WHERE ((state = 'pending'::public.todo_state) AND (NOT scheduled));
 CREATE INDEX todos_retry_idx ON public.todos USING btree (next_retry_at) WHERE ((state = 'failed'::public.todo_state) AND (next_retry_at IS NOT NULL));
+CREATE INDEX todos_scheduled_idx ON public.todos USING btree (endpoint_id, run_at) WHERE scheduled;
 CREATE INDEX todos_updated_brin ON public.todos USING brin (updated_at);
 CREATE TRIGGER attempts_count_deleted AFTER DELETE ON public.attempts FOR EACH ROW WHEN ((old.outcome IS NOT NULL)) EXECUTE FUNCTION public.attempts_count_deleted();
 CREATE TRIGGER todos_consistent BEFORE INSERT OR UPDATE OF state, owner, lease_expires_at, next_retry_at, attempt, attempts_total, attempts_pruned ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_consistent();
@@ -638,6 +676,8 @@ ALTER TABLE ONLY public.oauth_codes
     ADD CONSTRAINT oauth_codes_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.oauth_tokens
     ADD CONSTRAINT oauth_tokens_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.endpoints(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.queue_limits
+    ADD CONSTRAINT queue_limits_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.queue_pauses
     ADD CONSTRAINT queue_pauses_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.todos

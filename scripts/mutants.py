@@ -160,8 +160,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "   FOR UPDATE OF t\n),\ncand AS (", "),\ncand AS (",
            (RACES,), "two by-id claims of one todo both win", "todo_claim"),
     Mutant("lock-claim-next", "lock", SQL + "claims.sql",
-           "   ORDER BY t.created_at, t.id\n   LIMIT %(limit)s\n   FOR UPDATE OF t SKIP LOCKED",
-           "   ORDER BY t.created_at, t.id\n   LIMIT %(limit)s",
+           "   ORDER BY t.priority, t.created_at, t.id\n   LIMIT %(limit)s\n   FOR UPDATE OF t SKIP LOCKED",
+           "   ORDER BY t.priority, t.created_at, t.id\n   LIMIT %(limit)s",
            (RACES,), "two claim_next calls take the same todo", "todo_claim_fast"),
     # Not listed: dropping the reaper's FOR UPDATE SKIP LOCKED. The attempt's own
     # `outcome IS NULL`, re-checked after a row-lock wait, already keeps a double close out;
@@ -275,8 +275,8 @@ MUTANTS: tuple[Mutant, ...] = (
            '            self.question_answer.labels(queue).observe(max(0.0, t.waited_seconds or 0.0))',
            (METRICS,), "a later answer to the same question is timed as if it were the first"),
     # -- queue pauses and the overview (migration 0003) --------------------------------
-    Mutant("pause-claim-next", "pause", SQL + "claims.sql", _NOT_PAUSED + "   ORDER BY t.created_at",
-           "   ORDER BY t.created_at",
+    Mutant("pause-claim-next", "pause", SQL + "claims.sql", _NOT_PAUSED + "   ORDER BY t.priority, t.created_at",
+           "   ORDER BY t.priority, t.created_at",
            (PAUSES,), "an agent's claim_next takes a todo of a paused queue", "todo_claim_fast"),
     Mutant("pause-claim-by-id", "pause", SQL + "claims.sql", _NOT_PAUSED + "   FOR UPDATE OF t\n),",
            "   FOR UPDATE OF t\n),",

@@ -205,10 +205,15 @@ TODO_PROPERTIES = {
     "attempts_pruned": {"type": "integer", "description": "Oldest closed attempts deleted by the per-todo cap."},
     "created_at": {**_TIME, "description": "When the todo was added."},
     "updated_at": {**_TIME, "description": "When the todo last changed."},
+    "priority": {"type": "integer", "minimum": 0, "maximum": 4,
+                 "description": "0 (P0, the most urgent) to 4 (P4); claim_next takes the most urgent first."},
+    "run_at": _or_null(_TIME, "When the todo may first be claimed (added with run_at or delay_seconds, or "
+                              "snoozed by a release's delay_seconds); null when it could be claimed at once."),
+    "key": _or_null(_STRING, "The key that keeps one live todo per queue; null when it has none."),
 }
 _TODO_REQUIRED = ["id", "queue", "title", "state", "owner", "attempt", "max_attempts", "lease_expires_at",
                   "next_retry_at", "dead_letter", "payload", "routing", "result", "attempts_total",
-                  "attempts_pruned", "created_at", "updated_at"]
+                  "attempts_pruned", "created_at", "updated_at", "priority", "run_at", "key"]
 
 TODO_SCHEMA = {"type": "object", "description": "A todo.", "properties": TODO_PROPERTIES, "required": _TODO_REQUIRED}
 

@@ -12,7 +12,16 @@ from psycopg.types.json import Jsonb
 
 from board.errors import Conflict, Forbidden, Invalid, NotFound, SwitchboardError
 from board.store.base import StoreBase, _translate, todo_out
-from board.store.inputs import checked_todo_id, json_object, positive_int, screen_secrets, storable
+from board.store.inputs import (
+    checked_todo_id,
+    clean_key,
+    json_object,
+    positive_int,
+    priority_value,
+    screen_secrets,
+    start_time,
+    storable,
+)
 from board.store.queries import execute, query
 from board.store.vocabulary import (
     MAX_ATTEMPTS_DEFAULT,
@@ -39,19 +48,26 @@ def _continues_id(value: Any) -> str:
 
 
 # The fields an add_todos item takes (add_todo's arguments).
-_ADD_ITEM_FIELDS = frozenset({"queue", "title", "payload", "routing", "max_attempts", "continues"})
+_ADD_ITEM_FIELDS = frozenset({"queue", "title", "payload", "routing", "max_attempts", "continues", "priority",
+                              "run_at", "delay_seconds", "key"})
+# How many times an add whose key is live looks for that todo and, finding it ended, adds again.
+_KEY_RACES = 5
 # Why a continuation added nothing, as the caller's kind sees the predecessor.
 
 
 class Adds(StoreBase):
     async def todo_add(self, caller: Caller, *, queue: Any, title: Any, payload: Any = None,
                        routing: Any = None, max_attempts: Any = None, endpoint_id: Any = None,
-                       continues: Any = None, now: datetime | None = None) -> dict:
+                       continues: Any = None, priority: Any = None, run_at: Any = None,
+                       delay_seconds: Any = None, key: Any = None, now: datetime | None = None) -> dict:
         """-> pending, in a queue the endpoint is granted. A human (the Board) adds through one
         of their live endpoints granted the queue: endpoint_id, or else their oldest one; the
         statement itself picks and checks it. With continues, the new todo continues that todo
         of the caller's, which must have ended and have no successor yet (one statement; a
-        continuation of a human's todo goes on that todo's endpoint)."""
+        continuation of a human's todo goes on that todo's endpoint).
+
+        priority orders the claim (0 first); run_at or delay_seconds schedules it; with a key
+        taken by a live todo of the queue, that todo comes back unchanged, deduplicated."""
         human = isinstance(caller, Human)
         if not human:
             caller.require("add_todo")
@@ -73,8 +89,17 @@ class Adds(StoreBase):
         screen_secrets(title, "title")
         if continues is not None:
             continues = _continues_id(continues)
+        try:
+            order = {"priority": priority_value(priority), "run_at": start_time(run_at, delay_seconds, now),
+                     "key": clean_key(key)}
+        except SwitchboardError as e:
+            e.op = "add_todo"
+            raise
+        if continues is not None and order["key"] is not None:
+            raise Invalid("key cannot be given with continues: a todo has one successor already", argument="key",
+                          op="add_todo")
         params = self._params(
-            caller, queue=queue, title=title,
+            caller, queue=queue, title=title, **order,
             payload=Jsonb(json_object(payload, "payload")), routing=Jsonb(json_object(routing, "routing")),
             max_attempts=MAX_ATTEMPTS_DEFAULT if max_attempts is None else positive_int(max_attempts, "max_attempts", 1,
                                                                                          MAX_ATTEMPTS_MAX),
@@ -84,13 +109,24 @@ class Adds(StoreBase):
             sql = query("todo_add_human") if human else query("todo_add")
         else:
             sql = query("todo_add_continuing_human") if human else query("todo_add_continuing")
-        row = await self._fetch(sql, params, op="add_todo", one=True)
+        for _ in range(_KEY_RACES):
+            row = await self._fetch(sql, params, op="add_todo", one=True)
+            if row is not None or order["key"] is None:
+                break
+            # the key is live: that todo, unless it ended since (then the add runs again)
+            live = await self._fetch(query("todo_by_key"), params, op="add_todo", one=True)
+            if live is not None:
+                return todo_out(live) | {"deduplicated": True}
+            if human and not await self._fetch(query("todo_add_human_endpoint"), params, op="add_todo", one=True):
+                raise not_granted
+        else:
+            raise Conflict("the key kept changing hands while this add ran; try again", argument="key", op="add_todo")
         if row is None and continues is not None:
             raise await self._continues_miss(caller, params, not_granted)
         if row is None:  # the human has no live endpoint granted the queue (or not the one named)
             raise not_granted
         self._emit([Transition("added", row["id"], str(row["endpoint_id"]), row["queue"], row["state"])])
-        out = todo_out(row)
+        out = todo_out(row) | {"deduplicated": False}
         if continues is not None:
             out["continues_id"] = row["continues_id"]
         return out
@@ -122,25 +158,54 @@ class Adds(StoreBase):
         if not isinstance(todos, list) or not 1 <= len(todos) <= TODOS_ADD_MAX:
             raise Invalid(f"todos must be an array of 1 to {TODOS_ADD_MAX} todos", argument="todos", op="add_todos")
         continuing: dict[str, int] = {}  # predecessor id -> the index of the item continuing it
-        items = [self._add_item(caller, i, item, continuing) for i, item in enumerate(todos)]
-        params = self._params(caller, todos=Jsonb(items), continues=list(continuing), now=now)
+        items = [self._add_item(caller, i, item, continuing, now) for i, item in enumerate(todos)]
+        # An item whose queue and key an earlier item has is that item's todo, deduplicated.
+        first: dict[tuple[str, str], int] = {}
+        same_as = {i: first.setdefault((it["queue"], it["key"]), i) for i, it in enumerate(items)
+                   if it["key"] is not None}
+        sent = [it for i, it in enumerate(items) if same_as.get(i, i) == i]
+        params = self._params(caller, todos=Jsonb(sent), continues=list(continuing), now=now)
         if not continuing:  # one autocommit statement: it inserts every item or fails whole
             rows = await self._fetch(query("todos_add"), params, op="add_todos")
         else:
-            rows = await self._add_all_or_nothing(params, len(items))
+            rows = await self._add_all_or_nothing(params, len(continuing))
             if rows is None:
                 raise await self._continuing_miss(caller, params, continuing)
         rows.sort(key=lambda r: r["created_at"])  # created_at steps a microsecond per item
         self._emit([Transition("added", r["id"], str(r["endpoint_id"]), r["queue"], r["state"]) for r in rows])
-        out = []
-        for row in rows:
-            todo = todo_out(row)
-            if row["continues_id"] is not None:
-                todo["continues_id"] = row["continues_id"]
-            out.append(todo)
-        return {"todos": out}
+        keyed = {(r["queue"], r["key"]): r for r in rows if r["key"] is not None}
+        unkeyed = iter(r for r in rows if r["key"] is None)
+        by_item: dict[int, dict] = {}
+        for i, it in enumerate(items):
+            if it["key"] is None:
+                by_item[i] = todo_out(row := next(unkeyed)) | {"deduplicated": False}
+                if row["continues_id"] is not None:
+                    by_item[i]["continues_id"] = row["continues_id"]
+            elif same_as[i] != i:  # the earlier item's todo
+                by_item[i] = dict(by_item[same_as[i]], deduplicated=True)
+            elif (it["queue"], it["key"]) in keyed:
+                by_item[i] = todo_out(keyed[it["queue"], it["key"]]) | {"deduplicated": False}
+            else:  # the key is live: that todo, or this item added alone if it ended meanwhile
+                by_item[i] = await self._add_keyed(caller, it, now)
+        return {"todos": [by_item[i] for i in range(len(items))]}
 
-    def _add_item(self, caller: Agent, i: int, item: Any, continuing: dict[str, int]) -> dict:
+    async def _add_keyed(self, caller: Agent, item: dict, now: datetime | None) -> dict:
+        """An add_todos item whose key was live when the batch ran: the live todo, deduplicated,
+        or the item added now if that todo has ended since."""
+        params = self._params(caller, **{k: item[k] for k in ("queue", "title", "max_attempts", "priority", "key")},
+                              payload=Jsonb(item["payload"]), routing=Jsonb(item["routing"]), run_at=item["run_at"],
+                              now=now)
+        for _ in range(_KEY_RACES):
+            live = await self._fetch(query("todo_by_key"), params, op="add_todos", one=True)
+            if live is not None:
+                return todo_out(live) | {"deduplicated": True}
+            row = await self._fetch(query("todo_add"), params, op="add_todos", one=True)
+            if row is not None:
+                self._emit([Transition("added", row["id"], str(row["endpoint_id"]), row["queue"], row["state"])])
+                return todo_out(row) | {"deduplicated": False}
+        raise Conflict("a key kept changing hands while this add ran; try again", argument="todos", op="add_todos")
+
+    def _add_item(self, caller: Agent, i: int, item: Any, continuing: dict[str, int], now: datetime | None) -> dict:
         """One add_todos item checked as add_todo checks its arguments, every error naming
         todos[i] and the field."""
         at = f"todos[{i}]"
@@ -166,9 +231,15 @@ class Adds(StoreBase):
             max_attempts = item.get("max_attempts")
             max_attempts = MAX_ATTEMPTS_DEFAULT if max_attempts is None else positive_int(
                 max_attempts, f"{at}.max_attempts", 1, MAX_ATTEMPTS_MAX)
+            priority = priority_value(item.get("priority"), f"{at}.priority")
+            run_at = start_time(item.get("run_at"), item.get("delay_seconds"), now, prefix=f"{at}.")
+            key = clean_key(item.get("key"), f"{at}.key")
         except SwitchboardError as e:
             e.op = "add_todos"
             raise
+        if continues is not None and key is not None:
+            raise Invalid(f"{at}.key cannot be given with {at}.continues: a todo has one successor already",
+                          argument=f"{at}.key", op="add_todos")
         if continues is not None:
             if not isinstance(continues, str) or not continues:
                 raise Invalid(f"{at}.continues must be a todo id (a non-empty string)", argument=f"{at}.continues",
@@ -182,18 +253,19 @@ class Adds(StoreBase):
                                "a todo has one successor", argument=f"{at}.continues", op="add_todos")
             continuing[continues] = i
         return {"ord": i, "queue": queue, "title": title, "payload": payload, "routing": routing,
-                "max_attempts": max_attempts, "continues": continues}
+                "max_attempts": max_attempts, "continues": continues, "priority": priority,
+                "run_at": None if run_at is None else run_at.isoformat(), "key": key}
 
-    async def _add_all_or_nothing(self, params: dict, expected: int) -> list[dict] | None:
-        """todos_add in a transaction, committed only when every item was inserted (a
-        predecessor refused leaves its item out): the rows, or None after a rollback."""
+    async def _add_all_or_nothing(self, params: dict, continuing: int) -> list[dict] | None:
+        """todos_add in a transaction, committed only when every continuing item was inserted
+        (a predecessor refused leaves its item out): the rows, or None after a rollback."""
         rows = None
         try:
             async with self._connection() as conn:
                 async with conn.transaction():
                     cur = await execute(conn, query("todos_add"), params)
                     rows = await cur.fetchall()
-                    if len(rows) != expected:
+                    if sum(r["continues_id"] is not None for r in rows) != continuing:
                         rows = None
                         raise psycopg.Rollback()
         except (psycopg.Error, UnicodeEncodeError) as err:

@@ -37,7 +37,11 @@ from board.store.vocabulary import (
     AGENT_ID_MAX_CHARS,
     HOLDER_STATES,
     INTERRUPT_STATES,
+    KEY_MAX_BYTES,
     MAX_ATTEMPTS_MAX,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    QUEUE_LIMIT_MAX,
     QUEUE_RULE,
     TITLE_MAX_CHARS,
     USERNAME_MAX_CHARS,
@@ -101,6 +105,14 @@ _CONSTRAINT_ERRORS: dict[str, Callable[[], SwitchboardError]] = {
     "todos_continues_fixed": lambda: Conflict("a todo's continues never changes", argument="continues"),
     "endpoints_user_id_fkey": lambda: NotFound("no such user"),
     "endpoints_one_live_grant": lambda: Conflict("the person already has a live grant of this client"),
+    "todos_priority_check": lambda: Invalid(f"priority must be an integer from {PRIORITY_MIN} to {PRIORITY_MAX}",
+                                            argument="priority"),
+    "todos_key_check": lambda: Invalid(f"key must be a string of 1 to {KEY_MAX_BYTES} bytes", argument="key"),
+    # a retried todo whose key another live todo took meanwhile
+    "todos_live_key": lambda: Conflict("another live todo of this queue has the same key; it must end first",
+                                       argument="key"),
+    "queue_limits_max_held_check": lambda: Invalid(f"the limit must be an integer from 0 to {QUEUE_LIMIT_MAX}",
+                                                   argument="limit"),
 }
 
 
@@ -144,7 +156,7 @@ def todo_out(row: dict) -> dict:
     """The todo as agents and pages see it (the compact row plus payload and routing)."""
     keys = ("id", "queue", "title", "state", "owner", "attempt", "max_attempts", "lease_expires_at",
             "next_retry_at", "dead_letter", "payload", "routing", "result", "attempts_total",
-            "attempts_pruned", "created_at", "updated_at")
+            "attempts_pruned", "created_at", "updated_at", "priority", "run_at", "key")
     return {k: row[k] for k in keys}
 
 
@@ -161,7 +173,8 @@ READS = frozenset((
     query("queue_pauses_count"), query("queues_paused_by"), query("overview_counts"), query("overview_outcomes"),
     query("oauth_client_get"), query("oauth_code_get"), query("oauth_refresh_get"), query("oauth_access_get"),
     query("todos_still_pending"), query("watchers_in_flight"), query("watchers_in_flight_left"),
-    query("attempt_outcomes_fold_lag"), query("oauth_refresh_repeat"),
+    query("attempt_outcomes_fold_lag"), query("oauth_refresh_repeat"), query("todo_by_key"),
+    query("todo_add_human_endpoint"), query("todos_next_due"), query("queue_limits_held"),
 ))
 
 
@@ -271,6 +284,11 @@ class StoreBase:
         elif (op == "claim" and isinstance(caller, Agent) and row["paused"]
               and (state == "pending" or (state == "claimed" and row["lapsed"]))):
             msg = f"the queue {row['queue']} is paused; nothing in it can be claimed until it is resumed"
+        elif op == "claim" and state == "pending" and row["scheduled"]:
+            msg = f"the todo is scheduled to start at {row['run_at'].isoformat()}; it cannot be claimed before then"
+        elif op == "claim" and state == "pending" and row["room"] is not None and row["room"] <= 0:
+            msg = (f"the queue {row['queue']} is at its limit of {row['max_held']} held todos; "
+                   "one must end or be released first")
         elif state == "claimed" and op == "claim" and row["lapsed"]:
             msg = "the lease of the todo's last allowed attempt lapsed; the reaper dead-letters it"
         elif state == "claimed" and op == "claim":

@@ -18,6 +18,7 @@ from board.store.inputs import (
     clean_artifact,
     clean_usage,
     cut_utf8,
+    delay_value,
     hash_token,
     json_value,
     screen_secrets,
@@ -75,12 +76,18 @@ class Closes(StoreBase):
                 "result": Jsonb(result) if with_result and result is not None else None}
 
     async def _close(self, caller: Caller, kind: str, todo_id: Any, *, summary=None, artifact=None, result=None,
-                     lease_token=None, usage=None, now=None) -> dict:
+                     lease_token=None, usage=None, delay_seconds=None, now=None) -> dict:
         """complete, fail or release: every input checked first (REQ-5), then the holder's close
-        (_close_as_holder) or the owning human's on the Board (_close_as_owner)."""
+        (_close_as_holder) or the owning human's on the Board (_close_as_owner). A release's
+        delay_seconds snoozes the todo: pending again, scheduled that far ahead."""
         todo_id = checked_todo_id(todo_id)
         inputs = self._closing(summary, artifact, result, with_result=kind in ("complete", "fail"), op=kind,
                                todo_id=todo_id)
+        try:
+            inputs["delay_seconds"] = delay_value(delay_seconds)
+        except SwitchboardError as e:
+            e.op, e.todo_id = kind, todo_id
+            raise
         try:
             usage = clean_usage(usage)
         except SwitchboardError as e:
@@ -283,10 +290,11 @@ class Closes(StoreBase):
                                  lease_token=lease_token, usage=usage, now=now)
 
     async def todo_release(self, caller: Caller, todo_id: Any, *, summary=None, artifact=None, lease_token=None,
-                           usage=None, now=None) -> dict:
-        """claimed -> pending, attempt counter unchanged; closes released/requeued (REQ-9)."""
+                           usage=None, delay_seconds=None, now=None) -> dict:
+        """claimed -> pending, attempt counter unchanged; closes released/requeued (REQ-9).
+        With delay_seconds above 0 the todo is scheduled that far ahead (a snooze)."""
         return await self._close(caller, "release", todo_id, summary=summary, artifact=artifact,
-                                 lease_token=lease_token, usage=usage, now=now)
+                                 lease_token=lease_token, usage=usage, delay_seconds=delay_seconds, now=now)
 
     async def todo_cancel(self, caller: Caller, todo_id: Any, *, now=None) -> dict:
         """pending, held, or failed awaiting retry -> canceled; a held todo's attempt closes

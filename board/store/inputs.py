@@ -9,20 +9,24 @@ import json
 import math
 import re
 import unicodedata
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
 from board.errors import Invalid, NotFound
 from board.store.vocabulary import (AGENT_ID_MAX_CHARS, ARTIFACT_MAX_BYTES, BOARD_SORTS, CHOICE_MAX_BYTES,
-                                    CLAIMANT_MAX_BYTES, LIST_SORTS, NOTE_MAX_BYTES, QUESTION_CHOICES_MAX,
+                                    CLAIMANT_MAX_BYTES, DELAY_SECONDS_MAX, KEY_MAX_BYTES, LIST_SORTS,
+                                    NOTE_MAX_BYTES, PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN,
+                                    QUESTION_CHOICES_MAX,
                                     QUESTION_EXPIRES_MAX_SECONDS, RESULT_MAX_BYTES, SEARCH_MAX_CHARS, STATES,
                                     USAGE_COST_MAX, USAGE_MODEL_MAX_BYTES, USAGE_TOKENS_MAX, USERNAME_MAX_CHARS)
 
 CAIRN_ARTIFACT = re.compile(r"mcp://cairn/[A-Za-z0-9_-]{1,64}")
 AGENT_ID_PATTERN = re.compile(rf"[A-Za-z0-9_.:/-]{{1,{AGENT_ID_MAX_CHARS}}}")
 USERNAME_PATTERN = re.compile(rf"[A-Za-z0-9_.@-]{{1,{USERNAME_MAX_CHARS}}}")
+# RFC 3339's date-time: a full date, a time and an offset (Z or +hh:mm), nothing looser.
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
 
 
 
@@ -375,6 +379,61 @@ def positive_int(value: Any, argument: str, lo: int, hi: int) -> int:
     return value
 
 
+def priority_value(value: Any, argument: str = "priority") -> int:
+    """A priority, 0 (the most urgent) to 4; None is the default, 2."""
+    if value is None:
+        return PRIORITY_DEFAULT
+    return positive_int(value, argument, PRIORITY_MIN, PRIORITY_MAX)
+
+
+def delay_value(value: Any, argument: str = "delay_seconds") -> float:
+    """Seconds to wait, 0 to 31 days (None: 0)."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= DELAY_SECONDS_MAX:
+        raise Invalid(f"{argument} must be a number of seconds from 0 to {DELAY_SECONDS_MAX} (31 days)",
+                      argument=argument)
+    return float(value)
+
+
+def start_time(run_at: Any, delay_seconds: Any, now: datetime | None, prefix: str = "") -> datetime | None:
+    """When a todo being added may first be claimed: run_at (RFC 3339 with an offset) or
+    delay_seconds from now, not both; None: at once."""
+    if run_at is not None and delay_seconds is not None:
+        raise Invalid(f"{prefix}run_at and {prefix}delay_seconds cannot both be given; pick one",
+                      argument=f"{prefix}run_at")
+    if delay_seconds is not None:
+        delay = delay_value(delay_seconds, f"{prefix}delay_seconds")
+        return (now or datetime.now(timezone.utc)) + timedelta(seconds=delay) if delay > 0 else None
+    if run_at is None:
+        return None
+    rule = f"{prefix}run_at must be an RFC 3339 time with an offset, e.g. 2026-12-05T09:00:00Z"
+    if not isinstance(run_at, str) or not _RFC3339.fullmatch(run_at.strip()):
+        raise Invalid(rule, argument=f"{prefix}run_at")
+    try:
+        when = datetime.fromisoformat(run_at.strip().replace("z", "Z").replace("t", "T"))
+    except ValueError:
+        raise Invalid(rule, argument=f"{prefix}run_at") from None
+    if when.tzinfo is None:
+        raise Invalid(rule, argument=f"{prefix}run_at")
+    return when
+
+
+def clean_key(value: Any, argument: str = "key") -> str | None:
+    """A key, checked as a title is: a string, storable, no secret in it, at most
+    KEY_MAX_BYTES bytes in UTF-8 once stripped (an empty one is refused, not taken as none)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise Invalid(f"{argument} must be a string of 1 to {KEY_MAX_BYTES} bytes", argument=argument)
+    storable(value, argument)
+    key = value.strip()
+    if not 1 <= len(key.encode("utf-8")) <= KEY_MAX_BYTES:
+        raise Invalid(f"{argument} must be a string of 1 to {KEY_MAX_BYTES} bytes", argument=argument)
+    screen_secrets(key, argument)
+    return key
+
+
 def checked_todo_id(value: Any, op: str | None = None) -> str:
     """A todo id to look up. A string that no todo can have (a NUL, a lone surrogate, too
     long) is answered exactly as an unknown id is: NotFound, with the same body."""
@@ -406,20 +465,26 @@ def search_text(value: Any, argument: str, *, strip: bool = True) -> str | None:
 
 
 def list_filters(*, state: Any = None, queue: Any = None, dead_letter: Any = False, title: Any = None,
-                 claimant: Any = None, payload_key: Any = None, payload_value: Any = None) -> dict:
+                 claimant: Any = None, payload_key: Any = None, payload_value: Any = None, priority: Any = None,
+                 key: Any = None, scheduled: Any = None) -> dict:
     """The list's filters as statement parameters (None: no filter), or Invalid naming the
-    first one that cannot be used."""
+    first one that cannot be used. scheduled (the Board's): true, pending todos waiting for
+    their run_at; false, pending todos that may be claimed now."""
+    if scheduled is not None and not isinstance(scheduled, bool):
+        raise Invalid("scheduled must be true or false", argument="scheduled")
     if state is not None and state not in STATES:
         raise Invalid(f"state must be one of {', '.join(STATES)}", argument="state")
     if queue is not None and not isinstance(queue, str):
         raise Invalid("queue must be a string", argument="queue")
     storable(queue, "queue")
-    key = search_text(payload_key, "payload_key", strip=False)
+    payload = search_text(payload_key, "payload_key", strip=False)
     value = search_text(payload_value, "payload_value", strip=False)
-    if value is not None and key is None:
+    if value is not None and payload is None:
         raise Invalid("payload_value needs a payload_key to compare with", argument="payload_value")
     return {"state": state, "queue": queue, "dead_letter": bool(dead_letter), "title": search_text(title, "title"),
-            "claimant": search_text(claimant, "claimant"), "payload_key": key, "payload_value": value}
+            "claimant": search_text(claimant, "claimant"), "payload_key": payload, "payload_value": value,
+            "priority": None if priority is None else positive_int(priority, "priority", PRIORITY_MIN, PRIORITY_MAX),
+            "key": clean_key(key), "scheduled": scheduled}
 
 
 def list_cursor(sort: str, key: datetime | str, todo_id: str) -> str:

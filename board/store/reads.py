@@ -66,6 +66,7 @@ _LIST = {
 class Reads(StoreBase):
     async def todo_list(self, caller: Caller, *, state: Any = None, queue: Any = None, dead_letter: bool = False,
                         title: Any = None, claimant: Any = None, payload_key: Any = None, payload_value: Any = None,
+                        priority: Any = None, key: Any = None, scheduled: Any = None,
                         sort: Any = "created", limit: Any = None, cursor: Any = None) -> dict:
         """Read: the caller's todos matching every filter given, newest first by the sort's
         time (created or updated), keyset-paginated; a human's rows carry their newest
@@ -75,7 +76,8 @@ class Reads(StoreBase):
             caller.require("list_todos")
         params = self._params(caller, **list_filters(state=state, queue=queue, dead_letter=dead_letter, title=title,
                                                      claimant=claimant, payload_key=payload_key,
-                                                     payload_value=payload_value))
+                                                     payload_value=payload_value, priority=priority, key=key,
+                                                     scheduled=scheduled))
         which = "agent" if isinstance(caller, Agent) else "human"
         sorts = LIST_SORTS if which == "agent" else tuple(BOARD_SORTS)
         if sort not in sorts:

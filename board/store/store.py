@@ -6,7 +6,8 @@ its own over the plumbing of board/store/base.py, named after the statement file
 - adds.py (sql/adds.sql), claims.py (claims.sql), closes.py (closes.sql), holds.py
   (holds.sql), reads.py (reads.sql), deletes.py (deletes.sql, and the Board's bulk actions),
   sweeps.py (sweeps.sql, the hook outbox included), watchers.py (watchers.sql), queues.py
-  (board.sql: pauses, the overview, the counts);
+  (board.sql: pauses, the overview, the counts), schedule.py (schedule.sql: due todos,
+  priorities, queue limits);
 - accounts.py (accounts.sql: users, endpoints) and grants.py (oauth.sql: OAuth grants).
 
 Nothing outside the store catches psycopg errors (base.py's _translate is the one place a
@@ -26,6 +27,7 @@ from board.store.holds import Holds
 from board.store.inputs import hash_token
 from board.store.queues import Queues
 from board.store.reads import Reads
+from board.store.schedule import Schedule
 from board.store.sweeps import Sweeps
 from board.store.vocabulary import Agent, Caller, Human, Observer, Transition
 from board.store.watchers import Watchers
@@ -35,5 +37,6 @@ __all__ = ["Agent", "Caller", "Human", "Observer", "PausedQueues", "Store", "Tra
            "deadline_after", "hash_token", "todo_out"]
 
 
-class Store(Adds, Claims, Closes, Holds, Reads, Deletes, Sweeps, Watchers, Queues, Accounts, Grants, StoreBase):
+class Store(Adds, Claims, Closes, Holds, Reads, Deletes, Sweeps, Watchers, Queues, Schedule, Accounts, Grants,
+            StoreBase):
     """The store: its pool and settings (StoreBase's fields), every verb of its parts."""

@@ -43,6 +43,9 @@ IMPLIED_BY = {"note": "heartbeat", "add_todos": "add_todo", "complete_todos": "c
 TRANSITION_KINDS = (
     "added", "claimed", "lease_expired", "lease_extended", "completed", "failed", "released", "canceled",
     "interrupted", "resumed", "retried", "reaped", "requeued", "revoked", "deleted", "answered",
+    # the claim's order (migration 0015): added or released to wait for its run_at, fallen
+    # due (or started now), a pending todo's priority changed
+    "scheduled", "due", "reprioritized",
 )
 # Kinds of notifications about endpoints rather than todos (no subscriber re-reads a todo).
 CONTROL_KINDS = ("endpoint_revoked", "endpoint_changed")
@@ -50,7 +53,7 @@ CONTROL_KINDS = ("endpoint_revoked", "endpoint_changed")
 # state and lease stay as they are; an open drawer re-reads it).
 NOTE_KINDS = ("noted",)
 # Kinds of notifications about a human's queue (its pause), for the Board and the doorbell.
-QUEUE_KINDS = ("queue_paused", "queue_resumed")
+QUEUE_KINDS = ("queue_paused", "queue_resumed", "queue_limited")
 # The kind of the transition each closing verb commits.
 CLOSED_BY = {"complete": "completed", "fail": "failed", "release": "released", "cancel": "canceled"}
 
@@ -106,6 +109,18 @@ ATTEMPTS_LIMIT_DEFAULT = 20
 ATTEMPTS_LIMIT_MAX = 50
 LIST_LIMIT_DEFAULT = 50
 LIST_LIMIT_MAX = 200
+# The claim's order (migration 0015): a priority, 0 the most urgent (shown P0 to P4); a
+# start at most DELAY_SECONDS_MAX ahead (add_todo's delay_seconds, release's snooze); a key
+# of at most KEY_MAX_BYTES; a queue's limit on its held todos, 0 to remove it.
+PRIORITY_MIN, PRIORITY_MAX, PRIORITY_DEFAULT = 0, 4, 2
+DELAY_SECONDS_MAX = 31 * 86400
+KEY_MAX_BYTES = 200
+QUEUE_LIMIT_MAX = 100000
+# The due timer's batch, and its longest sleep when nothing is scheduled (a scheduled add
+# wakes it sooner; the sleep only bounds how late a missed notification is made up for).
+DUE_BATCH = 500
+DUE_SLEEP_MAX_SECONDS = 30.0
+
 # The batched verbs: todos per add_todos call, todos one claim_next may claim at once, and
 # todos one complete_todos may close.
 TODOS_ADD_MAX = 1000
@@ -125,7 +140,7 @@ LIST_SORTS = ("created", "updated")
 # newest first, are the list_todos sorts (an index each); the others read the human's
 # matching todos to order them.
 BOARD_SORT_COLUMNS = {"title": False, "queue": False, "state": False, "attempt": False, "last": False,
-                      "holder": False, "deadline": False, "created": True, "updated": True}
+                      "holder": False, "deadline": False, "created": True, "updated": True, "priority": False}
 BOARD_SORTS = {name: (column, desc) for column, first_desc in BOARD_SORT_COLUMNS.items()
                for name, desc in ((column, first_desc), (f"{column}_{'asc' if first_desc else 'desc'}", not first_desc))}
 BOARD_PAGE_SIZES = (25, 50, 100)

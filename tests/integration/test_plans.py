@@ -222,7 +222,7 @@ async def test_the_overview_reads_only_the_humans_index_entries_and_the_windows_
         counts = await generic_plan(conn, QUERIES["overview_counts"].sql)
         outcomes = await generic_plan(conn, QUERIES["overview_outcomes"].sql)
     text = "\n".join(counts)
-    for index in ("todos_pending_idx", "todos_claimed_idx", "todos_interrupted_idx"):
+    for index in ("todos_ready_idx", "todos_scheduled_idx", "todos_claimed_idx", "todos_interrupted_idx"):
         assert re.search(index + r" on todos \w+\n\s+Index Cond: \(endpoint_id = e(_\d+)?\.id\)", text), (index, text)
     # The counts: a row per endpoint, queue and kind, whatever the history (read by the
     # endpoint index, or whole while it is this small).
@@ -259,7 +259,7 @@ async def test_claim_next_walks_the_pending_index_past_a_big_backlog_with_its_pa
         for name in ("todo_claim_fast", "todo_claim"):
             plan = await generic_plan(conn, QUERIES[name].sql)
             text = "\n".join(plan)
-            assert "Index Scan using todos_pending_idx on todos" in text, f"{name}:\n{text}"
+            assert "Index Scan using todos_ready_idx on todos" in text, f"{name}:\n{text}"
             assert "Seq Scan on todos" not in text, f"{name}:\n{text}"  # (attempts is empty here)
 
 
@@ -281,5 +281,5 @@ async def test_every_claim_and_close_reaches_its_rows_by_key_past_a_big_backlog(
             text = "\n".join(plan)
             assert unkeyed_scans(plan) == [], f"{name}:\n{text}"
             by_id = [line for line in plan if re.search(r"Scan using \w+ on todos t(_\d+)?\b", line)
-                     and "todos_pending_idx" not in line and "todos_claimed_idx" not in line]
+                     and "todos_ready_idx" not in line and "todos_claimed_idx" not in line]
             assert by_id and all("todos_pkey" in line for line in by_id), f"{name}:\n{text}"

@@ -85,7 +85,7 @@ outbox AS (
   SELECT h.* FROM upd u JOIN closed c ON c.todo_id = u.id, hook_rows(%(hook_urls)s::text[],
       coalesce(%(now)s::timestamptz, now()), hook_event(u.state, u.next_retry_at), u.id, u.queue, u.title, u.state,
       u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id, u.attempts_pruned, u.pruned_outcomes,
-      c.seq, c.attempt, c.outcome, c.died, c.summary, c.artifact) h
+      c.seq, c.attempt, c.outcome, c.died, c.summary, c.artifact, u.priority) h
   RETURNING 1
 )
 SELECT (SELECT count(*) FROM ep) AS revoked,

@@ -14,24 +14,29 @@
 -- name: todo_add
 -- description: An agent adds a todo: -> pending, with hook events
 WITH upd AS (
-  INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, created_at, updated_at)
-  VALUES (%(endpoint_id)s, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s,
-          coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now()))
+  INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, priority, run_at, scheduled, key,
+                          created_at, updated_at)
+  VALUES (%(endpoint_id)s, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, %(priority)s,
+          %(run_at)s::timestamptz, coalesce(%(run_at)s::timestamptz > coalesce(%(now)s::timestamptz, now()), false),
+          %(key)s::text, coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now()))
+  ON CONFLICT DO NOTHING  -- the key is live: the store returns that todo
   RETURNING t.*
 ),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
   SELECT h.* FROM upd u, hook_rows(%(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now()),
-      hook_event(u.state, u.next_retry_at), u.id, u.queue, u.title, u.state, u.attempt, u.max_attempts,
-      u.attempts_total, u.endpoint_id) h
+      CASE WHEN NOT u.scheduled THEN hook_event(u.state, u.next_retry_at) END, u.id, u.queue, u.title, u.state,
+      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id, priority => u.priority) h
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
-       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority, upd.run_at,
+       upd.key,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'added') END FROM upd;
+       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state,
+                        CASE WHEN upd.scheduled THEN 'scheduled' ELSE 'added' END) END FROM upd;
 
 -- name: todo_add_human
 -- description: The owning human adds a todo through one of their live endpoints granted the queue (the one named, else the oldest)
@@ -44,24 +49,29 @@ WITH ep AS (
    FOR SHARE OF e
 ),
 upd AS (
-  INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, created_at, updated_at)
-  SELECT ep.id, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s,
-         coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now()) FROM ep
+  INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, priority, run_at, scheduled, key,
+                          created_at, updated_at)
+  SELECT ep.id, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, %(priority)s,
+         %(run_at)s::timestamptz, coalesce(%(run_at)s::timestamptz > coalesce(%(now)s::timestamptz, now()), false),
+         %(key)s::text, coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now()) FROM ep
+  ON CONFLICT DO NOTHING  -- the key is live: the store returns that todo
   RETURNING t.*
 ),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
   SELECT h.* FROM upd u, hook_rows(%(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now()),
-      hook_event(u.state, u.next_retry_at), u.id, u.queue, u.title, u.state, u.attempt, u.max_attempts,
-      u.attempts_total, u.endpoint_id) h
+      CASE WHEN NOT u.scheduled THEN hook_event(u.state, u.next_retry_at) END, u.id, u.queue, u.title, u.state,
+      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id, priority => u.priority) h
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
-       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority, upd.run_at,
+       upd.key,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'added') END FROM upd;
+       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state,
+                        CASE WHEN upd.scheduled THEN 'scheduled' ELSE 'added' END) END FROM upd;
 
 -- name: todo_add_continuing
 -- description: An agent adds a todo continuing one of its ended todos that has no successor yet
@@ -78,26 +88,30 @@ link AS (
   RETURNING todo_id, successor_id
 ),
 upd AS (
-  INSERT INTO todos AS t (id, endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at,
-                          updated_at)
+  INSERT INTO todos AS t (id, endpoint_id, queue, title, payload, routing, max_attempts, continues_id, priority,
+                          run_at, scheduled, created_at, updated_at)
   SELECT link.successor_id, %(endpoint_id)s, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s,
-         link.todo_id, coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now())
+         link.todo_id, %(priority)s, %(run_at)s::timestamptz,
+         coalesce(%(run_at)s::timestamptz > coalesce(%(now)s::timestamptz, now()), false),
+         coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now())
     FROM link
   RETURNING t.*
 ),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
   SELECT h.* FROM upd u, hook_rows(%(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now()),
-      hook_event(u.state, u.next_retry_at), u.id, u.queue, u.title, u.state, u.attempt, u.max_attempts,
-      u.attempts_total, u.endpoint_id) h
+      CASE WHEN NOT u.scheduled THEN hook_event(u.state, u.next_retry_at) END, u.id, u.queue, u.title, u.state,
+      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id, priority => u.priority) h
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
-       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.continues_id,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority, upd.run_at,
+       upd.key, upd.continues_id,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'added') END FROM upd;
+       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state,
+                        CASE WHEN upd.scheduled THEN 'scheduled' ELSE 'added' END) END FROM upd;
 
 -- name: todo_add_continuing_human
 -- description: The owning human adds a todo continuing one of their ended todos, on the predecessor's endpoint
@@ -121,10 +135,11 @@ link AS (
   RETURNING todo_id, successor_id
 ),
 upd AS (
-  INSERT INTO todos AS t (id, endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at,
-                          updated_at)
+  INSERT INTO todos AS t (id, endpoint_id, queue, title, payload, routing, max_attempts, continues_id, priority,
+                          run_at, scheduled, created_at, updated_at)
   SELECT link.successor_id, ep.id, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s,
-         link.todo_id,
+         link.todo_id, %(priority)s, %(run_at)s::timestamptz,
+         coalesce(%(run_at)s::timestamptz > coalesce(%(now)s::timestamptz, now()), false),
          coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now())
     FROM ep, link
   RETURNING t.*
@@ -132,16 +147,36 @@ upd AS (
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
   SELECT h.* FROM upd u, hook_rows(%(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now()),
-      hook_event(u.state, u.next_retry_at), u.id, u.queue, u.title, u.state, u.attempt, u.max_attempts,
-      u.attempts_total, u.endpoint_id) h
+      CASE WHEN NOT u.scheduled THEN hook_event(u.state, u.next_retry_at) END, u.id, u.queue, u.title, u.state,
+      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id, priority => u.priority) h
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
-       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.continues_id,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority, upd.run_at,
+       upd.key, upd.continues_id,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'added') END FROM upd;
+       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state,
+                        CASE WHEN upd.scheduled THEN 'scheduled' ELSE 'added' END) END FROM upd;
+
+-- name: todo_by_key
+-- description: The live todo holding a key in a queue of the caller's: what an add that found the key taken returns
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
+       t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter, t.payload,
+       t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.priority, t.run_at,
+       t.key, t.continues_id
+  FROM todos t
+ WHERE t.endpoint_id = ANY(CASE WHEN %(endpoint_id)s::uuid IS NULL THEN user_endpoints(%(user_id)s)
+                                ELSE ARRAY[%(endpoint_id)s::uuid] END)
+   AND t.queue = %(queue)s AND t.key = %(key)s AND NOT todo_ended(t.state, t.next_retry_at);
+
+-- name: todo_add_human_endpoint
+-- description: Whether the human has a live endpoint granted the queue (the one named, if any): why their keyed add added nothing
+SELECT e.id FROM endpoints e
+ WHERE e.user_id = %(user_id)s AND e.revoked_at IS NULL AND %(queue)s::text = ANY(e.queues)
+   AND (%(endpoint_id)s::uuid IS NULL OR e.id = %(endpoint_id)s::uuid)
+ LIMIT 1;
 
 -- name: todo_continues_miss
 -- description: Classifies a continuation that added nothing: the predecessor's state, whether it ended, its successor
@@ -160,9 +195,10 @@ SELECT t.state::text AS state,
 -- and is not inserted, so the store compares the rows returned with the items sent and rolls
 -- the whole transaction back on a shortfall (no notification is delivered from it).
 WITH item AS (
-  SELECT x.ord, x.queue, x.title, x.payload, x.routing, x.max_attempts, x.continues
+  SELECT x.ord, x.queue, x.title, x.payload, x.routing, x.max_attempts, x.continues, x.priority, x.run_at, x.key
     FROM jsonb_to_recordset(%(todos)s::jsonb) AS x(ord int, queue text, title text, payload jsonb, routing jsonb,
-                                                  max_attempts int, continues text)
+                                                  max_attempts int, continues text, priority smallint,
+                                                  run_at timestamptz, key text)
 ),
 pred AS (
   SELECT t.id FROM todos t
@@ -177,26 +213,30 @@ link AS (
   RETURNING todo_id, successor_id
 ),
 upd AS (
-  INSERT INTO todos AS t (id, endpoint_id, queue, title, payload, routing, max_attempts, continues_id, created_at,
-                          updated_at)
+  INSERT INTO todos AS t (id, endpoint_id, queue, title, payload, routing, max_attempts, continues_id, priority,
+                          run_at, scheduled, key, created_at, updated_at)
   SELECT coalesce(link.successor_id, gen_random_uuid()::text), %(endpoint_id)s, i.queue, i.title, i.payload,
-         i.routing, i.max_attempts, link.todo_id,
+         i.routing, i.max_attempts, link.todo_id, i.priority, i.run_at,
+         coalesce(i.run_at > coalesce(%(now)s::timestamptz, now()), false), i.key,
          coalesce(%(now)s::timestamptz, now()) + i.ord * interval '1 microsecond',
          coalesce(%(now)s::timestamptz, now()) + i.ord * interval '1 microsecond'
     FROM item i LEFT JOIN link ON link.todo_id = i.continues
    WHERE i.continues IS NULL OR link.todo_id IS NOT NULL
+  ON CONFLICT DO NOTHING  -- a live key: the store returns that todo
   RETURNING t.*
 ),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
   SELECT h.* FROM upd u, hook_rows(%(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now()),
-      hook_event(u.state, u.next_retry_at), u.id, u.queue, u.title, u.state, u.attempt, u.max_attempts,
-      u.attempts_total, u.endpoint_id) h
+      CASE WHEN NOT u.scheduled THEN hook_event(u.state, u.next_retry_at) END, u.id, u.queue, u.title, u.state,
+      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id, priority => u.priority) h
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
-       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.continues_id,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority, upd.run_at,
+       upd.key, upd.continues_id,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'added') END FROM upd;
+       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state,
+                        CASE WHEN upd.scheduled THEN 'scheduled' ELSE 'added' END) END FROM upd;

@@ -47,7 +47,9 @@ SELECT p.queue, count(*) AS n FROM queue_pauses p GROUP BY 1;
 -- description: Every todo counted by queue and state, for /metrics: the live ones through their partial indexes, the ended ones from todo_counts (done: all, less the live, canceled and dead)
 WITH live AS (  -- counted per queue and state here: a row per count, not one per todo
   SELECT x.queue, x.state, count(*) AS n
-    FROM (SELECT t.queue, t.state FROM todos t WHERE t.state = 'pending'
+    FROM (SELECT t.queue, t.state FROM todos t WHERE t.state = 'pending' AND NOT t.scheduled
+          UNION ALL
+          SELECT t.queue, t.state FROM todos t WHERE t.scheduled
           UNION ALL
           SELECT t.queue, t.state FROM todos t WHERE t.state = 'claimed'
           UNION ALL
@@ -76,33 +78,37 @@ WITH live AS (
   -- here, per queue and state, so what follows handles a row per count, not one per todo
   -- (a backlog of 90,000 pending todos is one row).
   SELECT x.queue, x.state, x.state = 'failed' AND x.next_retry_at IS NOT NULL AS retrying,
-         todo_dead_letter(x.state, x.next_retry_at) AS dead, count(*) AS n
+         todo_dead_letter(x.state, x.next_retry_at) AS dead, x.scheduled, count(*) AS n
     FROM (
-      SELECT y.queue, y.state, y.next_retry_at
+      SELECT y.queue, y.state, y.next_retry_at, y.scheduled
         FROM endpoints e
         CROSS JOIN LATERAL (
-          SELECT t.queue, t.state, t.next_retry_at FROM todos t WHERE t.endpoint_id = e.id AND t.state = 'pending'
+          SELECT t.queue, t.state, t.next_retry_at, false AS scheduled
+            FROM todos t WHERE t.endpoint_id = e.id AND t.state = 'pending' AND NOT t.scheduled
           UNION ALL
-          SELECT t.queue, t.state, t.next_retry_at FROM todos t WHERE t.endpoint_id = e.id AND t.state = 'claimed'
+          SELECT t.queue, t.state, t.next_retry_at, true FROM todos t WHERE t.endpoint_id = e.id AND t.scheduled
           UNION ALL
-          SELECT t.queue, t.state, t.next_retry_at
+          SELECT t.queue, t.state, t.next_retry_at, false FROM todos t WHERE t.endpoint_id = e.id AND t.state = 'claimed'
+          UNION ALL
+          SELECT t.queue, t.state, t.next_retry_at, false
             FROM todos t WHERE t.endpoint_id = e.id AND t.state IN ('input_required', 'auth_required')) y
        WHERE e.user_id = %(user_id)s
       UNION ALL
-      SELECT t.queue, t.state, t.next_retry_at FROM todos t
+      SELECT t.queue, t.state, t.next_retry_at, false FROM todos t
        WHERE t.state = 'failed' AND t.next_retry_at IS NOT NULL
          AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))) x
-   GROUP BY 1, 2, 3, 4
+   GROUP BY 1, 2, 3, 4, 5
 ),
 rows AS (
   -- Each live count in its state and against done; todo_counts (migration 0010) gives the
   -- todos there are (as done), the canceled and the dead letters (each against done).
-  SELECT l.queue, v.state, v.retrying, v.dead, v.n
+  SELECT l.queue, v.state, v.retrying, v.dead, v.scheduled, v.n
     FROM live l
-   CROSS JOIN LATERAL (VALUES (l.state, l.retrying, l.dead, l.n), ('done'::todo_state, false, false, -l.n))
-        v(state, retrying, dead, n)
+   CROSS JOIN LATERAL (VALUES (l.state, l.retrying, l.dead, l.scheduled, l.n),
+                              ('done'::todo_state, false, false, false, -l.n))
+        v(state, retrying, dead, scheduled, n)
   UNION ALL
-  SELECT c.queue, v.state, false, v.dead, v.n
+  SELECT c.queue, v.state, false, v.dead, false, v.n
     FROM todo_counts c
    CROSS JOIN LATERAL (VALUES (CASE c.kind WHEN 'all' THEN 'done' WHEN 'canceled' THEN 'canceled'
                                            ELSE 'failed' END::todo_state, c.kind = 'dead', c.n),
@@ -112,6 +118,7 @@ rows AS (
 counts AS (
   SELECT r.queue,
          coalesce(sum(r.n) FILTER (WHERE r.state = 'pending'), 0)::bigint AS pending,
+         coalesce(sum(r.n) FILTER (WHERE r.scheduled), 0)::bigint AS scheduled,
          coalesce(sum(r.n) FILTER (WHERE r.state = 'claimed'), 0)::bigint AS claimed,
          coalesce(sum(r.n) FILTER (WHERE r.state = 'input_required'), 0)::bigint AS input_required,
          coalesce(sum(r.n) FILTER (WHERE r.state = 'auth_required'), 0)::bigint AS auth_required,
@@ -124,15 +131,17 @@ counts AS (
    GROUP BY r.queue
 )
 SELECT coalesce(c.queue, g.queue) AS queue, coalesce(c.pending, 0) AS pending,
-       coalesce(c.claimed, 0) AS claimed,
+       coalesce(c.scheduled, 0) AS scheduled, coalesce(c.claimed, 0) AS claimed,
        coalesce(c.input_required, 0) AS input_required, coalesce(c.auth_required, 0) AS auth_required,
        coalesce(c.retrying, 0) AS retrying, coalesce(c.dead, 0) AS dead, coalesce(c.done, 0) AS done,
-       coalesce(c.canceled, 0) AS canceled, p.paused_at
+       coalesce(c.canceled, 0) AS canceled, p.paused_at, lim.max_held
   FROM (SELECT * FROM counts WHERE todos <> 0) c
   FULL JOIN (
     SELECT unnest(e.queues) AS queue FROM endpoints e WHERE e.user_id = %(user_id)s AND e.revoked_at IS NULL
-    UNION SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s) g ON g.queue = c.queue
+    UNION SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s
+    UNION SELECT l.queue FROM queue_limits l WHERE l.user_id = %(user_id)s) g ON g.queue = c.queue
   LEFT JOIN queue_pauses p ON p.user_id = %(user_id)s AND p.queue = coalesce(c.queue, g.queue)
+  LEFT JOIN queue_limits lim ON lim.user_id = %(user_id)s AND lim.queue = coalesce(c.queue, g.queue)
  ORDER BY 1;
 
 -- name: overview_outcomes

@@ -51,29 +51,41 @@
 
 -- name: todo_claim_fast
 -- description: A claim's first try: the oldest pending todos of the agent's queues (claim_next) or the one named by id, whose history needs no pruning -> claimed, each opening an attempt
-WITH next AS (
-  SELECT t.id, t.attempts_total AS prev_total, t.attempt AS prev_attempt
+WITH room AS MATERIALIZED (  -- the queues with a limit, each with the room it has left (queue_room locks it)
+  SELECT q.queue, queue_room(%(user_id)s, q.queue) AS room
+    FROM (SELECT l.queue FROM queue_limits l
+           WHERE l.user_id = %(user_id)s
+             AND l.queue = ANY(CASE WHEN %(id)s::text IS NULL THEN %(claim_queues)s::text[]
+                                    ELSE ARRAY(SELECT t.queue FROM todos t WHERE t.id = %(id)s) END)
+           ORDER BY l.queue OFFSET 0) q
+),
+next AS (
+  SELECT t.id, t.attempts_total AS prev_total, t.attempt AS prev_attempt, t.queue, t.priority, t.created_at
     FROM todos t
    WHERE %(id)s::text IS NULL
-     AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s)
-     AND t.state = 'pending'
+     AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+     AND t.queue = ANY(ARRAY(SELECT q FROM unnest(%(claim_queues)s::text[]) q
+                                 WHERE NOT EXISTS (SELECT 1 FROM room r WHERE r.queue = q AND r.room <= 0)))
+     AND t.state = 'pending' AND NOT t.scheduled
      AND (%(ignore_pauses)s OR NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue))
-   ORDER BY t.created_at, t.id
+   ORDER BY t.priority, t.created_at, t.id
    LIMIT %(limit)s
    FOR UPDATE OF t SKIP LOCKED
 ),
 by_id AS (
-  SELECT t.id, t.attempts_total AS prev_total, t.attempt AS prev_attempt
+  SELECT t.id, t.attempts_total AS prev_total, t.attempt AS prev_attempt, t.queue, t.priority, t.created_at
     FROM todos t
    WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
-     AND t.state = 'pending'
+     AND t.state = 'pending' AND (NOT t.scheduled OR t.run_at <= coalesce(%(now)s::timestamptz, now()))
      AND (%(ignore_pauses)s OR NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue))
    FOR UPDATE OF t
 ),
-numbered AS (
-  SELECT c.*, row_number() OVER () AS n
-    FROM (SELECT * FROM next UNION ALL SELECT * FROM by_id) c
+numbered AS (  -- no more of a limited queue than its room
+  SELECT c.id, c.prev_total, c.prev_attempt, row_number() OVER () AS n
+    FROM (SELECT c.*, row_number() OVER (PARTITION BY c.queue ORDER BY c.priority, c.created_at, c.id) AS nth
+            FROM (SELECT * FROM next UNION ALL SELECT * FROM by_id) c) c
    WHERE c.prev_total < %(history_max)s
+     AND c.nth <= coalesce((SELECT r.room FROM room r WHERE r.queue = c.queue), 50)
    LIMIT 50
 ),
 ins AS (
@@ -89,14 +101,15 @@ ins AS (
   RETURNING todo_id, seq, lease_token_hash
 )
 UPDATE todos t
-   SET state = 'claimed', owner = %(owner)s,
+   SET state = 'claimed', owner = %(owner)s, scheduled = false,
        lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second',
        attempt = t.attempt + 1, attempts_total = t.attempts_total + 1,
        updated_at = coalesce(%(now)s::timestamptz, now())
   FROM ins
  WHERE t.id = ins.todo_id
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.lease_expires_at, t.payload,
-          t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, ins.lease_token_hash,
+          t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.priority, t.run_at,
+          t.key, ins.lease_token_hash,
        CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, %(prior_attempts)s::int, %(prior_notes)s::int) END AS prior_attempts,
        CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id, %(prior_notes)s::int) END AS continues,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
@@ -104,19 +117,31 @@ RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.le
 
 -- name: todo_claim
 -- description: A claim's full path: the oldest pending todos then lapsed leases (claim_next), or the one named by id, pending or lapsed -> claimed; closes each lapsed attempt, prunes each history, opens an attempt each
-WITH next_pending AS (
-  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
+WITH room AS MATERIALIZED (  -- the queues with a limit, each with the room it has left (queue_room locks it)
+  SELECT q.queue, queue_room(%(user_id)s, q.queue) AS room
+    FROM (SELECT l.queue FROM queue_limits l
+           WHERE l.user_id = %(user_id)s
+             AND l.queue = ANY(CASE WHEN %(id)s::text IS NULL THEN %(claim_queues)s::text[]
+                                    ELSE ARRAY(SELECT t.queue FROM todos t WHERE t.id = %(id)s) END)
+           ORDER BY l.queue OFFSET 0) q
+),
+next_pending AS (
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt, t.queue,
+         t.priority, t.created_at
     FROM todos t
    WHERE %(id)s::text IS NULL
-     AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s)
-     AND t.state = 'pending'
+     AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
+     AND t.queue = ANY(ARRAY(SELECT q FROM unnest(%(claim_queues)s::text[]) q
+                                 WHERE NOT EXISTS (SELECT 1 FROM room r WHERE r.queue = q AND r.room <= 0)))
+     AND t.state = 'pending' AND NOT t.scheduled
      AND (%(ignore_pauses)s OR NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue))
-   ORDER BY t.created_at, t.id
+   ORDER BY t.priority, t.created_at, t.id
    LIMIT %(limit)s
    FOR UPDATE OF t SKIP LOCKED
 ),
-next_lapsed AS (
-  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
+next_lapsed AS (  -- already held: a takeover changes no queue's count
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt, t.queue,
+         t.priority, t.created_at
     FROM todos t
    WHERE %(id)s::text IS NULL
      AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND t.queue = ANY(%(claim_queues)s)
@@ -128,22 +153,26 @@ next_lapsed AS (
    FOR UPDATE OF t SKIP LOCKED
 ),
 by_id AS (
-  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt
+  SELECT t.id, t.state AS prev_state, t.attempts_total AS prev_total, t.attempt AS prev_attempt, t.queue,
+         t.priority, t.created_at
     FROM todos t
    WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
-     AND (t.state = 'pending' OR (t.state = 'claimed' AND t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
+     AND ((t.state = 'pending' AND (NOT t.scheduled OR t.run_at <= coalesce(%(now)s::timestamptz, now()))) OR (t.state = 'claimed' AND t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
                                   AND t.attempt < t.max_attempts))
      AND (%(ignore_pauses)s OR NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue))
    FOR UPDATE OF t
 ),
-cand AS (
-  SELECT c.*, row_number() OVER () AS n FROM (
-    SELECT * FROM next_pending
-    UNION ALL
-    (SELECT * FROM next_lapsed WHERE (SELECT count(*) FROM next_pending) < %(limit)s
-      LIMIT %(limit)s - (SELECT count(*) FROM next_pending))
-    UNION ALL
-    SELECT * FROM by_id) c
+cand AS (  -- no more pending todos of a limited queue than its room
+  SELECT c.id, c.prev_state, c.prev_total, c.prev_attempt, row_number() OVER () AS n FROM (
+    SELECT c.*, row_number() OVER (PARTITION BY c.queue, c.prev_state ORDER BY c.priority, c.created_at, c.id) AS nth
+      FROM (
+        SELECT * FROM next_pending
+        UNION ALL
+        (SELECT * FROM next_lapsed WHERE (SELECT count(*) FROM next_pending) < %(limit)s
+          LIMIT %(limit)s - (SELECT count(*) FROM next_pending))
+        UNION ALL
+        SELECT * FROM by_id) c) c
+   WHERE c.prev_state <> 'pending' OR c.nth <= coalesce((SELECT r.room FROM room r WHERE r.queue = c.queue), 50)
    LIMIT 50
 ),
 lapsed AS (
@@ -166,7 +195,7 @@ pruned AS (
 ),
 upd AS (
   UPDATE todos t
-     SET state = 'claimed', owner = %(owner)s,
+     SET state = 'claimed', owner = %(owner)s, scheduled = false,
          lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second',
          attempt = t.attempt + 1, attempts_total = t.attempts_total + 1,
          attempts_pruned = t.attempts_pruned + (SELECT count(*) FROM pruned p WHERE p.todo_id = t.id),
@@ -203,7 +232,7 @@ ins AS (
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attempts, upd.lease_expires_at,
        upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at,
-       upd.updated_at, ins.lease_token_hash,
+       upd.updated_at, upd.priority, upd.run_at, upd.key, ins.lease_token_hash,
        (SELECT to_jsonb(l) - 'public' - 'todo_id' FROM lapsed l WHERE l.todo_id = upd.id) AS lapsed,
        CASE WHEN upd.attempts_total > 1 THEN  -- a first claim has no prior attempts (null: none)
        (SELECT coalesce(json_agg(x.p ORDER BY x.seq DESC), '[]'::json) FROM (

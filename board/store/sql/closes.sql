@@ -66,7 +66,8 @@ UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result
  WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
    AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
 RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result,
-          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt,
+          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.priority, t.run_at, t.key,
+          c.attempt AS closed_attempt,
           CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
        THEN todo_notify(t.id, t.endpoint_id, t.queue, t.state, 'completed') END;
 
@@ -99,6 +100,11 @@ upd AS (
   UPDATE todos t
      SET state = (CASE WHEN %(outcome)s::attempt_outcome = 'released' THEN 'pending' ELSE 'failed' END)::todo_state,
          owner = NULL, lease_expires_at = NULL,
+         -- a release with a delay (a snooze) waits scheduled until then
+         scheduled = %(outcome)s::attempt_outcome = 'released' AND %(delay_seconds)s::float8 > 0,
+         run_at = CASE WHEN %(outcome)s::attempt_outcome = 'released' AND %(delay_seconds)s::float8 > 0
+           THEN coalesce(%(now)s::timestamptz, now()) + %(delay_seconds)s::float8 * interval '1 second'
+           ELSE t.run_at END,
          result = CASE WHEN %(outcome)s::attempt_outcome = 'released' THEN t.result ELSE %(result)s END,
          next_retry_at = CASE WHEN %(outcome)s::attempt_outcome = 'failed' AND t.attempt < t.max_attempts
            THEN coalesce(%(now)s::timestamptz, now())
@@ -118,19 +124,21 @@ counted AS (  -- todo_counts (migration 0010)
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
   SELECT h.* FROM upd u JOIN closed c ON c.todo_id = u.id, hook_rows(%(hook_urls)s::text[],
-      coalesce(%(now)s::timestamptz, now()), hook_event(u.state, u.next_retry_at), u.id, u.queue, u.title, u.state,
-      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id, u.attempts_pruned, u.pruned_outcomes,
-      c.seq, c.attempt, c.outcome, c.died, c.summary, c.artifact) h
+      coalesce(%(now)s::timestamptz, now()), CASE WHEN NOT u.scheduled THEN hook_event(u.state, u.next_retry_at) END,
+      u.id, u.queue, u.title, u.state, u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id, u.attempts_pruned,
+      u.pruned_outcomes, c.seq, c.attempt, c.outcome, c.died, c.summary, c.artifact, u.priority) h
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
-       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority,
+       upd.run_at, upd.key,
        c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
        c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, c.outcome) END
+       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state,
+                        CASE WHEN upd.scheduled THEN 'scheduled' ELSE c.outcome END) END
   FROM upd JOIN closed c ON true;
 
 -- name: todo_cancel_held
@@ -163,7 +171,7 @@ counted AS (  -- todo_counts (migration 0010)
   RETURNING 1
 )
 SELECT u.endpoint_id, u.queue, u.title, u.attempt, u.max_attempts, u.payload, u.routing, u.result,
-          u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at, u.closed_attempt,
+          u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at, u.priority, u.run_at, u.key, u.closed_attempt,
           CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = u.endpoint_id)
        THEN todo_notify(u.id, u.endpoint_id, u.queue, u.state, 'canceled') END
   FROM upd u;
@@ -171,7 +179,7 @@ SELECT u.endpoint_id, u.queue, u.title, u.attempt, u.max_attempts, u.payload, u.
 -- name: todo_cancel_unheld
 -- description: A todo nobody holds is canceled (by an agent of its queue or the owning human): pending, or failed waiting for a retry -> canceled
 WITH upd AS (
-  UPDATE todos t SET state = 'canceled', next_retry_at = NULL,
+  UPDATE todos t SET state = 'canceled', next_retry_at = NULL, scheduled = false,
       updated_at = coalesce(%(now)s::timestamptz, now())
    WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
      AND (t.state = 'pending' OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
@@ -185,7 +193,7 @@ counted AS (  -- todo_counts (migration 0010)
 SELECT u.id, u.endpoint_id, u.queue, u.title, u.state::text AS state, u.owner, u.attempt, u.max_attempts,
           u.lease_expires_at, u.next_retry_at,
           todo_dead_letter(u.state, u.next_retry_at) AS dead_letter, u.payload, u.routing, u.result,
-          u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at,
+          u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at, u.priority, u.run_at, u.key,
           CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = u.endpoint_id)
        THEN todo_notify(u.id, u.endpoint_id, u.queue, u.state, 'canceled') END
   FROM upd u;
@@ -208,13 +216,14 @@ outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
   SELECT h.* FROM upd u, hook_rows(%(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now()),
       hook_event(u.state, u.next_retry_at), u.id, u.queue, u.title, u.state, u.attempt, u.max_attempts,
-      u.attempts_total, u.endpoint_id) h
+      u.attempts_total, u.endpoint_id, priority => u.priority) h
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
-       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority,
+       upd.run_at, upd.key,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
        THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'retried') END FROM upd;
 
@@ -223,7 +232,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
-       a.seq AS closed_seq, a.attempt AS closed_attempt, a.outcome::text AS closed_outcome,
+       t.priority, t.run_at, t.key, a.seq AS closed_seq, a.attempt AS closed_attempt, a.outcome::text AS closed_outcome,
        a.disposition::text AS closed_disposition, a.lease_token_hash
   FROM todos t JOIN attempts a ON a.todo_id = t.id
  WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
@@ -285,7 +294,8 @@ UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result
   FROM closed c
  WHERE t.id = c.todo_id AND t.endpoint_id = %(endpoint_id)s AND t.state = 'claimed' AND t.owner = %(owner)s
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result,
-          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, c.attempt AS closed_attempt,
+          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.priority, t.run_at, t.key,
+          c.attempt AS closed_attempt,
           CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
        THEN todo_notify(t.id, t.endpoint_id, t.queue, t.state, 'completed') END;
 

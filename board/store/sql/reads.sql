@@ -22,6 +22,7 @@
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
+       t.priority, t.run_at, t.key,
        t.pruned_outcomes, t.continues_id,
        (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS continued_by_id,
        (WITH RECURSIVE up AS (
@@ -72,9 +73,13 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at,
-       t.updated_at FROM todos t WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+       t.updated_at, t.priority, t.run_at, t.key FROM todos t WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
    AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
    AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
+   AND CASE WHEN %(priority)s::smallint IS NULL THEN true ELSE t.priority = %(priority)s::smallint END
+   AND CASE WHEN %(key)s::text IS NULL THEN true ELSE t.key = %(key)s::text END
+   AND CASE WHEN %(scheduled)s::boolean IS NULL THEN true
+            ELSE t.state = 'pending' AND t.scheduled = %(scheduled)s::boolean END
    AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
    AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
         ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
@@ -90,9 +95,13 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at,
-       t.updated_at FROM todos t WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+       t.updated_at, t.priority, t.run_at, t.key FROM todos t WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
    AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
    AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
+   AND CASE WHEN %(priority)s::smallint IS NULL THEN true ELSE t.priority = %(priority)s::smallint END
+   AND CASE WHEN %(key)s::text IS NULL THEN true ELSE t.key = %(key)s::text END
+   AND CASE WHEN %(scheduled)s::boolean IS NULL THEN true
+            ELSE t.state = 'pending' AND t.scheduled = %(scheduled)s::boolean END
    AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
    AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
         ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
@@ -107,14 +116,20 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 -- description: A page of the human's todos matching the list's filters, newest created first, each with its newest attempt (and its current question's times, for a todo waiting for a person)
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
-       t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, l.*
+       t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
+       t.priority, t.run_at, t.key, l.*
   FROM (SELECT t.* FROM endpoints e CROSS JOIN LATERAL (
           SELECT t.* FROM todos t
            WHERE t.endpoint_id = e.id
              AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
    AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
    AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
-   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
+   AND CASE WHEN %(priority)s::smallint IS NULL THEN true ELSE t.priority = %(priority)s::smallint END
+   AND CASE WHEN %(key)s::text IS NULL THEN true ELSE t.key = %(key)s::text END
+   AND CASE WHEN %(scheduled)s::boolean IS NULL THEN true
+            ELSE t.state = 'pending' AND t.scheduled = %(scheduled)s::boolean END
+   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0
+        OR strpos(lower(t.key), lower(%(title)s::text)) > 0)
    AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
         ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
    AND (%(claimant)s::text IS NULL OR strpos(lower((
@@ -140,13 +155,19 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 -- description: A page of the human's todos matching the list's filters, newest updated first, each with its newest attempt (and its current question's times, for a todo waiting for a person)
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
-       t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, l.*
+       t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
+       t.priority, t.run_at, t.key, l.*
   FROM (SELECT t.* FROM todos t
          WHERE t.endpoint_id = ANY (ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
            AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
    AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
    AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
-   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
+   AND CASE WHEN %(priority)s::smallint IS NULL THEN true ELSE t.priority = %(priority)s::smallint END
+   AND CASE WHEN %(key)s::text IS NULL THEN true ELSE t.key = %(key)s::text END
+   AND CASE WHEN %(scheduled)s::boolean IS NULL THEN true
+            ELSE t.state = 'pending' AND t.scheduled = %(scheduled)s::boolean END
+   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0
+        OR strpos(lower(t.key), lower(%(title)s::text)) > 0)
    AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
         ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
    AND (%(claimant)s::text IS NULL OR strpos(lower((
@@ -170,6 +191,7 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
+       t.priority, t.run_at, t.key,
        t.sort_key, l.*
   FROM (SELECT k.* FROM (
           SELECT t.*, (CASE %(order)s
@@ -182,6 +204,7 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
                  WHEN 'holder' THEN coalesce(t.owner, '')
                  WHEN 'deadline' THEN coalesce(to_char(coalesce(t.lease_expires_at, t.next_retry_at) AT TIME ZONE 'UTC',
                                                        'YYYY-MM-DD"T"HH24:MI:SS.US'), '')
+                 WHEN 'priority' THEN t.priority::text || to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')
                  WHEN 'created' THEN to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')
                  WHEN 'updated' THEN to_char(t.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')
                END) COLLATE "C" AS sort_key
@@ -190,7 +213,12 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
              AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
    AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
    AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
-   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
+   AND CASE WHEN %(priority)s::smallint IS NULL THEN true ELSE t.priority = %(priority)s::smallint END
+   AND CASE WHEN %(key)s::text IS NULL THEN true ELSE t.key = %(key)s::text END
+   AND CASE WHEN %(scheduled)s::boolean IS NULL THEN true
+            ELSE t.state = 'pending' AND t.scheduled = %(scheduled)s::boolean END
+   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0
+        OR strpos(lower(t.key), lower(%(title)s::text)) > 0)
    AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
         ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
    AND (%(claimant)s::text IS NULL OR strpos(lower((
@@ -217,11 +245,17 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 -- description: One of the human's todos as a list row (with its newest attempt and its current question's times) and whether it matches the list's filters (a live stream's changed todo)
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
-       t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, l.*,
+       t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
+       t.priority, t.run_at, t.key, l.*,
        coalesce((%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
    AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
    AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
-   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
+   AND CASE WHEN %(priority)s::smallint IS NULL THEN true ELSE t.priority = %(priority)s::smallint END
+   AND CASE WHEN %(key)s::text IS NULL THEN true ELSE t.key = %(key)s::text END
+   AND CASE WHEN %(scheduled)s::boolean IS NULL THEN true
+            ELSE t.state = 'pending' AND t.scheduled = %(scheduled)s::boolean END
+   AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0
+        OR strpos(lower(t.key), lower(%(title)s::text)) > 0)
    AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
         ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
    AND (%(claimant)s::text IS NULL OR strpos(lower((
@@ -241,8 +275,14 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 -- description: Classifies a transition that missed: the todo as the caller may see it, or nothing
 SELECT t.state::text AS state, t.owner, t.lease_expires_at <= coalesce(%(now)s::timestamptz, now()) AS lapsed,
        t.next_retry_at, t.queue,
-       t.queue = ANY(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)) AS paused
+       t.queue = ANY(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)) AS paused,
+       t.scheduled AND t.run_at > coalesce(%(now)s::timestamptz, now()) AS scheduled, t.run_at,
+       l.max_held, l.max_held - (SELECT count(*) FROM todos h
+                                  WHERE h.endpoint_id = ANY(user_endpoints(l.user_id)) AND h.queue = l.queue
+                                    AND h.state IN ('claimed', 'input_required', 'auth_required')) AS room
   FROM todos t
+  LEFT JOIN queue_limits l ON l.queue = t.queue
+   AND l.user_id = (SELECT e.user_id FROM endpoints e WHERE e.id = t.endpoint_id)
  WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s);
 
 -- name: attempt_summary
@@ -251,15 +291,15 @@ SELECT attempt_summary(t.id, t.attempts_total, t.attempts_pruned, t.pruned_outco
   FROM todos t WHERE t.id = %(id)s;
 
 -- name: todos_ready
--- description: The doorbell heartbeat: each listening endpoint's oldest pending todos outside paused queues
+-- description: The doorbell heartbeat: each listening endpoint's next claimable todos outside paused queues
 SELECT t.id, t.endpoint_id::text AS endpoint_id, t.queue
   FROM endpoints e
   CROSS JOIN LATERAL (
     SELECT t.id, t.endpoint_id, t.queue FROM todos t
-     WHERE t.endpoint_id = e.id AND t.state = 'pending'
+     WHERE t.endpoint_id = e.id AND t.state = 'pending' AND NOT t.scheduled
        AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
        AND t.queue <> ALL(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = e.user_id))
-     ORDER BY t.created_at, t.id LIMIT %(limit)s) t
+     ORDER BY t.priority, t.created_at, t.id LIMIT %(limit)s) t
  WHERE e.id = ANY(%(endpoint_ids)s::uuid[]);
 
 -- name: todo_answer_choices
@@ -272,5 +312,5 @@ SELECT q.at AS asked_at, coalesce(q.choices, '[]'::jsonb) AS choices
    AND t.state = ANY(%(from_states)s::todo_state[]);
 
 -- name: todos_still_pending
--- description: Which of these todos are still pending: the doorbell rings more listeners for those the ones it rang did not claim
-SELECT t.id FROM todos t WHERE t.id = ANY(%(ids)s::text[]) AND t.state = 'pending';
+-- description: Which of these todos are still pending and not scheduled: the doorbell rings more listeners for those the ones it rang did not claim
+SELECT t.id FROM todos t WHERE t.id = ANY(%(ids)s::text[]) AND t.state = 'pending' AND NOT t.scheduled;

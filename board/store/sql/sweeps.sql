@@ -42,13 +42,14 @@ outbox AS (
   SELECT h.* FROM upd u JOIN closed c ON c.todo_id = u.id, hook_rows(%(hook_urls)s::text[],
       coalesce(%(now)s::timestamptz, now()), hook_event(u.state, u.next_retry_at), u.id, u.queue, u.title, u.state,
       u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id, u.attempts_pruned, u.pruned_outcomes,
-      c.seq, c.attempt, c.outcome, c.died, c.summary, c.artifact) h
+      c.seq, c.attempt, c.outcome, c.died, c.summary, c.artifact, u.priority) h
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
-       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority,
+       upd.run_at, upd.key,
        row_to_json(closed) AS closed, CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
        THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'reaped') END
   FROM upd JOIN closed ON closed.todo_id = upd.id;
@@ -91,7 +92,8 @@ upd AS (
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
   SELECT h.* FROM upd u, hook_rows(%(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now()), 'todo.ready',
-      u.id, u.queue, u.title, u.state, u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id) h
+      u.id, u.queue, u.title, u.state, u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id,
+      priority => u.priority) h
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.state::text AS state, upd.attempts_total,
@@ -117,13 +119,14 @@ outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
   SELECT h.* FROM upd u, hook_rows(%(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now()),
       hook_event(u.state, u.next_retry_at), u.id, u.queue, u.title, u.state, u.attempt, u.max_attempts,
-      u.attempts_total, u.endpoint_id) h
+      u.attempts_total, u.endpoint_id, priority => u.priority) h
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
-       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at,
+       upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority,
+       upd.run_at, upd.key,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
        THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'requeued') END FROM upd;
 
