@@ -79,6 +79,7 @@ OAUTH_FORGED_CONSENT = f"{OAUTH}::test_a_consent_post_without_csrf_or_from_anoth
 # The caller's scope on a todo read or changed by id (migration 0014).
 _SCOPE = "todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)"
 CALLER_RULES = "migrations/0014_caller_rules.sql"
+ORDER = "tests/integration/test_claim_order.py"
 _NOT_PAUSED = ("     AND (%(ignore_pauses)s OR NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s"
                " AND p.queue = t.queue))\n")
 
@@ -702,6 +703,31 @@ MUTANTS: tuple[Mutant, ...] = (
            "lease_token_hash = a.lease_token_hash",
            ("tests/integration/test_replay.py",), "the holder's token replays a release the owning human made",
            "todo_fail_or_release"),
+    # -- order: the claim's order of migration 0015 (priority, run_at, keys, limits) --
+    Mutant("order-priority-ignored", "order", SQL + "claims.sql",
+           "   ORDER BY t.priority, t.created_at, t.id\n   LIMIT %(limit)s\n   FOR UPDATE OF t SKIP LOCKED",
+           "   ORDER BY t.created_at, t.id\n   LIMIT %(limit)s\n   FOR UPDATE OF t SKIP LOCKED",
+           (ORDER,), "claim_next takes an older P2 before a P0", "todo_claim_fast"),
+    Mutant("order-scheduled-claimable", "order", SQL + "claims.sql",
+           "     AND t.state = 'pending' AND NOT t.scheduled\n", "     AND t.state = 'pending'\n",
+           (ORDER,), "claim_next takes a todo before its run_at", ("todo_claim_fast", "todo_claim"), 2),
+    Mutant("order-by-id-before-run-at", "order", SQL + "claims.sql",
+           "(NOT t.scheduled OR t.run_at <= coalesce(%(now)s::timestamptz, now()))", "true",
+           (ORDER,), "a claim by id takes a todo before its run_at", ("todo_claim_fast", "todo_claim"), 2),
+    Mutant("order-limit-unlocked", "order", "migrations/0015_claim_order.sql",
+           "WHERE l.user_id = $1 AND l.queue = $2 FOR UPDATE;", "WHERE l.user_id = $1 AND l.queue = $2;",
+           (ORDER + "::test_a_queue_at_its_limit_is_passed_over_while_sixteen_connections_claim_at_once",),
+           "concurrent claims of a limited queue hold more than its limit"),
+    Mutant("order-limit-batch-room", "order", SQL + "claims.sql",
+           "     AND c.nth <= coalesce((SELECT r.room FROM room r WHERE r.queue = c.queue), 50)\n", "",
+           (ORDER,), "a batch claim takes more of a limited queue than its room", "todo_claim_fast"),
+    Mutant("order-key-any-state", "order", "migrations/0015_claim_order.sql",
+           "WHERE key IS NOT NULL AND state NOT IN ('done', 'canceled') AND (state <> 'failed' OR next_retry_at IS NOT NULL);",
+           "WHERE key IS NOT NULL;",
+           (ORDER,), "an ended todo's key is never free again"),
+    Mutant("order-snooze-ignored", "order", SQL + "closes.sql",
+           "         scheduled = %(outcome)s::attempt_outcome = 'released' AND %(delay_seconds)s::float8 > 0,\n",
+           "", (ORDER,), "a snoozed todo is claimable at once", "todo_fail_or_release"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the
