@@ -26,6 +26,7 @@ dead rows piled up.
     python bench/claim_contention.py --slices 20 --workers 8 32
     python bench/claim_contention.py --same-schema --workers 8
     python bench/claim_contention.py --workers 8 --variant rule-trigger=@bench/variants/attempt_rule_trigger.sql
+    python bench/claim_contention.py --variant ordered=@bench/variants/claim_order_in_use.sql
 
 --variant NAME=SQL runs the shipped store once more on today's schema changed by SQL (an
 index, a constraint, a trigger), in the same rotating slices, and prints its throughput
@@ -224,11 +225,16 @@ def _url(admin: str, db: str) -> str:
     return psycopg.conninfo.make_conninfo(**info)
 
 
+# A --variant's SQL runs before the rows are written; what follows this line in it, after.
+AFTER_THE_ROWS = "-- after the rows --"
+
+
 async def prepare_template(admin: str, name: str, history: int, pending: int, *,
                            pre_change: bool = False, extra_sql: str | None = None) -> tuple[str, str]:
     """A database with finished history and pending todos, at today's schema or (pre_change)
     at the schema before SPEC-0034; extra_sql runs after the migrations, before any row is
-    written. Returns its URL and an endpoint token for the queue."""
+    written (its part after AFTER_THE_ROWS, once they are). Returns its URL and an endpoint
+    token for the queue."""
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
@@ -241,11 +247,14 @@ async def prepare_template(admin: str, name: str, history: int, pending: int, *,
                                          scope=list(vocabulary.VERBS))
     agent = await store.endpoint_authenticate(token)
     await pool.close()
+    before, _, after = (extra_sql or "").partition(AFTER_THE_ROWS)
     with psycopg.connect(url, autocommit=True) as conn:
-        if extra_sql:
-            conn.execute(extra_sql)
+        if before.strip():
+            conn.execute(before)
         conn.execute(PRE_CHANGE_HISTORY_SQL if pre_change else HISTORY_SQL, {"ep": agent.endpoint_id, "history": history})
         conn.execute(PENDING_SQL, {"ep": agent.endpoint_id, "pending": pending})
+        if after.strip():
+            conn.execute(after)
         conn.execute("VACUUM ANALYZE")
     return url, token
 

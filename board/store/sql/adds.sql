@@ -6,6 +6,13 @@
 -- endpoints. A human's add goes through one of their live endpoints granted the queue,
 -- locked FOR SHARE so a revocation committing meanwhile is waited for.
 --
+-- An add may carry a priority, a run_at (a future one leaves the todo scheduled: pending, not
+-- claimable, notified "scheduled" rather than "added" so the doorbell stays quiet, with no
+-- todo.ready hook until it falls due) and a key. A key held by a live todo of the endpoint's
+-- queue makes the insert do nothing (ON CONFLICT on the unique todos_live_key, so however
+-- many adds race exactly one inserts); the store then reads that todo (todo_by_key) in a
+-- statement of its own, which sees the winner's commit, and adds again if it has ended since.
+--
 -- So an agent's add and a human's stay two statements each (todo_add, todo_add_continuing
 -- and their _human forms): the agent's endpoint was checked live when it authenticated, and
 -- taking the human's FOR SHARE lock on it at every add would make every add of one endpoint

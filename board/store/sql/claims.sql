@@ -4,8 +4,8 @@
 -- path prunes the oldest closed attempts past the per-todo cap, folding their outcomes and
 -- usage into todos.pruned_outcomes and pruned_usage (REQ-3, REQ-11).
 --
--- Two statements serve every claim: claim_next (id null: the oldest claimable todos of the
--- agent's queues, up to limit) and a claim by id (an agent's, or the owning human's from the
+-- Two statements serve every claim: claim_next (id null: the claimable todos of the agent's
+-- queues, the most urgent priority first and the oldest within it, up to limit) and a claim by id (an agent's, or the owning human's from the
 -- Board: endpoint_id null). A branch whose parameters do not apply is cut by a one-time
 -- filter, so the plan for each keeps its keyed scans. The caller's scope is
 -- todo_in_scope (migration 0014) on a claim by id; claim_next's walk names the endpoint
@@ -27,7 +27,17 @@
 -- claim_queues and passes ignore_pauses, which skips the probe; a claim by id always probes.
 -- The Board's own claim is not held back by a pause (ignore_pauses).
 --
--- claim_next takes the oldest pending todos, then lapsed leases for what is left of the
+-- The claim's order (migration 0015). claim_next walks todos_ready_idx, which holds only
+-- pending todos that are not scheduled, in (priority, created_at, id) order, so a deep
+-- schedule or a backlog of less urgent todos is never read (the plan test). A claim by id
+-- takes a scheduled todo once its run_at has passed, before the due timer reaches it. A
+-- queue with a limit (queue_limits) is probed in `room`: queue_room locks the limit's row and
+-- counts what the queue holds with a fresh snapshot, so claims of one limited queue take
+-- turns; a queue with no room leaves claim_queues, and a batch takes no more of a queue than
+-- its room (nth). A queue without a limit costs one probe of queue_limits' primary key. A
+-- takeover of a lapsed lease is not held back: the todo is held already.
+--
+-- claim_next takes the pending todos in that order, then lapsed leases for what is left of the
 -- limit (the reaper returns the rest to pending soon anyway). Two locking scans, because one
 -- with an OR could not use the pending-only index; the lapsed scan runs only when the
 -- pending one found fewer than limit. A lapsed lease on a todo's last allowed attempt is
