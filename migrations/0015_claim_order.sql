@@ -50,6 +50,17 @@ CREATE TABLE queue_limits (
   PRIMARY KEY (user_id, queue)
 );
 
+-- How many todos of the human's queue are held (claimed or waiting for a person): each held
+-- state through its own partial index (one IN list of the three would match neither).
+CREATE FUNCTION queue_held(user_id bigint, queue text) RETURNS bigint
+  LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT (SELECT count(*) FROM todos t
+           WHERE t.endpoint_id = ANY(user_endpoints($1)) AND t.queue = $2 AND t.state = 'claimed')
+       + (SELECT count(*) FROM todos t
+           WHERE t.endpoint_id = ANY(user_endpoints($1)) AND t.queue = $2
+             AND t.state IN ('input_required', 'auth_required'))
+$$;
+
 -- How many more todos of the human's queue may be held now (null: the queue has no limit).
 -- Locks the limit's row until the caller's transaction ends, so claims of one limited queue
 -- take turns; each count below runs with its own snapshot, after the lock is granted.
@@ -63,9 +74,7 @@ BEGIN
   IF most IS NULL THEN
     RETURN NULL;
   END IF;
-  SELECT count(*) INTO held FROM todos t
-   WHERE t.endpoint_id = ANY(user_endpoints($1)) AND t.queue = $2
-     AND t.state IN ('claimed', 'input_required', 'auth_required');
+  held := queue_held($1, $2);
   RETURN most - held;
 END
 $$;

@@ -250,6 +250,15 @@ CREATE FUNCTION public.outcome_bucket(t timestamp with time zone) RETURNS timest
     AS $$
   SELECT date_bin(interval '5 minutes', t, timestamptz '2000-01-01 00:00:00+00')
 $$;
+CREATE FUNCTION public.queue_held(user_id bigint, queue text) RETURNS bigint
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $_$
+  SELECT (SELECT count(*) FROM todos t
+           WHERE t.endpoint_id = ANY(user_endpoints($1)) AND t.queue = $2 AND t.state = 'claimed')
+       + (SELECT count(*) FROM todos t
+           WHERE t.endpoint_id = ANY(user_endpoints($1)) AND t.queue = $2
+             AND t.state IN ('input_required', 'auth_required'))
+$_$;
 CREATE FUNCTION public.queue_room(user_id bigint, queue text) RETURNS integer
     LANGUAGE plpgsql
     AS $_$
@@ -261,9 +270,7 @@ BEGIN
   IF most IS NULL THEN
     RETURN NULL;
   END IF;
-  SELECT count(*) INTO held FROM todos t
-   WHERE t.endpoint_id = ANY(user_endpoints($1)) AND t.queue = $2
-     AND t.state IN ('claimed', 'input_required', 'auth_required');
+  held := queue_held($1, $2);
   RETURN most - held;
 END
 $_$;

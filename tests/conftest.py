@@ -157,7 +157,7 @@ async def watchers_lent(url: str):
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             await conn.execute("DROP TABLE watchers, queue_limits")
             await conn.execute("DROP FUNCTION todo_in_scope, user_endpoints, todo_held_by, lease_fence_holds, hook_rows,"
-                               " todo_notify, queue_room")
+                               " todo_notify, queue_room, queue_held")
             await conn.execute("ALTER TABLE todos DROP COLUMN priority, DROP COLUMN run_at, DROP COLUMN scheduled,"
                                " DROP COLUMN key")
             await conn.execute("CREATE INDEX todos_pending_idx ON todos (endpoint_id, created_at, id)"

@@ -40,7 +40,8 @@ async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
                                                            (5, "rules_in_sql"), (6, "oauth"), (7, "outcome_counts"),
                                                            (8, "interrupted_index"), (9, "questions"), (10, "todo_counts"),
                                                            (11, "watchers"), (12, "outcomes_folded"),
-                                                           (13, "oauth_grants_reconsent"), (14, "caller_rules")]
+                                                           (13, "oauth_grants_reconsent"), (14, "caller_rules"),
+                                                           (15, "claim_order")]
     assert await migrate(empty_db_url) == []  # idempotent
 
 

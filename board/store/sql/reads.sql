@@ -277,9 +277,7 @@ SELECT t.state::text AS state, t.owner, t.lease_expires_at <= coalesce(%(now)s::
        t.next_retry_at, t.queue,
        t.queue = ANY(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)) AS paused,
        t.scheduled AND t.run_at > coalesce(%(now)s::timestamptz, now()) AS scheduled, t.run_at,
-       l.max_held, l.max_held - (SELECT count(*) FROM todos h
-                                  WHERE h.endpoint_id = ANY(user_endpoints(l.user_id)) AND h.queue = l.queue
-                                    AND h.state IN ('claimed', 'input_required', 'auth_required')) AS room
+       l.max_held, l.max_held - queue_held(l.user_id, l.queue) AS room
   FROM todos t
   LEFT JOIN queue_limits l ON l.queue = t.queue
    AND l.user_id = (SELECT e.user_id FROM endpoints e WHERE e.id = t.endpoint_id)

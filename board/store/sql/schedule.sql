@@ -80,8 +80,6 @@ SELECT (SELECT max_held FROM set) AS max_held,
 -- name: queue_limits_held
 -- description: Each limited queue's limit and how many of its todos are held now, for /metrics
 SELECT l.queue, u.username, l.max_held,
-       (SELECT count(*) FROM todos t
-         WHERE t.endpoint_id = ANY(user_endpoints(l.user_id)) AND t.queue = l.queue
-           AND t.state IN ('claimed', 'input_required', 'auth_required')) AS held
+       queue_held(l.user_id, l.queue) AS held
   FROM queue_limits l JOIN users u ON u.id = l.user_id
  ORDER BY 1, 2;
