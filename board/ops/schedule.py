@@ -6,9 +6,12 @@ the next scheduled todo falls due (store.next_due) and sleeps until then, at mos
 DUE_SLEEP_MAX_SECONDS. No polling while nothing is due, and no task per todo: however deep the
 schedule, a process holds one sleep.
 
-A scheduled add or a snooze elsewhere may come due before that sleep ends: its "scheduled"
+A scheduled add or a snooze may come due before that sleep ends: its "scheduled"
 notification, heard on the process's LISTEN fan-out, wakes the timer, which sweeps and asks
-again. A resync (the LISTEN connection came back, or the timer fell behind its events) wakes
+again. A transition notifies only while someone watches its human (board/live/presence.py),
+so the timer also hears this process's own adds and releases from the store's observers:
+one that falls due before the sleep ends wakes it, watched or not (an add nobody watches in
+another process is found when the sleep ends, at most DUE_SLEEP_MAX_SECONDS late). A resync (the LISTEN connection came back, or the timer fell behind its events) wakes
 it too, since a notification may have been missed. The sweep's statement takes due todos
 with SKIP LOCKED, so every server process runs the timer against one database at once; each
 todo falls due once. While the database is away the timer tries again every
@@ -23,7 +26,7 @@ from datetime import datetime, timezone
 
 from board.errors import Unavailable
 from board.ops.sweeps import run_batches
-from board.store.store import Store
+from board.store.store import Store, Transition
 from board.store.vocabulary import DUE_SLEEP_MAX_SECONDS
 from board.tasks import cancel_and_wait
 
@@ -34,6 +37,7 @@ DUE_RETRY_SECONDS = 0.5  # the database away, or a sweep failed: try again this 
 # a little behind, or another process's sweep holding the row): looked at again this soon.
 DUE_RECHECK_SECONDS = 0.05
 WAKE_KINDS = frozenset({"scheduled", "resync"})
+WAKE = {"kind": "scheduled"}  # put on the timer's own subscription by an add or release of this process
 
 
 class DueTimer:
@@ -44,13 +48,29 @@ class DueTimer:
         self.rounds = 0  # sweeps run so far (tests wait on it, not on a clock)
         self.next_at: datetime | None = None  # what the timer sleeps until (None: nothing scheduled)
         self._task: asyncio.Task | None = None
+        self._sub = None
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="due-timer")
+        self._sub = self.fanout.subscribe(stream=False)
+        self.store.observers.append(self.observe)
+        self._task = asyncio.create_task(self._run(self._sub), name="due-timer")
+
+    def observe(self, t: Transition) -> None:
+        """The store's committed-transition observer: wake for a todo of this process's that
+        falls due before the timer would look (another's adds arrive as notifications)."""
+        if t.run_at is None or self._sub is None or t.kind not in ("added", "released"):
+            return
+        if t.run_at > datetime.now(timezone.utc) and (self.next_at is None or t.run_at < self.next_at):
+            self._sub.put(WAKE)
 
     async def stop(self) -> None:
+        if self.observe in self.store.observers:
+            self.store.observers.remove(self.observe)
         await cancel_and_wait([self._task])
         self._task = None
+        if self._sub is not None:
+            self.fanout.unsubscribe(self._sub)
+            self._sub = None
 
     async def sweep(self) -> float:
         """Make every due todo claimable; returns how long to sleep before the next falls due."""
@@ -69,16 +89,12 @@ class DueTimer:
         left = (self.next_at - datetime.now(timezone.utc)).total_seconds()
         return min(max(left, DUE_RECHECK_SECONDS), self.sleep_max)
 
-    async def _run(self) -> None:
-        sub = self.fanout.subscribe(stream=False)
-        try:
-            loop = asyncio.get_running_loop()
-            while True:
-                deadline = loop.time() + await self.sweep()
-                while (event := await sub.get(deadline)) is not None:
-                    if event.get("kind") in WAKE_KINDS:
-                        while await sub.get(0) is not None:  # what queued meanwhile, one sweep covers
-                            pass
-                        break
-        finally:
-            self.fanout.unsubscribe(sub)
+    async def _run(self, sub) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            deadline = loop.time() + await self.sweep()
+            while (event := await sub.get(deadline)) is not None:
+                if event.get("kind") in WAKE_KINDS:
+                    while await sub.get(0) is not None:  # what queued meanwhile, one sweep covers
+                        pass
+                    break

@@ -1,6 +1,7 @@
 """The due timer (board/ops/schedule.py) against Postgres and a real LISTEN fan-out: it sleeps
-until the next run_at and then makes the todo claimable, a new earlier scheduled add wakes it
-early, and a resync makes it sweep again."""
+until the next run_at and then makes the todo claimable; a new earlier scheduled add wakes it
+early, through its notification from another process or, watched or not, through the store's
+observer in its own; and a resync makes it sweep again."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import time
 from datetime import datetime, timedelta, timezone
 
 from board.live.fanout import Fanout
+from board.store.db import open_pool
+from board.store.store import Store
 from board.ops.schedule import DueTimer
 from tests.conftest import LOAD_SLACK_SECONDS, make_agent, sql_rows, until, watch
 
@@ -56,14 +59,16 @@ async def test_the_timer_sleeps_until_the_next_run_at_and_makes_the_todo_claimab
         await fanout.stop()
 
 
-async def test_an_earlier_scheduled_add_wakes_the_sleeping_timer(store, db_url):
+async def test_an_earlier_scheduled_add_in_another_process_wakes_the_sleeping_timer(store, db_url, settings):
     agent = await make_agent(store)
     await watch(store, agent.user_id)  # someone listens for the human's todos, so the add notifies
     far = await store.todo_add(agent, queue="q", title="in an hour", delay_seconds=3600)
     fanout, timer = await _running_timer(store, db_url)
+    other_pool = await open_pool(db_url)
     try:
         await until(lambda: timer.next_at == far["run_at"], "the timer sleeping until the far run_at")
-        soon = await store.todo_add(agent, queue="q", title="in a second", delay_seconds=1)
+        other = Store(other_pool, settings)  # another process: only its notification reaches the timer
+        soon = await other.todo_add(agent, queue="q", title="in a second", delay_seconds=1)
         await until(lambda: timer.next_at == soon["run_at"], "the timer woken by the earlier add", timeout=5)
         became = await _claimable_at(db_url, soon["id"], timeout=DUE_BOUND + LOAD_SLACK_SECONDS + 2)
         late = (became - soon["run_at"]).total_seconds()
@@ -71,6 +76,30 @@ async def test_an_earlier_scheduled_add_wakes_the_sleeping_timer(store, db_url):
         assert late <= DUE_BOUND + LOAD_SLACK_SECONDS
         assert (await store.todo_claim_next(agent))["todo"]["id"] == soon["id"]
         await until(lambda: timer.next_at == far["run_at"], "the timer back to sleeping until the far run_at")
+    finally:
+        await timer.stop()
+        await fanout.stop()
+        await other_pool.close()
+
+
+async def test_an_earlier_scheduled_add_or_snooze_here_wakes_the_timer_with_nobody_watching(store, db_url):
+    agent = await make_agent(store)  # nobody watches the human: these transitions notify nothing
+    far = await store.todo_add(agent, queue="q", title="in an hour", delay_seconds=3600)
+    held = await store.todo_add(agent, queue="q", title="to snooze")
+    fanout, timer = await _running_timer(store, db_url)
+    try:
+        await until(lambda: timer.next_at == far["run_at"], "the timer sleeping until the far run_at")
+        soon = await store.todo_add(agent, queue="q", title="in a second", delay_seconds=1)
+        await until(lambda: timer.next_at == soon["run_at"], "the timer woken by this process's add", timeout=5)
+        became = await _claimable_at(db_url, soon["id"], timeout=DUE_BOUND + LOAD_SLACK_SECONDS + 2)
+        print(f"the unwatched add claimable {(became - soon['run_at']).total_seconds():.3f} s after its run_at")
+        assert (became - soon["run_at"]).total_seconds() <= DUE_BOUND + LOAD_SLACK_SECONDS
+        await until(lambda: timer.next_at == far["run_at"], "the timer back to sleeping until the far run_at")
+        await store.todo_claim(agent, held["id"])
+        snoozed = await store.todo_release(agent, held["id"], delay_seconds=1)
+        await until(lambda: timer.next_at == snoozed["run_at"], "the timer woken by this process's snooze", timeout=5)
+        became = await _claimable_at(db_url, held["id"], timeout=DUE_BOUND + LOAD_SLACK_SECONDS + 2)
+        assert (became - snoozed["run_at"]).total_seconds() <= DUE_BOUND + LOAD_SLACK_SECONDS
     finally:
         await timer.stop()
         await fanout.stop()

@@ -17,6 +17,7 @@ class AwayStore:
     """A store whose database is away for the first `away` sweeps."""
 
     def __init__(self, away: int):
+        self.observers: list = []
         self.away = away
         self.tries = 0
         self.swept = 0
