@@ -32,15 +32,16 @@ def test_ready_kinds_ring_and_others_do_not():
     b = bell(gate=0)
     door = b.open(agent())
     for kind in ("added", "released", "requeued", "retried", "due"):
-        b.on_event(event(kind))
-    b.on_event(event("reaped", state="pending"))
-    for kind in ("scheduled", "reprioritized"):  # pending, but waiting for its run_at / no news
-        b.on_event(event(kind))
+        b.on_event(event(kind, todo=kind))
+    b.on_event(event("reaped", todo="reaped", state="pending"))
+    for kind in ("scheduled", "reprioritized"):  # pending, but waiting for its run_at / nothing new to claim
+        b.on_event(event(kind, todo=kind))
     for kind in ("claimed", "lease_extended", "completed", "failed", "canceled", "interrupted", "resumed", "revoked",
                  "deleted"):
-        b.on_event(event(kind, state="claimed"))
-    b.on_event(event("reaped", state="failed"))  # reaped to a dead letter is not ready
-    assert rings(door) == ["switchboard://todos/t1"] * 6
+        b.on_event(event(kind, todo=kind, state="claimed"))
+    b.on_event(event("reaped", todo="dead", state="failed"))  # reaped to a dead letter is not ready
+    assert rings(door) == [f"switchboard://todos/{kind}" for kind in
+                           ("added", "released", "requeued", "retried", "due", "reaped")]
 
 
 def test_a_todo_falling_due_rings_inside_the_gate_of_an_earlier_ring():
