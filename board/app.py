@@ -1,7 +1,7 @@
 """The composition root: the Litestar app factory and its lifespan.
 
 The lifespan starts (or connects to) Postgres, migrates, opens the pool, starts the one
-LISTEN fan-out and the background sweeps, and enters the MCP session manager's run()
+LISTEN fan-out, the background sweeps and the due timer, and enters the MCP session manager's run()
 (a mounted ASGI app's own lifespan never runs). Nothing here is a module-level global.
 """
 
@@ -32,6 +32,7 @@ from board.mcp.server import McpSurface
 from board.oauth.server import OAuthServer
 from board.live.pause_cache import PauseCache
 from board.store.store import Store
+from board.ops.schedule import DueTimer
 from board.ops.sweeps import Sweeps
 
 log = logging.getLogger("switchboard.app")
@@ -150,6 +151,7 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
             await fanout.start()
             fanout.presence.start()
             sweeps = Sweeps(store, settings)
+            due_timer = DueTimer(store, fanout)
             hooks = TransitionHooks(store)
             delivery = HookDelivery(store, settings)
             # A transition committed here that wrote hook events wakes delivery at once;
@@ -164,6 +166,7 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
                 async with mcp.running(store, fanout, metrics), \
                         (oauth.running(store) if oauth else contextlib.nullcontext()):
                     sweeps.start()
+                    due_timer.start()
                     delivery.start()
                     yield
             finally:
@@ -171,6 +174,7 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
                 await rows.stop()
                 await hooks.drain()
                 await sweeps.stop()
+                await due_timer.stop()
                 await fanout.presence.stop()
                 await fanout.stop()
                 await presence_pool.close()

@@ -1,5 +1,5 @@
 """The `switchboard` command line: serve, migrate, user add, endpoint vend/revoke, queue
-pause/resume, demo, and work (the worker, `switchboard_worker`, which is a client of the server
+pause/resume/limit, demo, and work (the worker, `switchboard_worker`, which is a client of the server
 and has a parser of its own)."""
 
 from __future__ import annotations
@@ -78,13 +78,16 @@ def _parser() -> argparse.ArgumentParser:
     revoke = endpoint.add_parser("revoke", help="revoke an endpoint; its held todos are dead-lettered")
     revoke.add_argument("endpoint_id", help="the endpoint's id, as `endpoint vend` printed it")
 
-    queue = sub.add_parser("queue", help="pause or resume a user's queue").add_subparsers(
+    queue = sub.add_parser("queue", help="pause, resume or limit a user's queue").add_subparsers(
         dest="queue_command", required=True)
     for verb, helptext in (("pause", "agents claim nothing in the queue until it is resumed"),
-                           ("resume", "agents may claim in the queue again; listening agents are told")):
+                           ("resume", "agents may claim in the queue again; listening agents are told"),
+                           ("limit", "how many of the queue's todos may be held (claimed or waiting for a "
+                                     "person) at once; 0 removes the limit")):
         q = queue.add_parser(verb, help=helptext)
         q.add_argument("--user", required=True, help="the Board user whose queue it is")
         q.add_argument("queue", help="the queue's name")
+    queue.choices["limit"].add_argument("limit", metavar="N", help="the most held at once (0: no limit)")
 
     demo = sub.add_parser("demo", help="a live demo: server, embedded Postgres, seeded todos, simulated agents")
     demo.add_argument("--port", type=int, default=8000, help="the port the Board and /mcp listen on (default: 8000)")
@@ -151,6 +154,21 @@ async def _queue_toggle(settings: Settings, args) -> str:
     return f"{args.queue_command}d queue {args.queue} of {args.user}"
 
 
+async def _queue_limit(settings: Settings, args) -> str:
+    try:
+        limit = int(args.limit)
+    except ValueError:
+        raise CliError(f"the limit must be a whole number, 0 to remove it (got {args.limit!r})") from None
+    async with open_store(settings) as store:
+        user = await store.user_by_name(args.user)
+        if user is None:
+            raise CliError(f"no user named {args.user!r}")
+        now = await store.queue_limit_set(user["id"], args.queue, limit)
+    if now is None:
+        return f"queue {args.queue} of {args.user}: no limit"
+    return f"queue {args.queue} of {args.user}: at most {now} held at once"
+
+
 async def _migrate(settings: Settings) -> str:
     async with open_store(settings):
         pass
@@ -192,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
             out = asyncio.run(_migrate(settings))
         elif args.command == "user":
             out = asyncio.run(_user_add(settings, args.name, args.password_stdin))
+        elif args.command == "queue" and args.queue_command == "limit":
+            out = asyncio.run(_queue_limit(settings, args))
         elif args.command == "queue":
             out = asyncio.run(_queue_toggle(settings, args))
         elif args.command == "endpoint" and args.endpoint_command == "vend":

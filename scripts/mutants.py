@@ -56,6 +56,8 @@ BOARD_AUTH = "tests/acceptance/test_board_auth.py"
 WORKER_API = "tests/acceptance/test_worker_api.py"
 WORKER_COMMAND = "tests/acceptance/test_worker_command.py"
 BOUNDS = "tests/acceptance/test_argument_bounds.py"
+DUE_TIMER = "tests/integration/test_due_timer.py"
+DOORBELL = "tests/acceptance/test_mcp_doorbell.py"
 REDIRECTS = (OAUTH + "::test_a_loopback_redirect_matches_whatever_its_port_and_nothing_else_does",
              OAUTH + "::test_a_redirect_a_browser_would_run_or_a_plain_http_host_is_refused_at_registration",
              OAUTH + "::test_a_private_use_redirect_registers_and_authorizes_to_the_consent_screen")
@@ -728,6 +730,27 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("order-snooze-ignored", "order", SQL + "closes.sql",
            "         scheduled = %(outcome)s::attempt_outcome = 'released' AND %(delay_seconds)s::float8 > 0,\n",
            "", (ORDER,), "a snoozed todo is claimable at once", "todo_fail_or_release"),
+    # -- order-ops: the due timer, the doorbell's "due", the command line's queue limit -------
+    Mutant("order-ops-timer-deaf", "order-ops", "board/ops/schedule.py",
+           'WAKE_KINDS = frozenset({"scheduled", "resync"})', 'WAKE_KINDS = frozenset({"resync"})',
+           (DUE_TIMER + "::test_an_earlier_scheduled_add_in_another_process_wakes_the_sleeping_timer",),
+           "the timer sleeps past an earlier run_at another process scheduled"),
+    Mutant("order-ops-timer-no-resync", "order-ops", "board/ops/schedule.py",
+           'WAKE_KINDS = frozenset({"scheduled", "resync"})', 'WAKE_KINDS = frozenset({"scheduled"})',
+           (DUE_TIMER + "::test_a_resync_makes_the_timer_sweep_what_it_was_not_told_of",),
+           "after a LISTEN reconnect the timer sleeps on past what it missed"),
+    Mutant("order-ops-due-not-ready", "order-ops", "board/mcp/doorbell.py",
+           '"retried", "due"})', '"retried"})',
+           (DOORBELL + "::test_a_scheduled_todo_rings_a_listening_agent_within_a_second_of_falling_due",),
+           "a todo falling due never rings a listening agent"),
+    Mutant("order-ops-due-gated", "order-ops", "board/mcp/doorbell.py",
+           'REGATED_KINDS = frozenset({"requeued", "due"})', 'REGATED_KINDS = frozenset({"requeued"})',
+           (DOORBELL + "::test_a_snoozed_todo_rings_again_when_it_falls_due_inside_the_gate",),
+           "a snoozed todo falling due is swallowed by the gate of its first ring"),
+    Mutant("order-ops-limit-zero-kept", "order-ops", SQL + "schedule.sql",
+           "WHERE %(max_held)s::int = 0 AND", "WHERE false AND",
+           ("tests/acceptance/test_queue_limit_cli.py::test_the_command_line_limits_a_users_queue_and_0_removes_the_limit",),
+           "`switchboard queue limit ... 0` leaves the limit in force", "queue_limit_set"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the

@@ -16,8 +16,11 @@ Two protocol generations, one doorbell:
     the stream, and each ring is a notifications/resources/updated on it.
 
 One task per process consumes the LISTEN fan-out (board/live/fanout.py). A todo is ready when it
-is added, released, re-queued by the retry scheduler, retried by hand, or reaped back to
-pending. When a human resumes a paused queue (queue_resumed), every process rings that
+is added, released, re-queued by the retry scheduler, retried by hand, reaped back to
+pending, or falls due ("due": the due timer of board/ops/schedule.py reached its run_at, or
+its human started it now). A todo added with a run_at ahead or released with a delay (a
+snooze) is "scheduled": it never rings, and the heartbeat and the re-rings pass over it
+until it falls due. When a human resumes a paused queue (queue_resumed), every process rings that
 queue's pending todos on the doorways of that human's endpoints, gate or not; the heartbeat
 passes over paused queues (nothing in them can be claimed). Rings go only to doorways of the todo's own endpoint whose queues include the
 todo's queue and whose scope may drain (claim or claim_next): never to another endpoint.
@@ -42,7 +45,8 @@ ones in turn are rung, until it is claimed or every doorway has been rung once; 
 heartbeat rings it again after that. So no ready todo waits while an agent listens.
 A per-todo gate (doorbell_gate_seconds) suppresses a second ring of the same todo inside
 its window; a re-queue by the retry scheduler clears the todo's gate entry, so it rings
-again (REQ-16). The doorbell heartbeat (doorbell_heartbeat_seconds, 0 = off) rings pending
+again (REQ-16), and so does a todo falling due: it waited on purpose, so a ring before its
+wait does not gate the ring that says it may be claimed now. The doorbell heartbeat (doorbell_heartbeat_seconds, 0 = off) rings pending
 todos nobody has claimed, under the same gate, so sessions that connected after the first
 ring still hear about old work. A LISTEN reconnect (resync) clears the gate and triggers one
 heartbeat sweep, so every ready todo rings again; a sweep that finds the database still away
@@ -72,7 +76,8 @@ log = logging.getLogger("switchboard.mcp.doorbell")
 TODOS_URI = "switchboard://todos"
 TODO_URI_PREFIX = TODOS_URI + "/"
 A2UI_SUFFIX = "/a2ui"  # switchboard://todos/{id}/a2ui, the A2UI todo detail resource
-READY_KINDS = frozenset({"added", "released", "requeued", "retried"})
+READY_KINDS = frozenset({"added", "released", "requeued", "retried", "due"})  # never "scheduled"
+REGATED_KINDS = frozenset({"requeued", "due"})  # ready again after a wait: the gate opens
 OUTBOX_SIZE = 256
 SWEEP_RETRY_SECONDS = 0.5
 SUBSCRIPTION_ID_META_KEY = "io.modelcontextprotocol/subscriptionId"
@@ -239,8 +244,8 @@ class Doorbell:
             return
         if self.settings.a2ui_enabled:
             self.ring_changed(todo_id, endpoint_id, queue)
-        if kind == "requeued":
-            self.gate.pop(todo_id, None)  # REQ-16: a retry-scheduler re-queue rings again
+        if kind in REGATED_KINDS:
+            self.gate.pop(todo_id, None)  # REQ-16: a retry-scheduler re-queue rings again; so does falling due
         if kind in READY_KINDS or (kind == "reaped" and event.get("state") == "pending"):
             self.ring(todo_id, endpoint_id, queue)
         elif kind == "answered":

@@ -8,6 +8,10 @@ rest share the label value `_other` (SPEC-0023 REQ-5).
 Questions: `switchboard_todos_waiting_for_person{queue}` (interrupted todos, read at scrape)
 and `switchboard_question_answer_seconds{queue}` (question to first answer, observed from the
 "answered" transition's waited_seconds).
+
+The claim's order: `switchboard_todos_scheduled{queue}` (pending todos waiting for their
+run_at), and per limited queue and owner `switchboard_queue_limit{queue,user}` and
+`switchboard_queue_limit_held{queue,user}`, all read at scrape.
 """
 
 from __future__ import annotations
@@ -74,6 +78,20 @@ class Metrics:
         self.question_answer = Histogram(
             "switchboard_question_answer_seconds", "Seconds from an agent's question to its first answer, by queue.",
             ["queue"], registry=r, buckets=QUESTION_ANSWER_BUCKETS)
+        # The claim's order (migration 0015): todos waiting for their run_at (also counted in
+        # switchboard_todos as pending), and each limited queue's limit beside what it holds,
+        # per owner (a limit is a person's), so an alert can test held >= limit.
+        self.todos_scheduled = Gauge(
+            "switchboard_todos_scheduled",
+            "Pending todos waiting for their run_at (a subset of pending), by queue, read at scrape time.",
+            ["queue"], registry=r)
+        self.queue_limit = Gauge(
+            "switchboard_queue_limit", "The most todos of the queue its owner lets be held at once, read at scrape time.",
+            ["queue", "user"], registry=r)
+        self.queue_limit_held = Gauge(
+            "switchboard_queue_limit_held",
+            "Todos of a limited queue held now (claimed or waiting for a person), read at scrape time.",
+            ["queue", "user"], registry=r)
         self.sse_subscribers = Gauge("switchboard_sse_subscribers", "Open Board live-update streams.", registry=r)
         self.watched_humans = Gauge(
             "switchboard_watched_humans",
@@ -147,6 +165,25 @@ class Metrics:
         self.queue_paused.clear()
         for queue, n in paused.items():
             self.queue_paused.labels(queue).set(n)
+        # Every queue with todos is 0 unless some wait for their run_at.
+        scheduled = dict.fromkeys((queue for queue, _ in counts), 0)
+        for row in await store.queue_scheduled_counts():
+            label = self.queue_label(row["queue"])
+            scheduled[label] = scheduled.get(label, 0) + int(row["n"])
+        self.todos_scheduled.clear()
+        for queue, n in scheduled.items():
+            self.todos_scheduled.labels(queue).set(n)
+        limits: dict[tuple[str, str], list[int]] = {}
+        for row in await store.queue_limits_held():
+            key = (self.queue_label(row["queue"]), row["username"])
+            limit = limits.setdefault(key, [0, 0])
+            limit[0] += int(row["max_held"])
+            limit[1] += int(row["held"])
+        self.queue_limit.clear()
+        self.queue_limit_held.clear()
+        for (queue, user), (most, held) in limits.items():
+            self.queue_limit.labels(queue, user).set(most)
+            self.queue_limit_held.labels(queue, user).set(held)
         self.chart_fold_lag.set(await store.outcomes_fold_lag())
         return generate_latest(self.registry)
 

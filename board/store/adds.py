@@ -125,7 +125,8 @@ class Adds(StoreBase):
             raise await self._continues_miss(caller, params, not_granted)
         if row is None:  # the human has no live endpoint granted the queue (or not the one named)
             raise not_granted
-        self._emit([Transition("added", row["id"], str(row["endpoint_id"]), row["queue"], row["state"])])
+        self._emit([Transition("added", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
+                               run_at=row["run_at"])])
         out = todo_out(row) | {"deduplicated": False}
         if continues is not None:
             out["continues_id"] = row["continues_id"]
@@ -172,7 +173,8 @@ class Adds(StoreBase):
             if rows is None:
                 raise await self._continuing_miss(caller, params, continuing)
         rows.sort(key=lambda r: r["created_at"])  # created_at steps a microsecond per item
-        self._emit([Transition("added", r["id"], str(r["endpoint_id"]), r["queue"], r["state"]) for r in rows])
+        self._emit([Transition("added", r["id"], str(r["endpoint_id"]), r["queue"], r["state"], run_at=r["run_at"])
+                    for r in rows])
         keyed = {(r["queue"], r["key"]): r for r in rows if r["key"] is not None}
         unkeyed = iter(r for r in rows if r["key"] is None)
         by_item: dict[int, dict] = {}
@@ -201,7 +203,8 @@ class Adds(StoreBase):
                 return todo_out(live) | {"deduplicated": True}
             row = await self._fetch(query("todo_add"), params, op="add_todos", one=True)
             if row is not None:
-                self._emit([Transition("added", row["id"], str(row["endpoint_id"]), row["queue"], row["state"])])
+                self._emit([Transition("added", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
+                               run_at=row["run_at"])])
                 return todo_out(row) | {"deduplicated": False}
         raise Conflict("a key kept changing hands while this add ran; try again", argument="todos", op="add_todos")
 

@@ -172,7 +172,8 @@ class Closes(StoreBase):
         if usage:  # for the metrics' token and cost counters
             closed["usage"] = usage
         self._emit((Transition(CLOSED_BY[kind], row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
-                               dead_letter=row["dead_letter"], closed=closed, attempts_total=row["attempts_total"]),))
+                               dead_letter=row["dead_letter"], closed=closed, attempts_total=row["attempts_total"],
+                               run_at=row.get("run_at")),))
         out = todo_out(row)
         out["closed_attempt"] = {"seq": closed["seq"], "attempt": closed["attempt"], "outcome": outcome,
                                  "disposition": closed["disposition"], "died": closed["died"]}

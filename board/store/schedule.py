@@ -73,6 +73,10 @@ class Schedule(StoreBase):
                                 op="queue_limit", one=True)
         return row["max_held"]
 
+    async def queue_scheduled_counts(self) -> list[dict]:
+        """Aggregates only, for /metrics: how many todos of each queue wait for their run_at."""
+        return await self._fetch(query("todos_scheduled_by_queue"), {}, op="metrics")
+
     async def queue_limits_held(self) -> list[dict]:
         """Aggregates only, for /metrics: each limited queue's limit and what it holds now."""
         return await self._fetch(query("queue_limits_held"), {}, op="metrics")

@@ -8,6 +8,7 @@ label, the in-process hooks and the doorbell) are all past participles: what hap
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
@@ -219,6 +220,7 @@ class Transition:
     attempts_total: int = 0
     opened_seq: int | None = None
     waited_seconds: float | None = None  # answered: from the question to its first answer
+    run_at: datetime | None = None  # added or released: when it may first be claimed (the due timer's wake)
 
 
 Observer = Callable[[Transition], Any]

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from tests.conftest import LOAD_SLACK_SECONDS
 from tests.acceptance.mcp_helpers import CREDENTIALS, Inbox, call, connect, credential, doorbell, vend, wait_until
 
 TODOS = "switchboard://todos"
@@ -277,3 +278,49 @@ async def test_a_todo_added_through_another_process_rings_a_listener_here_and_no
             await there.store.todo_add(agent, queue="q", title="nobody listens")
             await listener.execute("SELECT 1")  # a round trip: a notification sent by then has arrived
             assert [n async for n in listener.notifies(timeout=0.5)] == []
+
+
+DUE_RING_BOUND = 1.0  # a listening agent hears a scheduled todo within a second of its run_at
+
+
+async def _rung_at(rings: list[str], todo_id: str, timeout: float) -> datetime:
+    await wait_until(lambda: uri(todo_id) in rings, timeout=timeout, interval=0.005)
+    return datetime.now(timezone.utc)
+
+
+@pytest.mark.parametrize("generation", ["legacy", "modern"])
+async def test_a_scheduled_todo_rings_a_listening_agent_within_a_second_of_falling_due(live_server, generation):
+    store = live_server.store
+    ep = await vend(store)
+    agent = await store.endpoint_authenticate(ep.token)
+    async with contextlib.AsyncExitStack() as stack:
+        if generation == "legacy":
+            _, inbox = await stack.enter_async_context(legacy_session(live_server, ep.token, ep.endpoint_id))
+            rings = inbox.uris
+        else:
+            _, rings, _ = await stack.enter_async_context(listening(live_server, ep.token))
+        await wait_until(lambda: doorbell(live_server).live_doorways(ep.endpoint_id) >= 1)
+        todo = await store.todo_add(agent, queue="q", title="at its time", delay_seconds=1.5)
+        rung = await _rung_at(rings, todo["id"], timeout=1.5 + DUE_RING_BOUND + LOAD_SLACK_SECONDS)
+        late = (rung - todo["run_at"]).total_seconds()
+        print(f"rung {late:.3f} s after its run_at ({generation})")
+        assert late >= 0, "a scheduled todo rang before its run_at"
+        assert late <= DUE_RING_BOUND + LOAD_SLACK_SECONDS
+        assert rings.count(uri(todo["id"])) == 1
+
+
+async def test_a_snoozed_todo_rings_again_when_it_falls_due_inside_the_gate(live_server):
+    store = live_server.store
+    ep = await vend(store)
+    async with listening(live_server, ep.token) as (client, rings, _):
+        todo = await call(client, "add_todo", {"queue": "q", "title": "not yet"})
+        await wait_until(lambda: uri(todo["id"]) in rings)
+        agent = await store.endpoint_authenticate(ep.token)
+        await store.todo_claim(agent, todo["id"])
+        snoozed = await store.todo_release(agent, todo["id"], delay_seconds=1)
+        await wait_until(lambda: rings.count(uri(todo["id"])) == 2,
+                         timeout=1 + DUE_RING_BOUND + LOAD_SLACK_SECONDS, interval=0.005)
+        late = (datetime.now(timezone.utc) - snoozed["run_at"]).total_seconds()
+        print(f"the snoozed todo rang again {late:.3f} s after its run_at, inside the gate's 30 s")
+        assert late >= 0, "the snooze itself rang"
+        assert late <= DUE_RING_BOUND + LOAD_SLACK_SECONDS

@@ -7,7 +7,7 @@ import asyncio
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import LOAD_SLACK_SECONDS, make_agent, run_server
+from tests.conftest import LOAD_SLACK_SECONDS, make_agent, make_user, run_server
 
 
 async def scrape(url: str, headers=None) -> dict[tuple, float]:
@@ -202,3 +202,26 @@ async def test_the_charts_fold_lag_is_infinite_before_the_first_fold_and_seconds
             pass
         lag = value(await scrape(server.url), "switchboard_chart_fold_lag_seconds")
         assert 10 <= lag < 60, lag
+
+
+async def test_scheduled_todos_and_each_limited_queues_limit_and_held_count_are_read_at_scrape(live_server):
+    store = live_server.store
+    ada = await make_user(store, "ada")
+    agent = await make_agent(store, user=ada, queues=("builds", "docs"))
+    for delay in (3600, 7200):
+        await store.todo_add(agent, queue="builds", title="later", delay_seconds=delay)
+    await store.todo_add(agent, queue="builds", title="now")
+    await store.todo_add(agent, queue="docs", title="now")
+    await store.queue_limit_set(ada.user_id, "builds", 2)
+    await store.todo_claim_next(agent, queue="builds")
+    samples = await scrape(live_server.url)
+    assert value(samples, "switchboard_todos_scheduled", queue="builds") == 2
+    assert ("switchboard_todos_scheduled", (("queue", "docs"),)) in samples  # every queue with todos, at 0
+    assert value(samples, "switchboard_todos_scheduled", queue="docs") == 0
+    assert value(samples, "switchboard_todos", queue="builds", state="pending") == 2  # scheduled are pending too
+    assert value(samples, "switchboard_queue_limit", queue="builds", user="ada") == 2
+    assert value(samples, "switchboard_queue_limit_held", queue="builds", user="ada") == 1
+    assert not [k for k in samples if k[0].startswith("switchboard_queue_limit") and dict(k[1])["queue"] == "docs"]
+    await store.queue_limit_set(ada.user_id, "builds", 0)  # removed: its series go
+    samples = await scrape(live_server.url)
+    assert not [k for k in samples if k[0].startswith("switchboard_queue_limit")]

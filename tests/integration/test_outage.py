@@ -224,3 +224,41 @@ async def test_a_resource_read_while_postgres_is_away_is_the_unavailable_error(p
                 await client.read_resource(uri)
             assert caught.value.error.code == UNAVAILABLE_ERROR, uri
             assert caught.value.error.data["code"] == "unavailable" and "retry" in caught.value.error.data["message"]
+
+
+async def test_the_due_timer_rides_out_postgres_stopped_quietly_and_sweeps_once_it_is_back(private_pg, outage_store,
+                                                                                          caplog):
+    """A todo falls due while Postgres is stopped: the due timer tries again every half second
+    with no error line or traceback, and makes it claimable once Postgres is back."""
+    import logging
+
+    from board.live.fanout import Fanout
+    from board.ops.schedule import DUE_RETRY_SECONDS, DueTimer
+    from tests.conftest import until
+
+    server, url = private_pg
+    agent = await make_agent(outage_store)
+    fanout = Fanout(url)
+    await fanout.start()
+    timer = DueTimer(outage_store, fanout, sleep_max=3600)
+    timer.start()
+    try:
+        todo = await outage_store.todo_add(agent, queue="q", title="due in the outage", delay_seconds=1)
+        await until(lambda: timer.next_at == todo["run_at"], "the timer sleeping until the run_at")
+        caplog.set_level(logging.WARNING)
+        server.stop()
+        tried = timer.rounds
+        await until(lambda: timer.rounds >= tried + 3, "the timer trying again while Postgres is away",
+                    timeout=1 + WAIT + 2 * (DUE_RETRY_SECONDS + 0.5) + LOAD_SLACK_SECONDS)
+        server.start()
+        back = time.monotonic()
+        await until(lambda: timer.next_at is None and timer.rounds > tried + 3, "the todo falling due after the outage",
+                    timeout=WAIT + FIRST_CALL_AFTER_BACK_SECONDS + LOAD_SLACK_SECONDS)
+        print(f"claimable {time.monotonic() - back:.3f} s after Postgres was back")
+        assert (await outage_store.todo_claim_next(agent))["todo"]["id"] == todo["id"]
+    finally:
+        await timer.stop()
+        await fanout.stop()
+    noisy = [r for r in caplog.records if r.name.startswith("switchboard.schedule") or r.levelno >= logging.ERROR
+             or r.exc_info]
+    assert noisy == [], [r.getMessage() for r in noisy]

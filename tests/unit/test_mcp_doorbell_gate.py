@@ -31,14 +31,27 @@ def bell(gate=60.0) -> Doorbell:
 def test_ready_kinds_ring_and_others_do_not():
     b = bell(gate=0)
     door = b.open(agent())
-    for kind in ("added", "released", "requeued", "retried"):
-        b.on_event(event(kind))
-    b.on_event(event("reaped", state="pending"))
+    for kind in ("added", "released", "requeued", "retried", "due"):
+        b.on_event(event(kind, todo=kind))
+    b.on_event(event("reaped", todo="reaped", state="pending"))
+    for kind in ("scheduled", "reprioritized"):  # pending, but waiting for its run_at / nothing new to claim
+        b.on_event(event(kind, todo=kind))
     for kind in ("claimed", "lease_extended", "completed", "failed", "canceled", "interrupted", "resumed", "revoked",
                  "deleted"):
-        b.on_event(event(kind, state="claimed"))
-    b.on_event(event("reaped", state="failed"))  # reaped to a dead letter is not ready
-    assert rings(door) == ["switchboard://todos/t1"] * 5
+        b.on_event(event(kind, todo=kind, state="claimed"))
+    b.on_event(event("reaped", todo="dead", state="failed"))  # reaped to a dead letter is not ready
+    assert rings(door) == [f"switchboard://todos/{kind}" for kind in
+                           ("added", "released", "requeued", "retried", "due", "reaped")]
+
+
+def test_a_todo_falling_due_rings_inside_the_gate_of_an_earlier_ring():
+    b = bell(gate=60)
+    door = b.open(agent())
+    b.on_event(event("added"))
+    b.on_event(event("scheduled"))  # claimed, then snoozed: silent
+    b.on_event(event("due"))  # its wait is over: clears the gate, rings
+    b.on_event(event("released"))  # gated again
+    assert rings(door) == ["switchboard://todos/t1"] * 2
 
 
 def test_the_gate_suppresses_a_second_ring_and_a_requeue_clears_it():

@@ -77,6 +77,12 @@ SELECT (SELECT max_held FROM set) AS max_held,
        pg_notify('switchboard_v1', json_build_object('kind', 'queue_limited', 'user', %(user_id)s::bigint,
                                                      'queue', %(queue)s::text)::text);
 
+-- name: todos_scheduled_by_queue
+-- description: Scheduled todos counted by queue, for /metrics
+SELECT t.queue, count(*) AS n FROM todos t
+ WHERE t.scheduled AND t.run_at > '-infinity'  -- (a bound on run_at: walked by todos_due_idx)
+ GROUP BY 1;
+
 -- name: queue_limits_held
 -- description: Each limited queue's limit and how many of its todos are held now, for /metrics
 SELECT l.queue, u.username, l.max_held,
