@@ -72,7 +72,9 @@ log = logging.getLogger("switchboard.mcp.doorbell")
 TODOS_URI = "switchboard://todos"
 TODO_URI_PREFIX = TODOS_URI + "/"
 A2UI_SUFFIX = "/a2ui"  # switchboard://todos/{id}/a2ui, the A2UI todo detail resource
-READY_KINDS = frozenset({"added", "released", "requeued", "retried"})
+# A todo scheduled on its add or snoozed by a release is notified "scheduled", which does not
+# ring; it rings when it falls due ("due").
+READY_KINDS = frozenset({"added", "released", "requeued", "retried", "due"})
 OUTBOX_SIZE = 256
 SWEEP_RETRY_SECONDS = 0.5
 SUBSCRIPTION_ID_META_KEY = "io.modelcontextprotocol/subscriptionId"
@@ -239,8 +241,8 @@ class Doorbell:
             return
         if self.settings.a2ui_enabled:
             self.ring_changed(todo_id, endpoint_id, queue)
-        if kind == "requeued":
-            self.gate.pop(todo_id, None)  # REQ-16: a retry-scheduler re-queue rings again
+        if kind in ("requeued", "due"):
+            self.gate.pop(todo_id, None)  # REQ-16: a retry-scheduler re-queue rings again, as a todo falling due
         if kind in READY_KINDS or (kind == "reaped" and event.get("state") == "pending"):
             self.ring(todo_id, endpoint_id, queue)
         elif kind == "answered":

@@ -329,8 +329,8 @@ CLAIM_OUT["properties"]["claims"] = {
     "items": _object(CLAIM_ITEM, ["todo", "attempt_seq", "attempts_total", "prior_attempts"],
                      "One claim: the todo, the attempt it opened (with its own lease_token when fenced) and what "
                      "earlier attempts did."),
-    "description": "Present only when claim_next was called with a limit above 1: every todo it claimed, oldest "
-                   "first (empty when there was nothing to claim); the other fields repeat the first of them. "
+    "description": "Present only when claim_next was called with a limit above 1: every todo it claimed, in "
+                   "claim order (empty when there was nothing to claim); the other fields repeat the first of them. "
                    "Each claim has its own attempt and, with require_fence, its own lease_token.",
 }
 GET_OUT = _object(

@@ -138,6 +138,37 @@ async def test_retry_rings_again(live_server, generation):
         await wait_until(lambda: rings.count(uri(todo["id"])) == 2)
 
 
+@pytest.mark.parametrize("generation", ["legacy", "modern"])
+async def test_a_scheduled_todo_rings_when_it_falls_due_not_on_its_add_and_again_after_a_snooze(live_server,
+                                                                                               generation):
+    """A todo added with delay_seconds rings when the due timer makes it claimable, not
+    before; snoozed by a release with delay_seconds (inside the gate), it rings again when it
+    falls due again."""
+    store = live_server.store
+    ep = await vend(store)
+    async with contextlib.AsyncExitStack() as stack:
+        if generation == "legacy":
+            client, inbox = await stack.enter_async_context(legacy_session(live_server, ep.token, ep.endpoint_id))
+            rings = inbox.uris
+        else:
+            client, rings, _ = await stack.enter_async_context(listening(live_server, ep.token))
+
+        async def quiet_until_marked(todo_id: str, rung: int) -> None:
+            marker = await call(client, "add_todo", {"queue": "q", "title": "marker"})
+            await wait_until(lambda: uri(marker["id"]) in rings)  # rings are in order
+            assert rings.count(uri(todo_id)) == rung
+
+        todo = await call(client, "add_todo", {"queue": "q", "title": "later", "delay_seconds": 3600})
+        await quiet_until_marked(todo["id"], 0)
+        await store.sweep_due(now=datetime.fromisoformat(todo["run_at"]) + timedelta(seconds=1))
+        await wait_until(lambda: uri(todo["id"]) in rings)
+        await call(client, "claim", {"id": todo["id"]})
+        snoozed = await call(client, "release", {"id": todo["id"], "delay_seconds": 3600})
+        await quiet_until_marked(todo["id"], 1)
+        await store.sweep_due(now=datetime.fromisoformat(snoozed["run_at"]) + timedelta(seconds=1))
+        await wait_until(lambda: rings.count(uri(todo["id"])) == 2)
+
+
 async def test_a_quick_failure_is_not_swallowed_by_the_gate(live_server):
     """REQ-16: GIVEN a todo rung at creation, claimed, and failed 5 seconds later, WHEN the
     retry scheduler re-queues it 30 seconds after that, inside the gate's window, THEN an
