@@ -55,6 +55,18 @@ async def listening(server, token, *, uris=(TODOS,)):
                     await task
 
 
+@contextlib.asynccontextmanager
+async def rung(server, ep, generation: str):
+    """A client of either generation that can be rung: a legacy session with its GET stream, or
+    a modern client listening on switchboard://todos; yields (client, the URIs rung so far)."""
+    if generation == "legacy":
+        async with legacy_session(server, ep.token, ep.endpoint_id) as (client, inbox):
+            yield client, inbox.uris
+    else:
+        async with listening(server, ep.token) as (client, rings, _):
+            yield client, rings
+
+
 @pytest.mark.parametrize("kind", CREDENTIALS)
 async def test_an_added_todo_rings_the_endpoints_legacy_session(live_server, kind):
     ep = await credential(live_server, kind)
@@ -122,12 +134,7 @@ async def test_retry_rings_again(live_server, generation):
     THEN an in-scope live session receives a doorbell for it."""
     store = live_server.store
     ep = await vend(store)
-    async with contextlib.AsyncExitStack() as stack:
-        if generation == "legacy":
-            client, inbox = await stack.enter_async_context(legacy_session(live_server, ep.token, ep.endpoint_id))
-            rings = inbox.uris
-        else:
-            client, rings, _ = await stack.enter_async_context(listening(live_server, ep.token))
+    async with rung(live_server, ep, generation) as (client, rings):
         todo = await call(client, "add_todo", {"queue": "q", "title": "flaky"})
         await wait_until(lambda: uri(todo["id"]) in rings)
         await call(client, "claim", {"id": todo["id"]})
@@ -146,13 +153,7 @@ async def test_a_scheduled_todo_rings_when_it_falls_due_not_on_its_add_and_again
     falls due again."""
     store = live_server.store
     ep = await vend(store)
-    async with contextlib.AsyncExitStack() as stack:
-        if generation == "legacy":
-            client, inbox = await stack.enter_async_context(legacy_session(live_server, ep.token, ep.endpoint_id))
-            rings = inbox.uris
-        else:
-            client, rings, _ = await stack.enter_async_context(listening(live_server, ep.token))
-
+    async with rung(live_server, ep, generation) as (client, rings):
         async def quiet_until_marked(todo_id: str, rung: int) -> None:
             marker = await call(client, "add_todo", {"queue": "q", "title": "marker"})
             await wait_until(lambda: uri(marker["id"]) in rings)  # rings are in order
