@@ -58,6 +58,7 @@ WORKER_COMMAND = "tests/acceptance/test_worker_command.py"
 BOUNDS = "tests/acceptance/test_argument_bounds.py"
 DUE_TIMER = "tests/integration/test_due_timer.py"
 DOORBELL = "tests/acceptance/test_mcp_doorbell.py"
+ORDER_MCP = "tests/acceptance/test_mcp_claim_order.py"
 REDIRECTS = (OAUTH + "::test_a_loopback_redirect_matches_whatever_its_port_and_nothing_else_does",
              OAUTH + "::test_a_redirect_a_browser_would_run_or_a_plain_http_host_is_refused_at_registration",
              OAUTH + "::test_a_private_use_redirect_registers_and_authorizes_to_the_consent_screen")
@@ -751,6 +752,33 @@ MUTANTS: tuple[Mutant, ...] = (
            "WHERE %(max_held)s::int = 0 AND", "WHERE false AND",
            ("tests/acceptance/test_queue_limit_cli.py::test_the_command_line_limits_a_users_queue_and_0_removes_the_limit",),
            "`switchboard queue limit ... 0` leaves the limit in force", "queue_limit_set"),
+    # -- order-mcp: the claim's order as agents meet it (board/mcp/tools.py, the add's result,
+    # -- the doorbell, switchboard work) ----------------------------------------------------------
+    Mutant("order-mcp-priority-published", "order-mcp", "board/mcp/tools.py",
+           'A_PRIORITY = {"type": "integer", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX}',
+           'A_PRIORITY = {"type": "integer", "minimum": PRIORITY_MIN, "maximum": 7}',
+           (BOUNDS + "::test_a_published_bound_is_the_one_the_tool_and_the_database_enforce",),
+           "add_todo and list_todos publish a priority of 7, which the check and the todos CHECK refuse"),
+    Mutant("order-mcp-deduplicated-false", "order-mcp", "board/store/adds.py",
+           'live = await self._fetch(query("todo_by_key"), params, op="add_todo", one=True)\n'
+           '            if live is not None:\n                return todo_out(live) | {"deduplicated": True}',
+           'live = await self._fetch(query("todo_by_key"), params, op="add_todo", one=True)\n'
+           '            if live is not None:\n                return todo_out(live) | {"deduplicated": False}',
+           (ORDER_MCP + "::test_a_second_add_with_a_live_key_returns_that_todo_deduplicated",),
+           "a second add with a live key says it added the todo it found"),
+    Mutant("order-mcp-release-delay-dropped", "order-mcp", "board/mcp/tools.py",
+           'delay_seconds=x.get("delay_seconds"))', "delay_seconds=None)",
+           (ORDER_MCP + "::test_a_release_with_delay_seconds_is_not_claimable_until_it_falls_due",),
+           "release's delay_seconds never reaches the store: the snoozed todo is claimable at once"),
+    Mutant("order-mcp-due-silent", "order-mcp", "board/mcp/doorbell.py",
+           '"retried", "due"})', '"retried"})',
+           ("tests/acceptance/test_mcp_doorbell.py::"
+            "test_a_scheduled_todo_rings_when_it_falls_due_not_on_its_add_and_again_after_a_snooze",),
+           "a todo falling due never rings, so a waiting worker sleeps until its safety poll"),
+    Mutant("order-mcp-worker-env-key", "order-mcp", "switchboard_worker/command.py",
+           'SWITCHBOARD_TODO_KEY=todo.key or ""', 'SWITCHBOARD_TODO_KEY=""',
+           (WORKER_COMMAND + "::test_the_command_reads_the_todo_s_priority_run_at_and_key_in_its_environment",),
+           "switchboard work hands the command an empty key"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the

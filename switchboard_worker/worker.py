@@ -54,6 +54,9 @@ class Todo:
         self.routing: Any = todo.get("routing")
         self.attempt: int = todo.get("attempt", 0)
         self.max_attempts: int = todo.get("max_attempts", 0)
+        self.priority: int = todo.get("priority", 2)  # 0, the most urgent, to 4
+        self.run_at: str | None = todo.get("run_at")  # when it could first be claimed (RFC 3339), or None
+        self.key: str | None = todo.get("key")
         self.attempt_seq: int = claim.get("attempt_seq", 0)
         self.attempts_total: int = claim.get("attempts_total", 0)
         self.prior_attempts: list[dict] = claim.get("prior_attempts") or []
@@ -140,10 +143,12 @@ class Todo:
         return await self._close("fail", "failed", result=result, summary=summary, artifact=artifact, usage=usage)
 
     async def release(self, *, summary: str | None = None, artifact: str | None = None,
-                      usage: dict | None = None) -> dict:
+                      usage: dict | None = None, delay_seconds: float | None = None) -> dict:
+        """Give the todo back; with delay_seconds, snoozed: nobody claims it until then."""
         if self.interrupted:  # a release needs the todo claimed again
             await self.resume()
-        return await self._close("release", "released", summary=summary, artifact=artifact, usage=usage)
+        return await self._close("release", "released", summary=summary, artifact=artifact, usage=usage,
+                                 delay_seconds=delay_seconds)
 
     async def interrupt(self, state: str = "input_required", **args: Any) -> dict:
         """Wait for input (or auth): the attempt stays open, heartbeats pause until resume().

@@ -25,11 +25,12 @@ from board.store.store import Agent, Store
 from board.store.liveness import LEVELS as LIVENESS_LEVELS
 from board.store.vocabulary import (ARTIFACT_MAX_BYTES, ATTEMPTS_LIMIT_DEFAULT, ATTEMPTS_LIMIT_MAX, CHAIN_MAX,
                                     CHOICE_MAX_BYTES, CLAIM_NEXT_LIMIT_MAX, CLAIMANT_MAX_BYTES, COMPLETE_TODOS_MAX,
-                                    LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX,
-                                    NOTE_MAX_BYTES, NOTES_LIMIT_DEFAULT, NOTES_LIMIT_MAX, PRIOR_ATTEMPTS, PRIOR_NOTES,
-                                    QUESTION_CHOICES_MAX, QUESTION_EXPIRES_MAX_SECONDS, RESULT_MAX_BYTES,
-                                    SUMMARY_MAX_BYTES, TITLE_MAX_CHARS, TODOS_ADD_MAX, USAGE_COST_MAX,
-                                    USAGE_MODEL_MAX_BYTES, USAGE_TOKENS_MAX)
+                                    DELAY_SECONDS_MAX, KEY_MAX_BYTES, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX,
+                                    MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, NOTE_MAX_BYTES, NOTES_LIMIT_DEFAULT,
+                                    NOTES_LIMIT_MAX, PRIOR_ATTEMPTS, PRIOR_NOTES, PRIORITY_DEFAULT, PRIORITY_MAX,
+                                    PRIORITY_MIN, QUESTION_CHOICES_MAX, QUESTION_EXPIRES_MAX_SECONDS,
+                                    RESULT_MAX_BYTES, SUMMARY_MAX_BYTES, TITLE_MAX_CHARS, TODOS_ADD_MAX,
+                                    USAGE_COST_MAX, USAGE_MODEL_MAX_BYTES, USAGE_TOKENS_MAX)
 
 STATES = list(vocabulary.STATES)
 OUTCOMES = list(vocabulary.OUTCOMES)
@@ -205,11 +206,13 @@ TODO_PROPERTIES = {
     "attempts_pruned": {"type": "integer", "description": "Oldest closed attempts deleted by the per-todo cap."},
     "created_at": {**_TIME, "description": "When the todo was added."},
     "updated_at": {**_TIME, "description": "When the todo last changed."},
-    "priority": {"type": "integer", "minimum": 0, "maximum": 4,
-                 "description": "0 (P0, the most urgent) to 4 (P4); claim_next takes the most urgent first."},
+    "priority": {"type": "integer", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX,
+                 "description": f"{PRIORITY_MIN} (P{PRIORITY_MIN}, the most urgent) to {PRIORITY_MAX} "
+                                f"(P{PRIORITY_MAX}); claim_next takes the most urgent first, the oldest within one."},
     "run_at": _or_null(_TIME, "When the todo may first be claimed (added with run_at or delay_seconds, or "
                               "snoozed by a release's delay_seconds); null when it could be claimed at once."),
-    "key": _or_null(_STRING, "The key that keeps one live todo per queue; null when it has none."),
+    "key": _or_null(_STRING, "The key that keeps one live todo per queue (data, as its creator wrote it); null "
+                             "when it has none."),
 }
 _TODO_REQUIRED = ["id", "queue", "title", "state", "owner", "attempt", "max_attempts", "lease_expires_at",
                   "next_retry_at", "dead_letter", "payload", "routing", "result", "attempts_total",
@@ -236,9 +239,15 @@ def _object(properties: dict, required: list[str], description: str) -> dict:
 
 
 TODO_OUT = _object(TODO_PROPERTIES, _TODO_REQUIRED, "The todo after the call.")
-ADD_OUT = _object(TODO_PROPERTIES | {"continues_id": {"type": "string", "description":
-                                                      "Present when the todo was added with continues: that todo."}},
-                  _TODO_REQUIRED, "The todo added.")
+ADD_OUT = _object(
+    TODO_PROPERTIES | {
+        "continues_id": {"type": "string", "description": "Present when the todo was added with continues: that todo."},
+        "deduplicated": {"type": "boolean",
+                         "description": "True when nothing was added: its key was taken by a live todo of the queue "
+                                        "(or by an earlier item of the same add_todos call), and this is that todo, "
+                                        "unchanged. False when the todo was added."},
+    },
+    _TODO_REQUIRED + ["deduplicated"], "The todo added, or the live todo that holds its key.")
 CLOSED_OUT = _object(
     TODO_PROPERTIES | {"closed_attempt": CLOSED_ATTEMPT_SCHEMA,
                        "replayed": {"type": "boolean", "description":
@@ -320,8 +329,8 @@ CLAIM_OUT["properties"]["claims"] = {
     "items": _object(CLAIM_ITEM, ["todo", "attempt_seq", "attempts_total", "prior_attempts"],
                      "One claim: the todo, the attempt it opened (with its own lease_token when fenced) and what "
                      "earlier attempts did."),
-    "description": "Present only when claim_next was called with a limit above 1: every todo it claimed, oldest "
-                   "first (empty when there was nothing to claim); the other fields repeat the first of them. "
+    "description": "Present only when claim_next was called with a limit above 1: every todo it claimed, in "
+                   "claim order (empty when there was nothing to claim); the other fields repeat the first of them. "
                    "Each claim has its own attempt and, with require_fence, its own lease_token.",
 }
 GET_OUT = _object(
@@ -429,6 +438,8 @@ A_USAGE = {
         "model": {"type": "string", "description": f"The model label; cut to {USAGE_MODEL_MAX_BYTES} bytes."},
     },
 }
+A_PRIORITY = {"type": "integer", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX}
+A_DELAY = {"type": "number", "minimum": 0, "maximum": DELAY_SECONDS_MAX}
 A_CLOSE = {"id": A_ID, "result": A_RESULT, "summary": A_SUMMARY, "artifact": A_ARTIFACT, "lease_token": A_LEASE_TOKEN,
            "usage": A_USAGE}
 ADD_TODO_ARGUMENTS = {
@@ -446,7 +457,26 @@ ADD_TODO_ARGUMENTS = {
                                  "dead-lettered) and that nothing continues yet. The new todo continues it: "
                                  "its claim returns that todo's result and last attempt as `continues`, and "
                                  "get_todo shows the chain. A live todo, or one continued already, is a "
-                                 "conflict (naming the successor)."},
+                                 "conflict (naming the successor). Not with key."},
+    "priority": A_PRIORITY | {"default": PRIORITY_DEFAULT,
+                              "description": f"Optional: {PRIORITY_MIN} (P{PRIORITY_MIN}, the most urgent) to "
+                                             f"{PRIORITY_MAX} (P{PRIORITY_MAX}), default {PRIORITY_DEFAULT}. "
+                                             "claim_next takes the most urgent claimable todo first, the oldest "
+                                             "within a priority."},
+    "run_at": {"type": "string", "format": "date-time",
+               "description": "Optional: when the todo may first be claimed, an RFC 3339 time with an offset "
+                              "(2026-12-05T09:00:00Z, 2026-12-05T10:00:00+01:00; one without an offset fails with "
+                              "invalid). Until then it is pending but scheduled: claim_next passes it over and "
+                              "claim is a conflict; it rings the doorbell when it falls due. A time past is at "
+                              "once. Not with delay_seconds."},
+    "delay_seconds": A_DELAY | {"description": f"Optional: seconds from now until the todo may first be claimed, 0 "
+                                               f"to {DELAY_SECONDS_MAX} (31 days); 0 is at once. Scheduled as "
+                                               "with run_at. Not with run_at."},
+    "key": {"type": "string", "minLength": 1, "maxLength": KEY_MAX_BYTES,
+            "description": f"Optional: 1 to {KEY_MAX_BYTES} bytes (UTF-8, once trimmed; control characters and "
+                           "secrets refused as in a title). While a todo of this queue with the same key is live "
+                           "(pending, scheduled, held, or failed waiting for its retry), adding another returns "
+                           "that todo unchanged, with deduplicated true, and adds nothing. Not with continues."},
 }
 
 
@@ -521,25 +551,30 @@ def _bool_arg(args: dict, name: str) -> bool:
 
 
 @tool("add_todo", "Add a todo",
-      "Add a pending todo to one of this endpoint's queues (no attempt yet; rings the doorbell). Returns the new "
-      "todo.",
+      "Add a pending todo to one of this endpoint's queues (no attempt yet; rings the doorbell, or when it falls "
+      "due if scheduled with run_at or delay_seconds). Returns the new todo with deduplicated false; with a key "
+      "that a live todo of the queue holds, returns that todo unchanged with deduplicated true.",
       ADD_TODO_ARGUMENTS, ("queue", "title"), ADD_OUT)
 async def add_todo(store: Store, agent: Agent, x: dict) -> dict:
     return await store.todo_add(agent, queue=x.get("queue"), title=x.get("title"), payload=x.get("payload"),
                                 routing=x.get("routing"), max_attempts=x.get("max_attempts"),
-                                continues=x.get("continues"))
+                                continues=x.get("continues"), priority=x.get("priority"), run_at=x.get("run_at"),
+                                delay_seconds=x.get("delay_seconds"), key=x.get("key"))
 
 
 # add_todos takes add_todo's arguments once per item (granted with add_todo, vocabulary.IMPLIED_BY).
 @tool("add_todos", "Add several todos",
       f"Add 1 to {TODOS_ADD_MAX} pending todos in one call, all or nothing: every item is checked before any is "
       "added, and a bad one fails the call naming it (todos[17].queue ...) with nothing added. Each item takes "
-      "add_todo's arguments. They are added in the order given (claim_next takes them in that order), and each "
-      "rings the doorbell once. Granted with add_todo. Returns the todos added, in the order given.",
+      "add_todo's arguments. They are added in the order given (claim_next takes them in that order within a "
+      "priority), and each rings the doorbell once. Granted with add_todo. Returns the todos, in the order given, "
+      "each with deduplicated: an item whose key a live todo of its queue holds, or an earlier item of the call, "
+      "is that todo (deduplicated true) and adds nothing.",
       _batch_arguments(ADD_TODO_ARGUMENTS, ["queue", "title"], TODOS_ADD_MAX, "One todo, as add_todo takes it.",
                        f"The todos to add (1 to {TODOS_ADD_MAX}), each as add_todo's arguments."),
       ("todos",),
-      _batch_out(ADD_OUT, TODOS_ADD_MAX, "A todo added.", "The todos added, in the order given.", "The todos added."))
+      _batch_out(ADD_OUT, TODOS_ADD_MAX, "A todo added.", "The todos added (or deduplicated), in the order given.",
+                 "The todos added."))
 async def add_todos(store: Store, agent: Agent, x: dict) -> dict:
     return await store.todos_add(agent, x.get("todos"))
 
@@ -549,6 +584,10 @@ async def add_todos(store: Store, agent: Agent, x: dict) -> dict:
       {
           "state": {"type": "string", "enum": STATES, "description": "Optional: only todos in this state."},
           "queue": {"type": "string", "description": "Optional: only todos in this queue."},
+          "priority": A_PRIORITY | {"description": f"Optional: only todos of this priority, {PRIORITY_MIN} to "
+                                                   f"{PRIORITY_MAX}."},
+          "key": {"type": "string", "minLength": 1, "maxLength": KEY_MAX_BYTES,
+                  "description": f"Optional: only todos with exactly this key (1 to {KEY_MAX_BYTES} bytes, trimmed)."},
           "dead_letter": {"type": "boolean", "default": False, "description": "Optional: only dead letters."},
           "limit": {"type": "integer", "minimum": 1, "maximum": LIST_LIMIT_MAX, "default": LIST_LIMIT_DEFAULT,
                     "description": f"Optional page size, 1 to {LIST_LIMIT_MAX} (default {LIST_LIMIT_DEFAULT})."},
@@ -557,8 +596,8 @@ async def add_todos(store: Store, agent: Agent, x: dict) -> dict:
       (), LIST_OUT, read_only=True, idempotent=True)
 async def list_todos(store: Store, agent: Agent, x: dict) -> dict:
     return await store.todo_list(agent, state=x.get("state"), queue=x.get("queue"),
-                                 dead_letter=_bool_arg(x, "dead_letter"), limit=x.get("limit"),
-                                 cursor=x.get("cursor"))
+                                 dead_letter=_bool_arg(x, "dead_letter"), priority=x.get("priority"),
+                                 key=x.get("key"), limit=x.get("limit"), cursor=x.get("cursor"))
 
 
 @tool("get_todo", "Get a todo",
@@ -597,15 +636,16 @@ async def claim(store: Store, agent: Agent, x: dict) -> dict:
 
 
 @tool("claim_next", "Claim the next todo",
-      "Claim the oldest claimable todo in this endpoint's queues (or in one of them): it becomes claimed by this "
-      "agent and a new attempt opens. Returns the todo with its prior attempts, or {\"todo\": null} when there "
-      "is nothing to claim.",
+      "Claim the next claimable todo in this endpoint's queues (or in one of them): the most urgent priority "
+      "first (P0 before P2), the oldest within a priority; todos scheduled for later and queues at their limit "
+      "are passed over. It becomes claimed by this agent and a new attempt opens. Returns the todo with its prior "
+      "attempts, or {\"todo\": null} when there is nothing to claim.",
       {"queue": {"type": "string", "description": "Optional: claim only from this granted queue."},
        "claimant": A_CLAIMANT, "require_fence": A_FENCE, "lease_seconds": A_LEASE,
        "limit": {"type": "integer", "minimum": 1, "maximum": CLAIM_NEXT_LIMIT_MAX, "default": 1,
                  "description": f"Optional: claim up to this many todos at once, 1 to {CLAIM_NEXT_LIMIT_MAX} "
                                 "(default 1, the single claim). Above 1 the result adds claims, every todo claimed "
-                                "oldest first, each with its own attempt (and lease_token when fenced): work "
+                                "in claim order, each with its own attempt (and lease_token when fenced): work "
                                 "them all, or release the ones you will not."}},
       (), CLAIM_OUT)
 async def claim_next(store: Store, agent: Agent, x: dict) -> dict:
@@ -677,12 +717,18 @@ async def fail(store: Store, agent: Agent, x: dict) -> dict:
 
 @tool("release", "Release a todo",
       "Give a held todo back: it returns to pending with its attempt counter unchanged, and the attempt closes "
-      "released (for example on shutdown).",
-      {"id": A_ID, "summary": A_SUMMARY, "artifact": A_ARTIFACT, "lease_token": A_LEASE_TOKEN, "usage": A_USAGE},
+      "released (for example on shutdown). With delay_seconds it is snoozed: nobody can claim it until then.",
+      {"id": A_ID, "summary": A_SUMMARY, "artifact": A_ARTIFACT, "lease_token": A_LEASE_TOKEN, "usage": A_USAGE,
+       "delay_seconds": A_DELAY | {"description": f"Optional: snooze, 0 to {DELAY_SECONDS_MAX} seconds (31 days). "
+                                                  "Above 0 the todo waits scheduled (run_at set) until then: "
+                                                  "claim_next passes it over and claim is a conflict; it rings "
+                                                  "the doorbell when it falls due. 0 (the default) releases it "
+                                                  "for claiming at once."}},
       ("id",), CLOSED_OUT)
 async def release(store: Store, agent: Agent, x: dict) -> dict:
     return await store.todo_release(agent, x.get("id"), summary=x.get("summary"), artifact=x.get("artifact"),
-                                    lease_token=x.get("lease_token"), usage=x.get("usage"))
+                                    lease_token=x.get("lease_token"), usage=x.get("usage"),
+                                    delay_seconds=x.get("delay_seconds"))
 
 
 @tool("cancel", "Cancel a todo",

@@ -102,6 +102,18 @@ def _max_attempts(n, todo):
     return {"queue": "q", "title": "t", "max_attempts": n}
 
 
+def _order(name, value=lambda n: n):
+    return lambda n, todo: {"queue": "q", "title": "t", name: value(n)}
+
+
+def _item(name, value=lambda n: n):
+    return lambda n, todo: {"todos": [{"queue": "q", "title": "t", name: value(n)}]}
+
+
+def _key(n):  # not the database probe's letter: the tool's todo holds its key while the probe runs
+    return "k" * n
+
+
 def _adds(n, todo):
     return {"todos": [{"queue": "q", "title": f"t{i}"} for i in range(n)]}
 
@@ -135,6 +147,7 @@ def _limit(name, **more):
 
 
 TITLE, MAX_ATTEMPTS = TodoColumn("title", text=True), TodoColumn("max_attempts")
+PRIORITY, KEY = TodoColumn("priority"), TodoColumn("key", text=True)
 TOKENS, COST = Domain("attempt_tokens"), Domain("attempt_cost_usd")
 CHOICE = Domain("attempt_choice", text=True)
 CHOICES = ArrayLengthCheck("attempt_notes_choices_check")
@@ -144,10 +157,24 @@ BOUNDS = [
     Bound("add_todo", ("title",), "minLength", _title, "title", TITLE),
     Bound("add_todo", ("max_attempts",), "maximum", _max_attempts, "max_attempts", MAX_ATTEMPTS),
     Bound("add_todo", ("max_attempts",), "minimum", _max_attempts, "max_attempts", MAX_ATTEMPTS),
+    Bound("add_todo", ("priority",), "maximum", _order("priority"), "priority", PRIORITY),
+    Bound("add_todo", ("priority",), "minimum", _order("priority"), "priority", PRIORITY),
+    Bound("add_todo", ("delay_seconds",), "maximum", _order("delay_seconds"), "delay_seconds"),
+    Bound("add_todo", ("delay_seconds",), "minimum", _order("delay_seconds"), "delay_seconds"),
+    Bound("add_todo", ("key",), "maxLength", _order("key", _key), "key", KEY),
+    Bound("add_todo", ("key",), "minLength", _order("key", _key), "key", KEY),
+    Bound("add_todos", ("todos", "items", "priority"), "maximum", _item("priority"), "todos[0].priority"),
+    Bound("add_todos", ("todos", "items", "delay_seconds"), "minimum", _item("delay_seconds"),
+          "todos[0].delay_seconds"),
+    Bound("add_todos", ("todos", "items", "key"), "maxLength", _item("key", _key), "todos[0].key"),
     Bound("add_todos", ("todos",), "maxItems", _adds, "todos"),
     Bound("add_todos", ("todos",), "minItems", _adds, "todos"),
     Bound("list_todos", ("limit",), "maximum", _limit("limit"), "limit"),
     Bound("list_todos", ("limit",), "minimum", _limit("limit"), "limit"),
+    Bound("list_todos", ("priority",), "maximum", _limit("priority"), "priority"),
+    Bound("list_todos", ("priority",), "minimum", _limit("priority"), "priority"),
+    Bound("list_todos", ("key",), "maxLength", lambda n, todo: {"key": _key(n)}, "key"),
+    Bound("list_todos", ("key",), "minLength", lambda n, todo: {"key": _key(n)}, "key"),
     Bound("get_todo", ("attempts_limit",), "maximum", _limit("attempts_limit", with_id=True), "attempts_limit"),
     Bound("get_todo", ("attempts_limit",), "minimum", _limit("attempts_limit", with_id=True), "attempts_limit"),
     Bound("get_todo", ("notes_limit",), "maximum", _limit("notes_limit", with_id=True), "notes_limit"),
@@ -157,6 +184,8 @@ BOUNDS = [
     Bound("claim_next", ("lease_seconds",), "minimum", _limit("lease_seconds"), "lease_seconds"),
     Bound("complete", ("artifact",), "maxLength", _artifact, "artifact", Domain("attempt_artifact", text=True)),
     Bound("release", ("artifact",), "maxLength", _artifact, "artifact", Domain("attempt_artifact", text=True)),
+    Bound("release", ("delay_seconds",), "maximum", _limit("delay_seconds", with_id=True), "delay_seconds"),
+    Bound("release", ("delay_seconds",), "minimum", _limit("delay_seconds", with_id=True), "delay_seconds"),
     Bound("complete", ("usage", "input_tokens"), "maximum", _usage("input_tokens"), "usage", TOKENS),
     Bound("complete", ("usage", "input_tokens"), "minimum", _usage("input_tokens"), "usage", TOKENS),
     Bound("fail", ("usage", "output_tokens"), "maximum", _usage("output_tokens"), "usage", TOKENS),

@@ -56,6 +56,18 @@ async def listening(server, token, *, uris=(TODOS,)):
                     await task
 
 
+@contextlib.asynccontextmanager
+async def rung(server, ep, generation: str):
+    """A client of either generation that can be rung: a legacy session with its GET stream, or
+    a modern client listening on switchboard://todos; yields (client, the URIs rung so far)."""
+    if generation == "legacy":
+        async with legacy_session(server, ep.token, ep.endpoint_id) as (client, inbox):
+            yield client, inbox.uris
+    else:
+        async with listening(server, ep.token) as (client, rings, _):
+            yield client, rings
+
+
 @pytest.mark.parametrize("kind", CREDENTIALS)
 async def test_an_added_todo_rings_the_endpoints_legacy_session(live_server, kind):
     ep = await credential(live_server, kind)
@@ -123,12 +135,7 @@ async def test_retry_rings_again(live_server, generation):
     THEN an in-scope live session receives a doorbell for it."""
     store = live_server.store
     ep = await vend(store)
-    async with contextlib.AsyncExitStack() as stack:
-        if generation == "legacy":
-            client, inbox = await stack.enter_async_context(legacy_session(live_server, ep.token, ep.endpoint_id))
-            rings = inbox.uris
-        else:
-            client, rings, _ = await stack.enter_async_context(listening(live_server, ep.token))
+    async with rung(live_server, ep, generation) as (client, rings):
         todo = await call(client, "add_todo", {"queue": "q", "title": "flaky"})
         await wait_until(lambda: uri(todo["id"]) in rings)
         await call(client, "claim", {"id": todo["id"]})
@@ -136,6 +143,31 @@ async def test_retry_rings_again(live_server, generation):
         assert failed["next_retry_at"] is not None and failed["dead_letter"] is False
         due = datetime.fromisoformat(failed["next_retry_at"]) + timedelta(seconds=1)
         assert await store.sweep_retry(now=due) == 1
+        await wait_until(lambda: rings.count(uri(todo["id"])) == 2)
+
+
+@pytest.mark.parametrize("generation", ["legacy", "modern"])
+async def test_a_scheduled_todo_rings_when_it_falls_due_not_on_its_add_and_again_after_a_snooze(live_server,
+                                                                                               generation):
+    """A todo added with delay_seconds rings when the due timer makes it claimable, not
+    before; snoozed by a release with delay_seconds (inside the gate), it rings again when it
+    falls due again."""
+    store = live_server.store
+    ep = await vend(store)
+    async with rung(live_server, ep, generation) as (client, rings):
+        async def quiet_until_marked(todo_id: str, rung: int) -> None:
+            marker = await call(client, "add_todo", {"queue": "q", "title": "marker"})
+            await wait_until(lambda: uri(marker["id"]) in rings)  # rings are in order
+            assert rings.count(uri(todo_id)) == rung
+
+        todo = await call(client, "add_todo", {"queue": "q", "title": "later", "delay_seconds": 3600})
+        await quiet_until_marked(todo["id"], 0)
+        await store.sweep_due(now=datetime.fromisoformat(todo["run_at"]) + timedelta(seconds=1))
+        await wait_until(lambda: uri(todo["id"]) in rings)
+        await call(client, "claim", {"id": todo["id"]})
+        snoozed = await call(client, "release", {"id": todo["id"], "delay_seconds": 3600})
+        await quiet_until_marked(todo["id"], 1)
+        await store.sweep_due(now=datetime.fromisoformat(snoozed["run_at"]) + timedelta(seconds=1))
         await wait_until(lambda: rings.count(uri(todo["id"])) == 2)
 
 

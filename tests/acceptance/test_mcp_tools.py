@@ -53,7 +53,8 @@ async def test_every_argument_is_described_and_every_tool_has_an_output_schema(m
     assert set(by_name["claim"].input_schema["properties"]) == {"id", "claimant", "require_fence", "lease_seconds"}
     assert set(by_name["claim_next"].input_schema["properties"]) == {"queue", "claimant", "require_fence",
                                                                     "lease_seconds", "limit"}
-    assert set(by_name["release"].input_schema["properties"]) == {"id", "summary", "artifact", "lease_token", "usage"}
+    assert set(by_name["release"].input_schema["properties"]) == {"id", "summary", "artifact", "lease_token", "usage",
+                                                                  "delay_seconds"}
     for verb in ("complete", "fail"):
         assert set(by_name[verb].input_schema["properties"]) == {"id", "result", "summary", "artifact",
                                                                 "lease_token", "usage"}
@@ -61,7 +62,9 @@ async def test_every_argument_is_described_and_every_tool_has_an_output_schema(m
         usage = by_name[verb].input_schema["properties"]["usage"]
         assert usage["additionalProperties"] is False, verb
         assert set(usage["properties"]) == {"input_tokens", "output_tokens", "cost_usd", "model"}, verb
-    assert "continues" in by_name["add_todo"].input_schema["properties"]
+    assert {"continues", "priority", "run_at", "delay_seconds", "key"} <= set(
+        by_name["add_todo"].input_schema["properties"])
+    assert {"priority", "key"} <= set(by_name["list_todos"].input_schema["properties"])
     assert set(by_name["heartbeat"].input_schema["properties"]) == {"id", "lease_token", "lease_seconds"}
     assert by_name["get_todo"].annotations.read_only_hint is True
 

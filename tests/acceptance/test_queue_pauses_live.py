@@ -6,7 +6,6 @@ pauses and resumes."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import pytest
 
 from board.store.store import Human
 from tests.acceptance.mcp_helpers import call, call_error, connect, doorbell, vend, wait_until
-from tests.acceptance.test_mcp_doorbell import legacy_session, listening, uri
+from tests.acceptance.test_mcp_doorbell import listening, rung, uri
 from tests.acceptance.test_metrics import scrape, value
 from tests.conftest import ROOT, make_agent, make_user
 
@@ -62,12 +61,7 @@ async def test_resuming_a_paused_queue_rings_its_ready_todos(live_server, genera
     store = live_server.store
     ep = await vend(store, queues=("q", "other"))
     owner = await owner_of(store, ep)
-    async with contextlib.AsyncExitStack() as stack:
-        if generation == "legacy":
-            client, inbox = await stack.enter_async_context(legacy_session(live_server, ep.token, ep.endpoint_id))
-            rings = inbox.uris
-        else:
-            client, rings, _ = await stack.enter_async_context(listening(live_server, ep.token))
+    async with rung(live_server, ep, generation) as (client, rings):
         await recorded(live_server, owner)
         await store.queue_pause(owner, "q")
         waiting = await call(client, "add_todo", {"queue": "q", "title": "added while paused"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -44,6 +45,25 @@ async def test_async_for_yields_fenced_todos_that_note_and_complete(live_server)
     [attempt] = got["attempts"]
     assert attempt["claimant"] == "api-test/slot-0" and attempt["summary"] == "all green"
     assert [n["text"] for n in attempt["notes"]] == ["halfway"] and got["result"] == {"ok": True}
+
+
+async def test_a_todo_carries_its_priority_run_at_and_key_and_a_release_with_a_delay_snoozes_it(live_server):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        plain = await add(client, "plain")
+        row = await add(client, "keyed", priority=1, key="sync-users", run_at="2026-01-01T00:00:00+02:00")
+        async with Worker(live_server.url, ep.token, queue="q") as worker:
+            todo = await worker.claim(wait=False)
+            assert (todo.id, todo.priority, todo.run_at, todo.key) == (row["id"], 1, row["run_at"], "sync-users")
+            released = await todo.release(summary="after the freeze", delay_seconds=3600)
+            assert released["state"] == "pending"
+            assert datetime.fromisoformat(released["run_at"]) > datetime.now(timezone.utc) + timedelta(minutes=59)
+            other = await worker.claim(wait=False)
+            assert (other.id, other.priority, other.run_at, other.key) == (plain["id"], 2, None, None)
+            await other.complete()
+            assert await worker.claim(wait=False) is None  # the snoozed todo waits
+        got = await history(client, row["id"])
+    assert (got["state"], got["attempts"][0]["outcome"]) == ("pending", "released")
 
 
 async def test_heartbeats_run_in_the_background_while_a_todo_is_held_and_stop_when_it_closes(live_server):

@@ -58,6 +58,23 @@ async def test_a_command_that_succeeds_completes_with_its_output_its_notes_and_i
     assert "stopped: 1 claimed, 1 completed, 0 failed, 0 released, 0 lost" in worker.output
 
 
+async def test_the_command_reads_the_todo_s_priority_run_at_and_key_in_its_environment(live_server, tmp_path):
+    """SWITCHBOARD_TODO_PRIORITY, SWITCHBOARD_TODO_RUN_AT and SWITCHBOARD_TODO_KEY, empty for a
+    todo without a run_at or a key; the P0 is claimed first although it was added last."""
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        plain = await add(client, "plain", {})
+        keyed = await add(client, "keyed", {}, priority=0, key="nightly/2026-12-05", run_at="2026-01-01T09:00:00Z")
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--max-todos", "2") as worker:
+            assert await worker.wait(60) == 0, worker.output
+        got_keyed = (await settled(client, keyed["id"], "done"))["result"]
+        got_plain = (await settled(client, plain["id"], "done"))["result"]
+    assert got_keyed["order"] == ["0", keyed["run_at"], "nightly/2026-12-05"]
+    assert got_keyed["stdin_order"] == [0, keyed["run_at"], "nightly/2026-12-05"]
+    assert got_plain["order"] == ["2", "", ""] and got_plain["stdin_order"] == [2, None, None]
+    assert worker.output.index(f"claimed {keyed['id']}") < worker.output.index(f"claimed {plain['id']}")
+
+
 async def test_a_failing_command_fails_with_its_stderr_tail_and_the_retry_reads_that_summary(live_server, tmp_path):
     ep = await vend(live_server.store)
     async with connect(live_server, ep.token) as client:

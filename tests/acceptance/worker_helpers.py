@@ -46,6 +46,9 @@ secret = os.environ.get("CHECK_TOKEN_SHA")
 print(json.dumps({
     "id": os.environ["SWITCHBOARD_TODO_ID"], "queue": os.environ["SWITCHBOARD_QUEUE"],
     "title": os.environ["SWITCHBOARD_TODO_TITLE"], "stdin_title": todo["title"],
+    "order": [os.environ["SWITCHBOARD_TODO_PRIORITY"], os.environ["SWITCHBOARD_TODO_RUN_AT"],
+              os.environ["SWITCHBOARD_TODO_KEY"]],
+    "stdin_order": [todo["priority"], todo["run_at"], todo["key"]],
     "attempt": int(os.environ["SWITCHBOARD_ATTEMPT"]), "seq": int(os.environ["SWITCHBOARD_ATTEMPT_SEQ"]),
     "prior": json.loads(os.environ["SWITCHBOARD_PRIOR_ATTEMPTS"]),
     "token_in_env": any(hashlib.sha256(v.encode()).hexdigest() == secret for v in os.environ.values()),
