@@ -8,10 +8,8 @@ schedule, a process holds one sleep.
 
 A scheduled add or a snooze may come due before that sleep ends: its "scheduled"
 notification, heard on the process's LISTEN fan-out, wakes the timer, which sweeps and asks
-again. A transition notifies only while someone watches its human (board/live/presence.py),
-so the timer also hears this process's own adds and releases from the store's observers:
-one that falls due before the sleep ends wakes it, watched or not (an add nobody watches in
-another process is found when the sleep ends, at most DUE_SLEEP_MAX_SECONDS late). A resync (the LISTEN connection came back, or the timer fell behind its events) wakes
+again (a scheduled add or snooze notifies whether or not anyone watches its human; the
+timer also hears this process's own adds and releases from the store's observers). A resync (the LISTEN connection came back, or the timer fell behind its events) wakes
 it too, since a notification may have been missed. The sweep's statement takes due todos
 with SKIP LOCKED, so every server process runs the timer against one database at once; each
 todo falls due once. While the database is away the timer tries again every

@@ -9,6 +9,8 @@ import asyncio
 import time
 from datetime import datetime, timedelta, timezone
 
+import psycopg
+
 from board.live.fanout import Fanout
 from board.store.db import open_pool
 from board.store.store import Store
@@ -106,13 +108,16 @@ async def test_an_earlier_scheduled_add_or_snooze_here_wakes_the_timer_with_nobo
 
 
 async def test_a_resync_makes_the_timer_sweep_what_it_was_not_told_of(store, db_url):
-    agent = await make_agent(store)  # nobody watches the human: the add below notifies nothing
+    agent = await make_agent(store)
     fanout, timer = await _running_timer(store, db_url)
     try:
         await until(lambda: timer.rounds >= 1, "the timer's first sweep")
-        past = datetime.now(timezone.utc) - timedelta(minutes=5)
-        missed = await store.todo_add(agent, queue="q", title="missed", delay_seconds=60, now=past)
-        assert missed["run_at"] < datetime.now(timezone.utc)
+        # a scheduled todo whose notification was lost (written here without one)
+        async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
+            cur = await conn.execute(
+                "INSERT INTO todos (endpoint_id, queue, title, run_at, scheduled)"
+                " VALUES (%s, 'q', 'missed', now() - interval '4 minutes', true) RETURNING id", (agent.endpoint_id,))
+            missed = {"id": (await cur.fetchone())[0]}
         assert (await store.todo_claim_next(agent))["todo"] is None  # scheduled, its time passed unseen
         fanout.resync()  # as after a LISTEN reconnect
         await _claimable_at(db_url, missed["id"], timeout=DUE_BOUND + LOAD_SLACK_SECONDS)

@@ -136,7 +136,8 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.run_at, upd.key,
        c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
        c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
-       CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
+       CASE WHEN upd.scheduled  -- every process's due timer hears a scheduled todo, watched or not
+              OR EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
        THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state,
                         CASE WHEN upd.scheduled THEN 'scheduled' ELSE c.outcome END) END
   FROM upd JOIN closed c ON true;
