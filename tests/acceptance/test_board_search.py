@@ -165,7 +165,8 @@ async def test_the_list_says_why_with_the_newest_attempt_the_claimant_and_relati
         assert all(t[0].endswith("Z") and t[1].endswith("UTC") for t in times)
 
         dead_view = (await c.get("/?dead_letter=1")).text
-        assert header_cells(dead_view) == ["Title", "Queue", "State", "Attempt", "Last attempt", "Created", "Updated"]
+        assert header_cells(dead_view) == ["Title", "Queue", "State", "Priority", "Attempt", "Last attempt", "Created",
+                                           "Updated"]
         assert data_cells(rows_of(dead_view)["Deploy to production"]) == 7  # and the title's th
         updated = (await c.get("/?sort=updated")).text
         assert re.search(r'<th scope="col" aria-sort="descending"><a class="sort-link" href="/\?sort=updated_asc" '
