@@ -35,6 +35,7 @@ async def test_the_overview_counts_scheduled_apart_from_ready_and_says_a_limit_a
     await store.todo_add(agent, queue="builds", title="later", delay_seconds=3600)
     for todo in ready[:2]:
         await store.todo_claim(agent, todo["id"])
+    await store.todo_interrupt(agent, ready[1]["id"])  # waiting for a person: still held
     async with client_for(live_server) as c:
         token = await sign_in(c, "ada")
         overview = overview_of((await c.get("/")).text)
