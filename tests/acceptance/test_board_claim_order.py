@@ -97,10 +97,10 @@ async def test_the_list_filters_scheduled_and_ready_says_when_one_starts_and_fin
         assert list(scheduled) == ["later"]
         words = re.sub(r"\s+", " ", re.sub("<[^>]+>", "", scheduled["later"]))
         starts = later["run_at"].astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-        assert f"pending, scheduled, starts in 3 h (at {starts})" in words and "P2" in words
+        assert f"pending priority P2, scheduled, starts in 3 h (at {starts})" in words
         assert f'title="{starts}"' in scheduled["later"]
         ready = rows_of((await c.get("/?start=ready")).text)
-        assert list(ready) == ["now"] and "P0" in ready["now"] and "scheduled" not in ready["now"]
+        assert list(ready) == ["now"] and "priority </span>P0<" in ready["now"] and "scheduled" not in ready["now"]
         assert list(rows_of((await c.get("/?title=nightly-2026")).text)) == ["later"]
         assert_error_page(await c.get("/?start=soon"), 400, "start")
 
@@ -215,9 +215,9 @@ async def test_scheduled_due_reprioritized_and_queue_limited_reach_an_open_board
         async with open_stream(c) as stream:
             later = await store.todo_add(agent, queue="builds", title="later", delay_seconds=3600)
             row = (await stream.next_todo(later["id"]))["row"]
-            assert "scheduled, starts" in row and ">P2<" in row  # "scheduled"
+            assert "scheduled, starts" in row and "priority </span>P2<" in row  # "scheduled"
             await store.todos_set_priority(ada, [later["id"]], 4)
-            assert ">P4<" in (await stream.next_todo(later["id"]))["row"]  # "reprioritized"
+            assert "priority </span>P4<" in (await stream.next_todo(later["id"]))["row"]  # "reprioritized"
             await store.todo_start_now(ada, later["id"])
             assert "scheduled" not in (await stream.next_todo(later["id"]))["row"]  # "due"
             await store.queue_limit_set(ada.user_id, "builds", 5)

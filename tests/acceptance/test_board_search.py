@@ -145,8 +145,8 @@ async def test_the_list_says_why_with_the_newest_attempt_the_claimant_and_relati
     async with client_for(live_server) as c:
         await sign_in(c, "ada")
         page = (await c.get("/")).text
-        assert header_cells(page) == ["Title", "Queue", "State", "Priority", "Attempt", "Last attempt", "Holder",
-                                      "Lease or retry", "Created", "Updated"]
+        assert header_cells(page) == ["Title", "Queue", "State", "Attempt", "Last attempt", "Holder", "Lease or retry",
+                                      "Created", "Updated"]
         assert re.search(r'<th scope="col" aria-sort="descending"><a class="sort-link" href="/\?sort=created_asc" '
                          r'aria-describedby="sort-help" title="Sort oldest first">Created', page)
         rows = rows_of(page)
@@ -165,9 +165,8 @@ async def test_the_list_says_why_with_the_newest_attempt_the_claimant_and_relati
         assert all(t[0].endswith("Z") and t[1].endswith("UTC") for t in times)
 
         dead_view = (await c.get("/?dead_letter=1")).text
-        assert header_cells(dead_view) == ["Title", "Queue", "State", "Priority", "Attempt", "Last attempt", "Created",
-                                           "Updated"]
-        assert data_cells(rows_of(dead_view)["Deploy to production"]) == 7  # and the title's th
+        assert header_cells(dead_view) == ["Title", "Queue", "State", "Attempt", "Last attempt", "Created", "Updated"]
+        assert data_cells(rows_of(dead_view)["Deploy to production"]) == 6  # and the title's th
         updated = (await c.get("/?sort=updated")).text
         assert re.search(r'<th scope="col" aria-sort="descending"><a class="sort-link" href="/\?sort=updated_asc" '
                          r'[^>]*>Updated', updated)
@@ -193,7 +192,7 @@ async def test_the_live_stream_matches_rows_by_every_filter_and_renders_them_as_
             page = (await c.get("/?title=deploy&dead_letter=1")).text
             live_row, page_row = rows_of(died["row"])["Deploy the docs"], rows_of(page)["Deploy the docs"]
             assert timeless(live_row) == timeless(page_row)  # the same columns, from the same partial
-            assert "no docs host" in live_row and data_cells(live_row) == 7
+            assert "no docs host" in live_row and data_cells(live_row) == 6
         async with open_stream(c, "?claimant=late") as stream:
             assert list(rows_of(stream.snapshot["rows"])) == ["Deploy the docs"]
 
