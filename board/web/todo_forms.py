@@ -157,13 +157,13 @@ async def todo_new_submit(request: Request) -> Response:
             if todo["deduplicated"]:
                 said = (f"Nothing was added: the key “{todo['key']}” already names a live todo in queue "
                         f"{todo['queue']}, “{todo['title']}”.")
-            elif starts is not None:
-                said = (f"Added “{todo['title']}” to queue {todo['queue']} at {priority_label(todo['priority'])}. "
-                        f"It is scheduled to start {fmt_relative(starts, datetime.now(timezone.utc))}, "
-                        f"at {fmt_when(starts)}.")
             else:
-                said = (f"Added “{todo['title']}” to queue {todo['queue']} at {priority_label(todo['priority'])}. "
-                        "It is pending.")
+                said = f"Added “{todo['title']}” to queue {todo['queue']}. " + (
+                    "It is pending." if starts is None else
+                    f"It is scheduled to start {fmt_relative(starts, datetime.now(timezone.utc))}, "
+                    f"at {fmt_when(starts)}.")
+                if todo["priority"] != PRIORITY_DEFAULT:
+                    said += f" Its priority is {priority_label(todo['priority'])}."
             session.set_flash("result", said, link=link)
             return redirect(request, "/", session)
     return add_page(request, human, session, options, values, errors, status=400,

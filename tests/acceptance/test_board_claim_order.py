@@ -20,6 +20,12 @@ from tests.acceptance.test_board_search import rows_of
 from tests.conftest import make_agent
 
 
+def limit_of(page: str, queue: str) -> str:
+    m = re.search(rf'<div class="status-line" id="queue-{re.escape(queue)}-limit">(.*?)</div>', page, re.S)
+    assert m, f"no limit for {queue}"
+    return " ".join(re.sub("<[^>]+>", " ", m.group(1)).split())
+
+
 async def next_overview(stream) -> str:
     while True:
         event, data = await stream.next()
@@ -42,26 +48,25 @@ async def test_the_overview_counts_scheduled_apart_from_ready_and_says_a_limit_a
         assert cell(overview, "builds", "ready").startswith('<a href="/?queue=builds&amp;start=ready">1<')
         assert cell(overview, "builds", "scheduled").startswith('<a href="/?queue=builds&amp;start=scheduled">1<')
         assert "1 scheduled in builds" in re.sub("<[^>]+>", "", cell(overview, "builds", "scheduled"))
-        assert "No limit" in cell(overview, "builds", "limit")
+        assert limit_of(overview, "builds") == "No limit"
 
         r = await c.post("/queues/builds/limit", data={"csrf_token": token, "limit": "2", "next": "/?state=pending"})
         assert r.status_code == 303 and r.headers["location"] == "/?state=pending#queue-limit-builds"
         assert flash((await c.get("/")).text) == "Queue builds: at most 2 of its todos may be held at once."
         await c.post("/queues/builds/pause", data={"csrf_token": token})
         page = (await c.get("/")).text
-        limit, status = cell(overview_of(page), "builds", "limit"), cell(overview_of(page), "builds", "status")
-        assert "2 of 2 running" in limit and "At its limit" in limit and 'value="2"' in limit
-        assert "Paused" in status and "limit" not in status.lower()  # both, each in its own cell
+        limit, status = limit_of(page, "builds"), cell(overview_of(page), "builds", "status")
+        assert limit == "Limit: 2 of 2 running At its limit" and 'name="limit" value="2"' in status
+        assert re.search(r'<strong id="queue-builds-state" class="badge badge-paused">Paused</strong>', status)
 
         await store.todo_release(agent, ready[0]["id"])
-        limit = cell(overview_of((await c.get("/")).text), "builds", "limit")
-        assert "1 of 2 running" in limit and "At its limit" not in limit
+        assert limit_of((await c.get("/")).text, "builds") == "Limit: 1 of 2 running"
 
         r = await c.post("/queues/builds/limit", data={"csrf_token": token, "limit": "0"})
         assert r.status_code == 303
         page = (await c.get("/")).text
         assert flash(page) == "Queue builds has no limit: agents may hold any number of its todos."
-        assert "No limit" in cell(overview_of(page), "builds", "limit")
+        assert limit_of(page, "builds") == "No limit"
 
 
 async def test_a_bad_limit_says_what_a_limit_must_be_and_changes_nothing(live_server):
@@ -77,7 +82,7 @@ async def test_a_bad_limit_says_what_a_limit_must_be_and_changes_nothing(live_se
             page = (await c.get("/")).text
             assert flash(page) == ("Could not set the limit of queue builds: the limit must be a whole number "
                                    "from 0 (no limit) to 100000."), bad
-            assert "0 of 3 running" in cell(overview_of(page), "builds", "limit")
+            assert limit_of(page, "builds") == "Limit: 0 of 3 running"
         # Not a queue name: the not-found page, as for a pause.
         r = await c.post("/queues/b%20d/limit", data={"csrf_token": token, "limit": "2"})
         assert r.status_code == 404
@@ -158,8 +163,9 @@ async def test_the_add_form_takes_a_priority_a_start_time_in_the_browsers_zone_a
         [todo] = (await store.todo_list(ada))["todos"]
         assert (todo["priority"], todo["run_at"], todo["key"]) == (1, start, "nightly")
         said = flash((await c.get("/")).text)
-        assert said.startswith('<span id="flash-text">Added “Nightly” to queue builds at P1. It is scheduled to '
-                               f"start in 5 h, at {start.strftime('%Y-%m-%d %H:%M:%S UTC')}.</span>")
+        assert said.startswith('<span id="flash-text">Added “Nightly” to queue builds. It is scheduled to '
+                               f"start in 5 h, at {start.strftime('%Y-%m-%d %H:%M:%S UTC')}. "
+                               "Its priority is P1.</span>")
 
         r = await c.post("/todos/new", data=dict(fields, title="Nightly again"))
         assert r.status_code == 303
@@ -221,5 +227,5 @@ async def test_scheduled_due_reprioritized_and_queue_limited_reach_an_open_board
             await store.todo_start_now(ada, later["id"])
             assert "scheduled" not in (await stream.next_todo(later["id"]))["row"]  # "due"
             await store.queue_limit_set(ada.user_id, "builds", 5)
-            while "0 of 5 running" not in cell(await next_overview(stream), "builds", "limit"):
+            while limit_of(await next_overview(stream), "builds") != "Limit: 0 of 5 running":
                 pass  # a refresh for the todos' changes may come first; the limit's comes at once

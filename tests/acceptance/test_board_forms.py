@@ -61,7 +61,7 @@ async def test_a_todo_added_from_the_board_goes_through_the_store_rings_the_door
             assert live["matches"] and "Bump &lt;the&gt; version" in live["row"]
         await inbox.wait_for(uri(todo["id"]))  # the endpoint's session was rung
         landed = (await c.get("/")).text
-    assert "Added “Bump &lt;the&gt; version” to queue builds at P2. It is pending." in landed
+    assert "Added “Bump &lt;the&gt; version” to queue builds. It is pending." in landed
     assert (todo["endpoint_id"], todo["queue"], todo["state"]) == (ep.endpoint_id, "builds", "pending")
     assert (todo["payload"], todo["routing"], todo["max_attempts"]) == ({"repo": "switchboard"}, {"lane": "ci"}, 3)
 
