@@ -280,8 +280,8 @@ async def test_the_board_with_its_overview_reflows_and_passes_axe_in_every_mode(
     widths = await cards.evaluate_all(
         "rows => rows.filter(r => r.closest('tbody')).map(r => r.getBoundingClientRect().right)")
     assert widths and max(widths) <= NARROW["width"], widths
-    pending = page.get_by_role("region", name="Queues").locator("td[data-label=Pending]").first
-    assert await pending.evaluate("td => getComputedStyle(td, '::before').content") == '"Pending" / ""'  # its label
+    ready = page.get_by_role("region", name="Queues").locator("td[data-label=Ready]").first
+    assert await ready.evaluate("td => getComputedStyle(td, '::before').content") == '"Ready" / ""'  # its label
     await expect(todos).not_to_have_attribute("tabindex", "0")
     rights = await page.locator("#todo-rows > tr").evaluate_all("rows => rows.map(r => r.getBoundingClientRect().right)")
     assert rights and max(rights) <= NARROW["width"], rights

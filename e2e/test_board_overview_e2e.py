@@ -98,15 +98,15 @@ async def test_a_count_opens_the_filtered_list_and_counts_move_live(page: Page, 
     await sign_in(page, "ada")
     await live_on(page)
     builds = page.get_by_role("region", name="Queues").get_by_role("row", name="builds")
-    await expect(builds.get_by_role("link", name="3 pending in builds")).to_be_visible()  # not Bob's
+    await expect(builds.get_by_role("link", name="3 ready in builds")).to_be_visible()  # not Bob's
     await expect(builds.get_by_role("link", name="1 dead letter in builds")).to_be_visible()
     await expect(builds.get_by_role("cell").last).to_contain_text("12 completed, 0 released, 2 failed, 0 died")
 
     await store.todo_add(agent, queue="builds", title="Added while watching")
-    await expect(builds.get_by_role("link", name="4 pending in builds")).to_be_visible()
+    await expect(builds.get_by_role("link", name="4 ready in builds")).to_be_visible()
 
-    await builds.get_by_role("link", name="4 pending in builds").click()
-    await expect(page).to_have_url(f"{live_server.url}/?state=pending&queue=builds")
+    await builds.get_by_role("link", name="4 ready in builds").click()
+    await expect(page).to_have_url(f"{live_server.url}/?queue=builds&start=ready")
     table = page.locator("table.todos")
     await expect(table.get_by_role("row", name="Added while watching")).to_be_visible()
     await expect(table.get_by_role("row", name="Proofread the guide")).to_have_count(0)

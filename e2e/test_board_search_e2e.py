@@ -145,7 +145,7 @@ async def test_a_new_todo_never_moves_the_focused_row_and_is_announced(page: Pag
     await sign_in(page, "ada")
     await live_on(page)
     link = page.get_by_role("link", name="Deploy the worker to production")
-    await tab_to(page, link)
+    await tab_to(page, link, limit=90)  # past the queues' controls and the search
     top = await row_top(page, "Deploy the worker to production")
     notice = page.locator("#new-todos[aria-live=polite]")
     await expect(notice).to_have_text("")

@@ -59,6 +59,7 @@ BOUNDS = "tests/acceptance/test_argument_bounds.py"
 DUE_TIMER = "tests/integration/test_due_timer.py"
 DOORBELL = "tests/acceptance/test_mcp_doorbell.py"
 ORDER_MCP = "tests/acceptance/test_mcp_claim_order.py"
+CLAIM_ORDER_BOARD = "tests/acceptance/test_board_claim_order.py"
 REDIRECTS = (OAUTH + "::test_a_loopback_redirect_matches_whatever_its_port_and_nothing_else_does",
              OAUTH + "::test_a_redirect_a_browser_would_run_or_a_plain_http_host_is_refused_at_registration",
              OAUTH + "::test_a_private_use_redirect_registers_and_authorizes_to_the_consent_screen")
@@ -779,6 +780,22 @@ MUTANTS: tuple[Mutant, ...] = (
            'SWITCHBOARD_TODO_KEY=todo.key or ""', 'SWITCHBOARD_TODO_KEY=""',
            (WORKER_COMMAND + "::test_the_command_reads_the_todo_s_priority_run_at_and_key_in_its_environment",),
            "switchboard work hands the command an empty key"),
+    # -- the claim's order on the Board (board/web/overview.py, templating.py, bulk.py) -------
+    Mutant("order-board-ready-count", "order-board", "board/web/overview.py",
+           'counts["ready"] = counts["pending"] - counts["scheduled"]', 'counts["ready"] = counts["pending"]',
+           (CLAIM_ORDER_BOARD,), "the overview counts scheduled todos as ready"),
+    Mutant("order-board-limit-text", "order-board", "board/web/overview.py",
+           "return f\"{limit['held']} of {limit['max']} running\"", "return f\"{limit['max']} of {limit['max']} running\"",
+           (CLAIM_ORDER_BOARD,), "a queue's limit reads as full whatever it holds"),
+    Mutant("order-board-limit-held", "order-board", "board/web/overview.py",
+           'held = counts["claimed"] + counts["interrupted"]', 'held = counts["claimed"]',
+           (CLAIM_ORDER_BOARD,), "a todo waiting for a person is not counted against its queue's limit"),
+    Mutant("order-board-starts-past", "order-board", "board/web/templating.py",
+           "return run_at if run_at > (now or datetime.now(timezone.utc)) else None", "return run_at",
+           (CLAIM_ORDER_BOARD,), "a todo started now (or fallen due) still shows as scheduled, without Claim"),
+    Mutant("order-board-bulk-same-priority", "order-board", "board/web/bulk.py",
+           ' and not (action == "priority" and todo["priority"] == priority)', "",
+           (CLAIM_ORDER_BOARD,), "a bulk Set priority counts todos already at that priority as changing"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the

@@ -500,7 +500,7 @@
   // After a Pause or Resume, or a chart window's choice, the page comes back with the
   // control's id as its fragment: focus it, where the keyboard user left it.
   function focusFragment() {
-    var m = location.hash.match(/^#(queue-toggle-.+|scheme-(?:light|dark|system)|chart-(?:hour|day|week))$/);
+    var m = location.hash.match(/^#(queue-(?:toggle|limit)-.+|scheme-(?:light|dark|system)|chart-(?:hour|day|week))$/);
     var el = m && byId(decodeURIComponent(m[1]));
     if (el) el.focus();
   }
@@ -705,8 +705,8 @@
   }
 
   // The list's URL parameters (board/web/context.py, Filters), which the stream takes too.
-  var FILTERS = ["title", "claimant", "payload_key", "payload_value", "state", "queue", "dead_letter", "sort", "cursor",
-                 "page_size"];
+  var FILTERS = ["title", "claimant", "payload_key", "payload_value", "state", "queue", "start", "dead_letter", "sort",
+                 "cursor", "page_size"];
 
   // quiet: a deliberate switch of stream (the drawer opened or closed) is not news for the
   // status region; only a real loss or recovery of the connection is announced.
@@ -874,6 +874,31 @@
     });
   }
 
+  // -- the add form's start time -----------------------------------------------------
+  // A datetime-local field has no zone: the server reads it with start_offset beside it,
+  // +00:00 (UTC) unless this puts the browser's offset for the chosen date there.
+
+  function offsetOf(local) {
+    var at = local ? new Date(local) : new Date();
+    if (isNaN(at.getTime())) at = new Date();
+    var minutes = -at.getTimezoneOffset(), sign = minutes < 0 ? "-" : "+";
+    minutes = Math.abs(minutes);
+    function two(n) { return (n < 10 ? "0" : "") + n; }
+    return sign + two(Math.floor(minutes / 60)) + ":" + two(minutes % 60);
+  }
+
+  function setUpStartTime() {
+    var field = byId("add-start_at"), offset = byId("add-start_offset"), zone = byId("add-start_at-zone");
+    if (!field || !offset) return;
+    var name = "";
+    try { name = Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { name = ""; }
+    if (zone) zone.textContent = "your browser's time zone" + (name ? " (" + name + ")" : "");
+    function set() { offset.value = offsetOf(field.value); }
+    set();
+    field.addEventListener("change", set);
+    field.form.addEventListener("submit", set);
+  }
+
   // -- start -------------------------------------------------------------------------
 
   setUpSearch();
@@ -886,6 +911,7 @@
   setUpCopy();
   setUpPresets();
   setUpScheme();
+  setUpStartTime();
   setUpScrollRegions();
   var d = drawer();
   if (d) showDrawer(d);

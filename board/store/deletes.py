@@ -1,6 +1,6 @@
 """The Board's deletes and bulk actions (board/store/sql/deletes.sql), a part of
 board.store.store.Store: a human's ended todos deleted, and a bulk retry, cancel or release
-run as the single verbs, todo by todo."""
+run as the single verbs, todo by todo (a bulk change of priority, a batch at a time)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ class Deletes(StoreBase):
     todo_release (closes.py) for each todo."""
 
     async def todos_bulk(self, caller: Human, kind: str, todo_ids: Iterable[str], *, batch: int = BULK_BATCH,
-                         concurrency: int = BULK_CONCURRENCY) -> dict:
+                         concurrency: int = BULK_CONCURRENCY, priority: Any = None) -> dict:
         """A Board bulk action: the single action's own transition (todo_retry, todo_cancel or
         todo_release) for each todo, so each gets its attempt record, hook events and notify,
         in batches of `batch` with at most `concurrency` statements in flight. A todo whose
@@ -31,6 +31,8 @@ class Deletes(StoreBase):
         ids = list(dict.fromkeys(todo_ids))
         if kind == "delete":
             return await self._bulk_delete(caller, ids, batch)
+        if kind == "priority":
+            return await self._bulk_priority(caller, ids, batch, priority)
         run = {"retry": self.todo_retry, "cancel": self.todo_cancel, "release": self.todo_release}[kind]
         gate = asyncio.Semaphore(concurrency)
 
@@ -65,6 +67,22 @@ class Deletes(StoreBase):
                 break
             counts["changed"] += len(done["deleted"])
             counts["skipped"] += len(done["skipped"])
+        return counts
+
+    async def _bulk_priority(self, caller: Human, ids: list, batch: int, priority: Any) -> dict:
+        """A bulk change of priority: one todos_set_priority statement a batch (Schedule); a
+        todo not pending, already at that priority, or not the caller's is skipped. If the
+        database goes away, the rest is not tried."""
+        counts = {"changed": 0, "skipped": 0, "not_tried": 0}
+        for start in range(0, len(ids), batch):
+            part = ids[start:start + batch]
+            try:
+                changed = await self.todos_set_priority(caller, part, priority)
+            except Unavailable:
+                counts["not_tried"] = len(ids) - start
+                break
+            counts["changed"] += len(changed)
+            counts["skipped"] += len(part) - len(changed)
         return counts
 
     async def todos_delete(self, caller: Human, todo_ids: Iterable[Any]) -> dict:

@@ -1,5 +1,5 @@
-"""Bulk actions on the Board: Retry (dead letters), Cancel, Release or Delete (ended todos)
-many todos at once.
+"""Bulk actions on the Board: Retry (dead letters), Cancel, Release, Delete (ended todos) or
+Set priority (pending todos) many todos at once.
 
 The Board's list is a form of checkboxes (one per row, plus "all matching this view"),
 which posts to a confirmation page saying how many todos of which states will change and
@@ -21,7 +21,7 @@ from litestar import Request, Response, post
 
 from board.errors import Invalid, NotFound
 from board.store.store import Human
-from board.store.vocabulary import BULK_MAX, LIST_LIMIT_MAX
+from board.store.vocabulary import BULK_MAX, LIST_LIMIT_MAX, PRIORITY_MAX, PRIORITY_MIN
 from board.web.context import Filters, back_to_list, checked_form, page, redirect, require_human, runtime
 from board.web.templating import actions_for, state_label
 
@@ -33,6 +33,8 @@ class BulkAction:
     effect: str  # what the transition does, said on the confirmation page
     danger: bool = False
     skips: str = ""  # which todos the action skips, and why, when their states alone do not say
+    result: str = ""  # the result's first sentence, when "<Done> N todos." does not fit ({todos}: "3 todos")
+    skipped: str = "because {its} state had moved on"  # why a todo was skipped, in the result
 
 
 BULK_ACTIONS = {
@@ -42,6 +44,12 @@ BULK_ACTIONS = {
                                                  "its open attempt closes as released."),
     "cancel": BulkAction("Cancel", "canceled", "Each becomes canceled; a held todo's open attempt closes as canceled. "
                                                "This cannot be undone.", danger=True),
+    "priority": BulkAction("Set the priority of", "set to P{p}", "Each pending todo takes the new priority: agents "
+                                                             "claim P0 first and P4 last, the oldest first "
+                                                             "within a priority.",
+                           skips="Only a pending todo's priority can change: the others are skipped, and so are "
+                                 "todos already at P{p} and a todo that is gone or not yours.",
+                           result="Set {todos} to P{p}.", skipped="(not pending, or already at P{p})"),
     "delete": BulkAction("Delete", "deleted", "Each is deleted for good with its attempts and their notes; what "
                                               "they counted in the charts and the metrics stays. "
                                               "This cannot be undone.", danger=True,
@@ -70,8 +78,31 @@ class Selection:
     missing: int = 0  # selected ids that are not (or no longer) the caller's todos
     more: bool = False  # "all matching": more than BULK_MAX match; these are the newest
 
-    def will_change(self, action: str, user_id: int) -> list[dict]:
-        return [t for t in self.todos if action in actions_for(t, user_id)]
+    def will_change(self, action: str, user_id: int, priority: int | None = None) -> list[dict]:
+        return [t for t in self.todos if changes(t, action, user_id, priority)]
+
+
+def changes(todo: dict, action: str, user_id: int, priority: int | None) -> bool:
+    """Whether the action changes the todo: its state allows it, and a new priority differs."""
+    return action in actions_for(todo, user_id) and not (action == "priority" and todo["priority"] == priority)
+
+
+def posted_priority(form: dict) -> int:
+    """The priority a Set priority form chose (P0 to P4), or Invalid naming it."""
+    raw = str(form.get("priority") or "").strip().removeprefix("P")
+    if not raw.isdigit() or not PRIORITY_MIN <= int(raw) <= PRIORITY_MAX:
+        raise Invalid(f"Choose a priority from P{PRIORITY_MIN} to P{PRIORITY_MAX}.", argument="priority")
+    return int(raw)
+
+
+def action_of(action: str, priority: int | None) -> BulkAction:
+    """The action as the pages say it, with the priority chosen filled in."""
+    act = BULK_ACTIONS[action]
+    if priority is None:
+        return act
+    return dataclasses.replace(act, done=act.done.format(p=priority), skips=act.skips.format(p=priority),
+                               result=act.result.replace("{p}", str(priority)),
+                               skipped=act.skipped.format(p=priority))
 
 
 async def matching(store, human: Human, view: Filters) -> Selection:
@@ -119,11 +150,12 @@ def state_group(todo: dict) -> str:
     return state_label(todo["state"])
 
 
-def groups(selection: Selection, action: str, user_id: int) -> list[tuple[str, int, bool]]:
+def groups(selection: Selection, action: str, user_id: int,
+           priority: int | None = None) -> list[tuple[str, int, bool]]:
     """(state, how many, whether they change) for the confirmation page's table."""
     counts: dict[tuple[str, bool], int] = {}
     for t in selection.todos:
-        key = (state_group(t), action in actions_for(t, user_id))
+        key = (state_group(t), changes(t, action, user_id, priority))
         counts[key] = counts.get(key, 0) + 1
     rows = sorted(((label, n, change) for (label, change), n in counts.items()), key=lambda r: (not r[2], r[0]))
     if selection.missing:
@@ -136,10 +168,12 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 
 
 def result_message(act: BulkAction, counts: dict) -> str:
-    msg = f"{act.done.capitalize()} {plural(counts['changed'], 'todo')}."
+    todos = plural(counts['changed'], 'todo')
+    msg = act.result.format(todos=todos) if act.result else f"{act.done.capitalize()} {todos}."
     if counts["skipped"]:
-        msg += (f" {counts['skipped']} {'was' if counts['skipped'] == 1 else 'were'} skipped because "
-                f"{'its' if counts['skipped'] == 1 else 'their'} state had moved on.")
+        one = counts["skipped"] == 1
+        msg += (f" {counts['skipped']} {'was' if one else 'were'} skipped "
+                f"{act.skipped.replace('{its}', 'its' if one else 'their')}.")
     if counts["not_tried"]:
         msg += f" The database became unavailable: {counts['not_tried']} not tried; try again in a few seconds."
     return msg
@@ -162,9 +196,16 @@ async def bulk_form(request: Request):
     view = view_of(form)
     action = form.get("action")
     if action not in BULK_ACTIONS:
-        session.set_flash("error", "Choose Retry, Release, Cancel or Delete for the selected todos.")
+        session.set_flash("error", "Choose Retry, Release, Cancel, Delete or Set priority for the selected todos.")
         return redirect(request, "/" + view.query(), session)
-    return human, session, form, view, action
+    priority = None
+    if action == "priority":
+        try:
+            priority = posted_priority(form)
+        except Invalid as e:
+            session.set_flash("error", f"Could not set the priority: {e.message}")
+            return redirect(request, "/" + view.query(), session)
+    return human, session, form, view, action, priority
 
 
 @post("/todos/bulk", name="bulk_confirm")
@@ -173,16 +214,17 @@ async def bulk_confirm(request: Request) -> Response:
     posted = await bulk_form(request)
     if isinstance(posted, Response):
         return posted
-    human, session, form, view, action = posted
+    human, session, form, view, action, priority = posted
     if form.get("scope") != "filter" and not posted_ids(form):
         session.set_flash("error", "Select at least one todo first, or choose all todos matching this view.")
         return redirect(request, "/" + view.query(), session)
     selection = await selection_of(request, human, form, view)
-    change = selection.will_change(action, human.user_id)
+    change = selection.will_change(action, human.user_id, priority)
+    act = action_of(action, priority)
     return page(request, "bulk_confirm.html", session=session, human=human, active="board",
-                title=f"{BULK_ACTIONS[action].verb} todos?", action=action, act=BULK_ACTIONS[action], view=view,
+                title=f"{act.verb} todos?", action=action, act=act, priority=priority, view=view,
                 every=form.get("scope") == "filter", selected=len(selection.todos) + selection.missing,
-                change=change, groups=groups(selection, action, human.user_id), more=selection.more,
+                change=change, groups=groups(selection, action, human.user_id, priority), more=selection.more,
                 bulk_max=BULK_MAX, scheme_next="/" + view.query(),
                 back=back_to_list(view, form.get("cursor"), posted_ids(form), form.get("scope") == "filter"))
 
@@ -193,15 +235,15 @@ async def bulk_apply(request: Request) -> Response:
     posted = await bulk_form(request)
     if isinstance(posted, Response):
         return posted
-    human, session, form, view, action = posted
+    human, session, form, view, action, priority = posted
     if form.get("scope") == "filter":
         # Resolved again here, through the human's own list: never ids from the form.
         selection = await matching(runtime(request).store, human, view)
-        ids = [t["id"] for t in selection.will_change(action, human.user_id)]
+        ids = [t["id"] for t in selection.will_change(action, human.user_id, priority)]
     else:
         ids = posted_ids(form)
-    counts = await runtime(request).store.todos_bulk(human, action, ids)
-    session.set_flash("result", result_message(BULK_ACTIONS[action], counts))
+    counts = await runtime(request).store.todos_bulk(human, action, ids, priority=priority)
+    session.set_flash("result", result_message(action_of(action, priority), counts))
     return redirect(request, "/" + view.query(), session)
 
 

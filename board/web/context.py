@@ -38,6 +38,9 @@ NO_STORE = {"cache-control": "no-store"}
 SCHEME_COOKIE = "sb_scheme"
 SCHEMES = ("light", "dark", "system")
 SCHEME_MAX_AGE = 400 * 24 * 3600  # the longest a browser keeps a cookie
+# The list's start filter (?start=): pending todos waiting for their run_at, or those that
+# may be claimed now, as the store's scheduled filter takes them.
+START_FILTERS = {"scheduled": True, "ready": False}
 
 
 @dataclass
@@ -278,11 +281,12 @@ class Filters:
     state: str | None = None
     queue: str | None = None
     dead_letter: bool = False
+    start: str | None = None  # a pending todo's start: "scheduled" (waiting for its time) or "ready"
     sort: str = "created"
     cursor: str | None = None
     page_size: int = PAGE_SIZE
 
-    TEXT = ("title", "claimant", "payload_key", "payload_value", "state", "queue", "sort", "cursor")
+    TEXT = ("title", "claimant", "payload_key", "payload_value", "state", "queue", "start", "sort", "cursor")
 
     @classmethod
     def of(cls, params) -> "Filters":
@@ -293,6 +297,9 @@ class Filters:
         queue = values["queue"]
         if queue is not None and not QUEUE_PATTERN.fullmatch(queue):
             raise Invalid(f"The queue parameter must be a queue name: {QUEUE_RULE}.", argument="queue")
+        if values["start"] not in (None, *START_FILTERS):
+            raise Invalid("The start parameter must be scheduled (pending todos waiting for their start time) "
+                          "or ready (pending todos that may be claimed now).", argument="start")
         values["sort"] = values["sort"] or "created"
         if values["sort"] not in BOARD_SORTS:
             raise Invalid(f"The sort parameter must be one of {', '.join(BOARD_SORTS)}.", argument="sort")
@@ -309,7 +316,8 @@ class Filters:
     def store_filters(self) -> dict:
         """The filters as todo_list and todo_list_row take them."""
         return {"state": self.state, "queue": self.queue, "dead_letter": self.dead_letter, "title": self.title,
-                "claimant": self.claimant, "payload_key": self.payload_key, "payload_value": self.payload_value}
+                "claimant": self.claimant, "payload_key": self.payload_key, "payload_value": self.payload_value,
+                "scheduled": START_FILTERS.get(self.start)}
 
     @property
     def view_title(self) -> str:
@@ -321,7 +329,7 @@ class Filters:
     @property
     def searching(self) -> bool:
         """Whether anything narrows the list (a sort or a page alone does not)."""
-        return any(self.store_filters().values())
+        return any(self.store_filters().values()) or self.start is not None
 
     @property
     def sort_column(self) -> str:

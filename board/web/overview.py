@@ -1,7 +1,8 @@
 """The Board's overview of a human's queues: todos counted by state in each queue, each count
-a link to the filtered list; the outcomes of the last hour, day or week (the human's choice)
+a link to the filtered list (pending ones apart, ready and scheduled), and each queue's limit
+on the todos held at once ("4 of 4 running"); the outcomes of the last hour, day or week (the human's choice)
 as a small server-rendered SVG chart with its figures as text; and the Pause/Resume control
-of each queue (its form posts, and the chart window's, are board/web/queues.py's). Shared by the pages and the live stream; no routes here.
+and limit field of each queue (their form posts, and the chart window's, are board/web/queues.py's). Shared by the pages and the live stream; no routes here.
 
 Both reads go through the store with the signed-in human as the caller (scoped in the
 statements). Live streams (board/web/events.py) refresh the overview when the human's todos change, at
@@ -71,7 +72,9 @@ OVERVIEW_IDLE_SECONDS = 60.0
 # count to a screen reader ("3 pending in builds"; a noun as singular and plural: "1 dead
 # letter in builds").
 COUNT_COLUMNS = (
-    ("pending", "Pending", {"state": "pending"}, "pending"),
+    # Pending todos apart: ready (may be claimed now) and scheduled (waiting for their start time).
+    ("ready", "Ready", {"start": "ready"}, "ready"),
+    ("scheduled", "Scheduled", {"start": "scheduled"}, "scheduled"),
     ("claimed", "Claimed", {"state": "claimed"}, "claimed"),
     # Interrupted todos, input_required and auth_required (linked apart): a person is needed.
     ("interrupted", "Waiting for a person", None, "waiting for a person"),
@@ -84,6 +87,16 @@ COUNT_COLUMNS = (
 
 def list_link(queue: str, **filters: Any) -> str:
     return "/" + Filters(queue=queue, **filters).query()
+
+
+def limit_text(limit: dict) -> str:
+    """A queue's limit as the overview says it: "4 of 4 running"."""
+    return f"{limit['held']} of {limit['max']} running"
+
+
+def limit_id(queue: str) -> str:
+    """The id of a queue's limit field (focused again after its form posts)."""
+    return f"queue-limit-{queue}"
 
 
 def toggle_id(queue: str) -> str:
@@ -147,15 +160,22 @@ async def overview_data(store, human: Human, now: datetime | None = None,
                                           "done", "canceled")}
         counts["dead_letter"] = int(r["dead"])
         counts["interrupted"] = counts["input_required"] + counts["auth_required"]
-        queues.append({"name": r["queue"], "paused_at": r["paused_at"], "counts": counts, "totals": totals,
-                       "summary": summary_text(totals), "bars": chart_bars(buckets, scale)})
+        counts["scheduled"] = int(r["scheduled"])
+        counts["ready"] = counts["pending"] - counts["scheduled"]
+        # What the queue's limit counts (the store's queue_room): todos claimed or waiting for a person.
+        held = counts["claimed"] + counts["interrupted"]
+        limit = None if r["max_held"] is None else {"max": int(r["max_held"]), "held": held,
+                                                    "full": held >= int(r["max_held"])}
+        queues.append({"name": r["queue"], "paused_at": r["paused_at"], "limit": limit, "counts": counts,
+                       "totals": totals, "summary": summary_text(totals), "bars": chart_bars(buckets, scale)})
     return {"queues": queues, "now": now, "window": window}
 
 
 def overview_context(data: dict, back: str) -> dict:
     """What _overview.html reads, as one `overview` value: the data, the count columns and
     their links, the chart's size, and back (where a Pause/Resume post returns, a local path)."""
-    return {"overview": dict(data, columns=COUNT_COLUMNS, link=list_link, toggle_id=toggle_id, back=back,
+    return {"overview": dict(data, columns=COUNT_COLUMNS, link=list_link, toggle_id=toggle_id, limit_id=limit_id,
+                             limit_text=limit_text, back=back,
                              chart={"w": CHART_WIDTH, "h": CHART_HEIGHT}, windows=WINDOWS.values())}
 
 

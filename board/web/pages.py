@@ -21,7 +21,8 @@ from board.store import auth
 from board.web import overview
 from board.errors import Conflict, Invalid, NotFound, SwitchboardError, Unavailable
 from board.store.store import Human
-from board.store.vocabulary import NOTE_MAX_BYTES
+from board.store.inputs import int_text
+from board.store.vocabulary import NOTE_MAX_BYTES, PRIORITY_MAX, PRIORITY_MIN
 from board.web.auth import new_session, safe_next
 from board.web.context import (ATTEMPTS_SHOWN, NO_STORE, SCHEMES, Filters, SignInRequired, bad_request,
                                checked_form, client_of, client_snippet, mcp_url, not_found, page, query_text,
@@ -178,6 +179,8 @@ ACTIONS = {
     "complete": ("Completed.", "completed"),
     "retry": ("Retried. The dead letter is pending again with its history kept.", "retried"),
     "cancel": ("Canceled.", "canceled"),
+    "start-now": ("Started. The todo no longer waits for its start time: an agent may claim it now.", "due"),
+    "priority": ("Priority set to P{p}.", "reprioritized"),
 }
 
 
@@ -255,13 +258,24 @@ async def todo_action(request: Request, todo_id: FromPath[str], action: FromPath
             await store.todo_complete(human, todo_id, summary=summary)
         elif action == "retry":
             await store.todo_retry(human, todo_id)
+        elif action == "start-now":
+            await store.todo_start_now(human, todo_id)
+        elif action == "priority":
+            priority = int_text(str(form.get("priority") or ""), "priority", PRIORITY_MIN, PRIORITY_MAX)
+            if not await store.todos_set_priority(human, [todo_id], priority):
+                todo = await store.todo_get(human, todo_id, attempts_limit=1)  # NotFound when it is not theirs
+                if todo["state"] != "pending":
+                    raise Conflict(f"the todo is {todo['state'].replace('_', ' ')}; only a pending todo's "
+                                   "priority can change")
+                raise Conflict(f"it is already P{priority}")
         else:
             await store.todo_cancel(human, todo_id)
-        session.set_flash("result", ACTIONS[action][0])  # focused when the drawer shows again
+        session.set_flash("result", ACTIONS[action][0].format(p=form.get("priority")))  # focused when the drawer shows again
     except NotFound:
         return not_found(request, session, human)
     except (Conflict, Invalid) as e:
-        session.set_flash("error", f"Could not {action}: {e.message}.")
+        said = {"start-now": "start it now", "priority": "set the priority"}.get(action, action)
+        session.set_flash("error", f"Could not {said}: {e.message}.")
     return redirect(request, f"/todos/{todo_id}{view_query(request)}", session)
 
 

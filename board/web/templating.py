@@ -84,7 +84,8 @@ def pretty_json(value: Any) -> str:
 # How a form names the argument a store message starts with.
 ARGUMENT_LABELS = (("max_attempts", "Max attempts"), ("agent_id", "Agent id"), ("payload", "Payload"),
                    ("routing", "Routing"), ("title", "The title"), ("queue", "The queue"),
-                   ("text", "The note"))
+                   ("text", "The note"), ("priority", "The priority"), ("start_at", "The start time"),
+                   ("run_at", "The start time"), ("key", "The key"))
 
 
 def sentence(message: str) -> str:
@@ -115,12 +116,27 @@ def deadline(todo: dict) -> tuple[str, datetime | None]:
     return "", None
 
 
+def priority_label(priority: int | None) -> str:
+    """A priority as the Board shows it: P0 (the most urgent) to P4."""
+    return "" if priority is None else f"P{priority}"
+
+
+def starts_at(todo: dict, now: datetime | None = None) -> datetime | None:
+    """When a scheduled todo starts (it waits for its run_at, pending); None for any other.
+    A snoozed or delayed todo that has fallen due keeps its run_at, now past."""
+    run_at = todo.get("run_at")
+    if todo["state"] != "pending" or run_at is None:
+        return None
+    return run_at if run_at > (now or datetime.now(timezone.utc)) else None
+
+
 def actions_for(todo: dict, user_id: int) -> list[str]:
     """The drawer's actions the todo's state allows for its owning human."""
     state = todo["state"]
     out = []
     if state == "pending":
-        out.append("claim")
+        out.append("claim" if starts_at(todo) is None else "start_now")
+        out.append("priority")
     if state == "claimed" and todo.get("owner") == f"human:{user_id}":
         out.append("complete")
     if state in HOLDER_STATES:
@@ -147,7 +163,11 @@ LIST_COLUMNS = (
     ("created", "Created", "oldest first", "newest first"),
     ("updated", "Updated", "earliest first", "latest first"),
 )
-_ORDER_WORDS = {column: (heading, asc, desc) for column, heading, asc, desc in LIST_COLUMNS}
+# The list's sorts beyond its columns' headings, offered in the search's Sort choice: a
+# todo's priority shows in its State cell (a column of its own would leave the title too
+# little of a 1280 px screen).
+MORE_SORTS = (("priority", "Priority", "P0 first", "P4 first"),)
+_ORDER_WORDS = {column: (heading, asc, desc) for column, heading, asc, desc in LIST_COLUMNS + MORE_SORTS}
 
 
 def sort_label(sort: str) -> str:
@@ -166,7 +186,8 @@ def row_cursor(todo: dict, sort: str) -> str:
 
 
 LIMITS_SHOWN = ("TITLE_MAX_CHARS", "MAX_ATTEMPTS_MAX", "NOTE_MAX_BYTES", "SUMMARY_MAX_BYTES", "AGENT_ID_MAX_CHARS",
-                "ENDPOINT_NAME_MAX_CHARS", "SEARCH_MAX_CHARS")
+                "ENDPOINT_NAME_MAX_CHARS", "SEARCH_MAX_CHARS", "PRIORITY_DEFAULT", "KEY_MAX_BYTES",
+                "QUEUE_LIMIT_MAX")
 
 
 def _env() -> Environment:
@@ -178,8 +199,10 @@ def _env() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(when=fmt_when, iso=fmt_iso, pretty_json=pretty_json, state_label=state_label,
-                       span=fmt_span, summary_start=summary_start, usage_text=usage_text)
-    env.globals.update(holder=holder, deadline=deadline, actions_for=actions_for,
+                       span=fmt_span, summary_start=summary_start, usage_text=usage_text,
+                       priority=priority_label)
+    env.globals.update(holder=holder, deadline=deadline, actions_for=actions_for, starts_at=starts_at,
+                       PRIORITIES=range(vocabulary.PRIORITY_MIN, vocabulary.PRIORITY_MAX + 1),
                        todo_detail=todo_detail, attempt_line=attempt_line, attempt_sentence=attempt_sentence,
                        DISPOSITION_WORDS=DISPOSITION_WORDS, relative=fmt_relative, waiting_for=waiting_for_person,
                        STATES=STATES, DIED_OUTCOMES=DIED_OUTCOMES,

@@ -10,22 +10,50 @@ endpoint's doorbell and reaches every open Board over the live stream like any o
 
 from __future__ import annotations
 
+import re
+from datetime import datetime, timezone
 from urllib.parse import quote
 
 from litestar import Request, Response, get, post
 from litestar.params import FromPath
 
 from board.errors import Conflict, Forbidden, Invalid, NotFound
-from board.store.inputs import int_text, json_object_text, screen_secrets
+from board.store.inputs import clean_key, int_text, json_object_text, screen_secrets
 from board.store.store import Human
-from board.store.vocabulary import MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, TITLE_MAX_CHARS
+from board.store.vocabulary import (MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, PRIORITY_DEFAULT, PRIORITY_MAX,
+                                    PRIORITY_MIN, TITLE_MAX_CHARS)
 from board.web.context import (checked_form, not_found, page, query_text, redirect, require_human, runtime,
                                view_query)
-from board.web.templating import actions_for, sentence
+from board.web.templating import actions_for, fmt_relative, fmt_when, priority_label, sentence, starts_at
 
-FIELDS = ("target", "title", "payload", "routing", "max_attempts", "continues")
-BLANK = {"target": "", "title": "", "payload": "", "routing": "", "max_attempts": str(MAX_ATTEMPTS_DEFAULT),
-         "continues": ""}
+FIELDS = ("target", "title", "priority", "start_at", "start_offset", "key", "payload", "routing", "max_attempts",
+          "continues")
+BLANK = {"target": "", "title": "", "priority": str(PRIORITY_DEFAULT), "start_at": "", "start_offset": "+00:00",
+         "key": "", "payload": "", "routing": "", "max_attempts": str(MAX_ATTEMPTS_DEFAULT), "continues": ""}
+# The add form's start time: a datetime-local field's value (seconds optional) and the offset
+# from UTC the page's script puts beside it (the browser's, for that date); without the
+# script the offset stays +00:00 and the form says the time is UTC.
+_LOCAL_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?")
+_OFFSET = re.compile(r"[+-](?:[01]\d|2[0-3]):[0-5]\d")
+# Where a store message's argument shows on the form.
+FORM_FIELD_OF = {"run_at": "start_at", "delay_seconds": "start_at"}
+
+
+def start_at_value(local: str, offset: str) -> str | None:
+    """The form's start time as RFC 3339 with its offset ("2026-12-05T18:30:00+01:00"), None
+    when empty (at once); Invalid naming start_at when it is not a date and time."""
+    local = local.strip()
+    if not local:
+        return None
+    offset = offset.strip() or "+00:00"
+    if not _LOCAL_TIME.fullmatch(local) or not _OFFSET.fullmatch(offset):
+        raise Invalid("start_at must be a date and time, like 2026-12-05T18:30", argument="start_at")
+    try:
+        datetime.fromisoformat(local)
+    except ValueError:
+        raise Invalid("start_at must be a date and time that exists, like 2026-12-05T18:30",
+                      argument="start_at") from None
+    return (local if local.count(":") == 2 else local + ":00") + offset
 
 
 async def targets(request: Request, human: Human) -> list[dict]:
@@ -99,7 +127,11 @@ async def todo_new_submit(request: Request) -> Response:
         except Invalid as e:
             errors["title"] = sentence(e.message)
     parsed = {}
-    for name, check in (("payload", lambda v: json_object_text(v, "payload")),
+    for name, check in (("priority", lambda v: int_text(v or BLANK["priority"], "priority", PRIORITY_MIN,
+                                                          PRIORITY_MAX)),
+                        ("start_at", lambda v: start_at_value(v, values["start_offset"])),
+                        ("key", lambda v: clean_key(v) if v.strip() else None),
+                        ("payload", lambda v: json_object_text(v, "payload")),
                         ("routing", lambda v: json_object_text(v, "routing")),
                         ("max_attempts",
                          lambda v: int_text(v or BLANK["max_attempts"], "max_attempts", 1, MAX_ATTEMPTS_MAX))):
@@ -108,18 +140,31 @@ async def todo_new_submit(request: Request) -> Response:
         except Invalid as e:
             errors[name] = sentence(e.message)
     if not errors:
+        run_at = parsed.pop("start_at")
         try:
             todo = await runtime(request).store.todo_add(
                 human, queue=target["queue"], endpoint_id=target["endpoint"]["id"], title=title,
-                continues=values["continues"] or None, **parsed)
+                continues=values["continues"] or None, run_at=run_at, **parsed)
         except (Invalid, Forbidden) as e:  # e.g. the endpoint was revoked since the form was drawn
-            errors["target" if e.argument in (None, "queue") else e.argument] = sentence(e.message)
+            name = "target" if e.argument in (None, "queue") else FORM_FIELD_OF.get(e.argument, e.argument)
+            errors[name if name in FIELDS else "target"] = sentence(e.message)
         except (Conflict, NotFound) as e:  # the todo to continue: live, continued meanwhile, or gone
             errors["continues"] = sentence("the todo to continue is not one of yours" if isinstance(e, NotFound)
                                            else e.message)
         else:
-            session.set_flash("result", f"Added “{todo['title']}” to queue {todo['queue']}. It is pending.",
-                              link=(f"/todos/{quote(todo['id'], safe='')}", f"Open “{todo['title']}”"))
+            link = (f"/todos/{quote(todo['id'], safe='')}", f"Open “{todo['title']}”")
+            starts = starts_at(todo)
+            if todo["deduplicated"]:
+                said = (f"Nothing was added: the key “{todo['key']}” already names a live todo in queue "
+                        f"{todo['queue']}, “{todo['title']}”.")
+            else:
+                said = f"Added “{todo['title']}” to queue {todo['queue']}. " + (
+                    "It is pending." if starts is None else
+                    f"It is scheduled to start {fmt_relative(starts, datetime.now(timezone.utc))}, "
+                    f"at {fmt_when(starts)}.")
+                if todo["priority"] != PRIORITY_DEFAULT:
+                    said += f" Its priority is {priority_label(todo['priority'])}."
+            session.set_flash("result", said, link=link)
             return redirect(request, "/", session)
     return add_page(request, human, session, options, values, errors, status=400,
                     continuing=await predecessor(request, human, values["continues"]))

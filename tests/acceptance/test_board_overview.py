@@ -39,10 +39,10 @@ async def test_the_overview_counts_the_humans_own_todos_each_count_linking_to_it
         page = (await c.get("/")).text
         overview = overview_of(page)
         assert 'id="queue-builds"' in overview and 'id="queue-docs"' in overview
-        pending = cell(overview, "builds", "pending")
-        assert pending.startswith('<a href="/?state=pending&amp;queue=builds">2<')  # Bob's 5 are not Ada's
+        pending = cell(overview, "builds", "ready")
+        assert pending.startswith('<a href="/?queue=builds&amp;start=ready">2<')  # Bob's 5 are not Ada's
         assert cell(overview, "builds", "dead_letter").startswith('<a href="/?queue=builds&amp;dead_letter=1">1<')
-        assert cell(overview, "docs", "pending") == "0"
+        assert cell(overview, "docs", "ready") == "0"
         assert "1 failed" in cell(overview, "builds", "chart")
         listed = (await c.get(html.unescape(re.search(r'href="([^"]+)"', pending).group(1)))).text
         assert "pending 0" in listed and "pending 1" in listed and "dead one" not in listed and "bob" not in listed
@@ -100,7 +100,7 @@ async def test_the_live_stream_carries_the_overview_and_refreshes_it_when_todos_
     async with client_for(live_server) as c:
         token = await sign_in(c, "ada")
         async with open_stream(c) as stream:
-            assert cell(stream.snapshot["overview"], "builds", "pending") == "0"
+            assert cell(stream.snapshot["overview"], "builds", "ready") == "0"
             await store.todo_add(bob_agent, queue="builds", title="bob's")  # not Ada's: no refresh for it
             for i in range(3):
                 await store.todo_add(agent, queue="builds", title=f"t{i}")
@@ -113,7 +113,7 @@ async def test_the_live_stream_carries_the_overview_and_refreshes_it_when_todos_
 
             counts = []
             while not counts or counts[-1] != "3":  # the changes coalesce into one refresh or a few
-                counts.append(re.match(r"(?:<a [^>]*>)?(\d+)", cell(await next_overview(), "builds", "pending")).group(1))
+                counts.append(re.match(r"(?:<a [^>]*>)?(\d+)", cell(await next_overview(), "builds", "ready")).group(1))
             assert counts[-1] == "3" and len(counts) <= 3
             await c.post("/queues/builds/pause", data={"csrf_token": token})
             assert "Paused" in cell(await next_overview(), "builds", "status")  # a pause refreshes at once

@@ -22,12 +22,13 @@ def iso(at) -> str:
 
 
 async def thirty_todos(store, human):
-    """30 todos in two queues with many ties: five titles (two differing only in case), some
-    claimed, failed, done or canceled, some never claimed."""
+    """30 todos in two queues with many ties: five titles (two differing only in case), five
+    priorities, some claimed, failed, done or canceled, some never claimed."""
     agent = await make_agent(store, user=human, agent_id="w", queues=("alpha", "beta"))
     titles = ("Deploy", "deploy", "Build", "Zip", "apple")
     for i in range(30):
-        todo = await store.todo_add(agent, queue=("alpha", "beta")[i % 2], title=titles[i % 5], max_attempts=3)
+        todo = await store.todo_add(agent, queue=("alpha", "beta")[i % 2], title=titles[i % 5], max_attempts=3,
+                                    priority=(i * 3) % 5)
         if i % 3 == 0:
             await store.todo_claim(agent, todo["id"], lease_seconds=600 + i)
             if i % 2 == 0:
@@ -51,6 +52,7 @@ def expected_order(rows: list[dict], sort: str) -> list[str]:
         "deadline": lambda r: iso(r["lease_expires_at"] or r["next_retry_at"]),
         "created": lambda r: iso(r["created_at"]),
         "updated": lambda r: iso(r["updated_at"]),
+        "priority": lambda r: f"{r['priority']}{iso(r['created_at'])}",  # oldest first within a priority
     }[column]
     return [r["id"] for r in sorted(rows, key=lambda r: (key(r).encode(), r["id"].encode()), reverse=descending)]
 
