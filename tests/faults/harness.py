@@ -583,8 +583,8 @@ async def outcome_counts(url: str) -> Counter:
     for r in await rows(url, "SELECT outcome::text AS outcome, count(*) AS n FROM attempts "
                              "WHERE outcome IS NOT NULL GROUP BY outcome"):
         out[r["outcome"]] += r["n"]
-    for r in await rows(url, "SELECT key AS outcome, sum(value::int) AS n FROM todos, "
-                             "jsonb_each_text(pruned_outcomes) GROUP BY key"):
+    for r in await rows(url, "SELECT p.key AS outcome, sum(p.value::int) AS n FROM todos t, "
+                             "jsonb_each_text(t.pruned_outcomes) p GROUP BY p.key"):
         out[r["outcome"]] += int(r["n"])
     return out
 
