@@ -157,22 +157,10 @@ class Metrics:
         self.waiting_for_person.clear()
         for queue, n in waiting.items():
             self.waiting_for_person.labels(queue).set(n)
-        # Every queue with todos is 0 unless paused, so an alert can test for 1.
-        paused = dict.fromkeys((queue for queue, _ in counts), 0)
-        for row in await store.queue_paused_counts():
-            label = self.queue_label(row["queue"])
-            paused[label] = paused.get(label, 0) + int(row["n"])
-        self.queue_paused.clear()
-        for queue, n in paused.items():
-            self.queue_paused.labels(queue).set(n)
-        # Every queue with todos is 0 unless some wait for their run_at.
-        scheduled = dict.fromkeys((queue for queue, _ in counts), 0)
-        for row in await store.queue_scheduled_counts():
-            label = self.queue_label(row["queue"])
-            scheduled[label] = scheduled.get(label, 0) + int(row["n"])
-        self.todos_scheduled.clear()
-        for queue, n in scheduled.items():
-            self.todos_scheduled.labels(queue).set(n)
+        # Every queue with todos is 0 unless paused (so an alert can test for 1), or unless
+        # some of its todos wait for their run_at.
+        self._set_per_queue(self.queue_paused, counts, await store.queue_paused_counts())
+        self._set_per_queue(self.todos_scheduled, counts, await store.queue_scheduled_counts())
         limits: dict[tuple[str, str], list[int]] = {}
         for row in await store.queue_limits_held():
             key = (self.queue_label(row["queue"]), row["username"])
@@ -186,6 +174,16 @@ class Metrics:
             self.queue_limit_held.labels(queue, user).set(held)
         self.chart_fold_lag.set(await store.outcomes_fold_lag())
         return generate_latest(self.registry)
+
+    def _set_per_queue(self, gauge: Gauge, counts: dict[tuple[str, str], int], rows: list[dict]) -> None:
+        """Set a per-queue gauge from (queue, n) rows, every queue with todos present at 0."""
+        per_queue = dict.fromkeys((queue for queue, _ in counts), 0)
+        for row in rows:
+            label = self.queue_label(row["queue"])
+            per_queue[label] = per_queue.get(label, 0) + int(row["n"])
+        gauge.clear()
+        for queue, n in per_queue.items():
+            gauge.labels(queue).set(n)
 
     def route(self):
         metrics = self
