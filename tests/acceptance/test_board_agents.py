@@ -7,8 +7,10 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
 from tests.acceptance.test_board_auth import client_for, make_human, sign_in
-from tests.conftest import make_agent
+from tests.conftest import make_agent, run_server
 
 
 def agent_row(page: str, endpoint_id: str) -> str:
@@ -67,11 +69,20 @@ async def test_a_human_with_no_endpoints_is_told_how_to_get_an_agent(live_server
         assert "You have no agents yet." in page and 'href="/endpoints"' in page
 
 
-async def test_a_question_left_unanswered_reads_waiting_for_a_person_everywhere_never_lapsed(live_server):
+@pytest.fixture
+async def server_without_reaper(server_settings):
+    """A lease claimed in the past has lapsed in real time too: the live reaper would end it
+    between the claim and the interrupt."""
+    async with run_server(server_settings.with_(reaper_interval_seconds=0)) as srv:
+        yield srv
+
+
+async def test_a_question_left_unanswered_reads_waiting_for_a_person_everywhere_never_lapsed(server_without_reaper):
     """Its lease ended 9 minutes ago, but an unanswered interrupt is never reaped: the list
     row, the drawer and the Agents page say whom it waits for, with the times in words (the
     exact times in datetime and a tooltip); once answered, its holder has a lease to resume
     in and is judged by it again."""
+    live_server = server_without_reaper
     store = live_server.store
     ada = await make_human(store, "ada")
     agent = await make_agent(store, user=ada, agent_id="deployer", queues=("deploys",))
