@@ -225,13 +225,18 @@ CREATE FUNCTION public.hook_payload(event text, occurred_at timestamp with time 
       'attempt', $7::integer, 'max_attempts', $8::integer, 'attempts_total', $9::integer,
       'endpoint_id', $10::uuid))
 $_$;
-CREATE FUNCTION public.hook_rows(urls text[], occurred_at timestamp with time zone, event text, id text, queue text, title text, state public.todo_state, attempt integer, max_attempts integer, attempts_total integer, endpoint_id uuid, attempts_pruned integer DEFAULT NULL::integer, pruned_outcomes jsonb DEFAULT NULL::jsonb, closed_seq integer DEFAULT NULL::integer, closed_attempt integer DEFAULT NULL::integer, closed_outcome text DEFAULT NULL::text, closed_died boolean DEFAULT NULL::boolean, closed_summary text DEFAULT NULL::text, closed_artifact text DEFAULT NULL::text, priority smallint DEFAULT NULL::smallint) RETURNS TABLE(hook_event text, hook_url text, hook_todo_id text, hook_payload jsonb)
+CREATE FUNCTION public.hook_rows(urls text[], occurred_at timestamp with time zone, event text, id text, queue text, title text, state public.todo_state, attempt integer, max_attempts integer, attempts_total integer, endpoint_id uuid, attempts_pruned integer DEFAULT NULL::integer, pruned_outcomes jsonb DEFAULT NULL::jsonb, closed_seq integer DEFAULT NULL::integer, closed_attempt integer DEFAULT NULL::integer, closed_outcome text DEFAULT NULL::text, closed_died boolean DEFAULT NULL::boolean, closed_summary text DEFAULT NULL::text, closed_artifact text DEFAULT NULL::text, priority smallint DEFAULT NULL::smallint, after text[] DEFAULT NULL::text[], schedule_id uuid DEFAULT NULL::uuid) RETURNS TABLE(hook_event text, hook_url text, hook_todo_id text, hook_payload jsonb)
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $_$
   SELECT $3::text, h.url, $4::text,
-         jsonb_set(hook_payload($3::text, $2::timestamptz, $4::text, $5::text, $6::text, $7::todo_state, $8::integer,
-                                $9::integer, $10::integer, $11::uuid),
-                   '{todo,priority}', coalesce(to_jsonb($20::smallint), 'null'::jsonb))
+         jsonb_set(jsonb_set(jsonb_set(
+             hook_payload($3::text, $2::timestamptz, $4::text, $5::text, $6::text, $7::todo_state, $8::integer,
+                          $9::integer, $10::integer, $11::uuid),
+             '{todo,priority}', coalesce(to_jsonb($20::smallint), 'null'::jsonb)),
+             '{todo,after}', to_jsonb(coalesce($21::text[], (SELECT t.after FROM todos t WHERE t.id = $4::text),
+                                               '{}'::text[]))),
+             '{todo,schedule_id}', coalesce(to_jsonb(coalesce($22::uuid, (SELECT t.schedule_id FROM todos t
+                                                                          WHERE t.id = $4::text))), 'null'::jsonb))
          || CASE WHEN $3::text = 'todo.dead_lettered' THEN jsonb_build_object(
               'attempt', jsonb_build_object('seq', $14::integer, 'attempt', $15::integer, 'outcome', $16::text,
                                             'died', $17::boolean, 'summary', $18::text, 'artifact', $19::text),
@@ -321,6 +326,34 @@ CREATE FUNCTION public.todo_notify(id text, endpoint_id uuid, queue text, state 
   SELECT pg_notify('switchboard_v1', json_build_object('todo', $1, 'endpoint', $2, 'queue', $3, 'state', $4,
                                                        'kind', $5)::text)
 $_$;
+CREATE FUNCTION public.todo_release_dependents(done_id text, hook_urls text[], at timestamp with time zone) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  freed integer;
+BEGIN
+  WITH dec AS (
+    UPDATE todos t SET waits = t.waits - 1, updated_at = at
+     WHERE t.id IN (SELECT d.todo_id FROM todo_deps d WHERE d.after_id = done_id)
+    RETURNING t.id, t.endpoint_id, t.queue, t.title, t.state, t.attempt, t.max_attempts, t.attempts_total,
+              t.priority, t.scheduled, t.waits
+  ),
+  ready AS (
+    SELECT * FROM dec WHERE dec.waits = 0 AND dec.state = 'pending' AND NOT dec.scheduled
+  ),
+  outbox AS (
+    INSERT INTO hook_events (event, url, todo_id, payload)
+    SELECT h.* FROM ready u, hook_rows(hook_urls, at, 'todo.ready', u.id, u.queue, u.title, u.state, u.attempt,
+                                       u.max_attempts, u.attempts_total, u.endpoint_id, priority => u.priority) h
+    RETURNING 1
+  )
+  SELECT count(*) INTO freed FROM (
+    SELECT CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = r.endpoint_id)
+           THEN todo_notify(r.id, r.endpoint_id, r.queue, r.state, 'unblocked') END
+      FROM ready r) x;
+  RETURN freed;
+END
+$$;
 CREATE FUNCTION public.todos_consistent() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -556,6 +589,11 @@ CREATE TABLE public.todo_counts (
     kind public.todo_count_kind NOT NULL,
     n bigint NOT NULL
 );
+CREATE TABLE public.todo_deps (
+    todo_id text NOT NULL,
+    after_id text NOT NULL,
+    CONSTRAINT todo_deps_check CHECK ((todo_id <> after_id))
+);
 CREATE TABLE public.todo_successors (
     todo_id text NOT NULL COLLATE pg_catalog."C",
     successor_id text NOT NULL COLLATE pg_catalog."C"
@@ -585,9 +623,14 @@ CREATE TABLE public.todos (
     run_at timestamp with time zone,
     scheduled boolean DEFAULT false NOT NULL,
     key text COLLATE pg_catalog."C",
+    waits smallint DEFAULT 0 NOT NULL,
+    after text[],
+    waited_on boolean DEFAULT false NOT NULL,
+    schedule_id uuid,
     CONSTRAINT todos_key_check CHECK (((octet_length(key) >= 1) AND (octet_length(key) <= 200))),
     CONSTRAINT todos_priority_check CHECK (((priority >= 0) AND (priority <= 4))),
-    CONSTRAINT todos_scheduled_pending CHECK (((NOT scheduled) OR ((state = 'pending'::public.todo_state) AND (run_at IS NOT NULL))))
+    CONSTRAINT todos_scheduled_pending CHECK (((NOT scheduled) OR ((state = 'pending'::public.todo_state) AND (run_at IS NOT NULL)))),
+    CONSTRAINT todos_waits_check CHECK ((waits >= 0))
 );
 CREATE TABLE public.users (
     id bigint NOT NULL,
@@ -635,6 +678,8 @@ ALTER TABLE ONLY public.queue_limits
     ADD CONSTRAINT queue_limits_pkey PRIMARY KEY (user_id, queue);
 ALTER TABLE ONLY public.queue_pauses
     ADD CONSTRAINT queue_pauses_pkey PRIMARY KEY (user_id, queue);
+ALTER TABLE ONLY public.todo_deps
+    ADD CONSTRAINT todo_deps_pkey PRIMARY KEY (todo_id, after_id);
 ALTER TABLE ONLY public.todo_successors
     ADD CONSTRAINT todos_one_successor PRIMARY KEY (todo_id);
 ALTER TABLE ONLY public.todos
@@ -654,16 +699,19 @@ CREATE INDEX oauth_codes_expires_idx ON public.oauth_codes USING btree (expires_
 CREATE INDEX oauth_tokens_endpoint_idx ON public.oauth_tokens USING btree (endpoint_id);
 CREATE INDEX oauth_tokens_expires_idx ON public.oauth_tokens USING btree (expires_at);
 CREATE INDEX todo_counts_endpoint_idx ON public.todo_counts USING btree (endpoint_id);
+CREATE INDEX todo_deps_after_idx ON public.todo_deps USING btree (after_id);
 CREATE INDEX todo_successors_successor_idx ON public.todo_successors USING btree (successor_id);
 CREATE INDEX todos_claimed_idx ON public.todos USING btree (endpoint_id) WHERE (state = 'claimed'::public.todo_state);
 CREATE INDEX todos_due_idx ON public.todos USING btree (run_at) WHERE scheduled;
 CREATE INDEX todos_endpoint_created_idx ON public.todos USING btree (endpoint_id, created_at DESC, id) INCLUDE (queue, state, next_retry_at);
 CREATE INDEX todos_interrupted_idx ON public.todos USING btree (endpoint_id) WHERE (state = ANY (ARRAY['input_required'::public.todo_state, 'auth_required'::public.todo_state]));
 CREATE UNIQUE INDEX todos_live_key ON public.todos USING btree (endpoint_id, queue, key) WHERE ((key IS NOT NULL) AND (state <> ALL (ARRAY['done'::public.todo_state, 'canceled'::public.todo_state])) AND ((state <> 'failed'::public.todo_state) OR (next_retry_at IS NOT NULL)));
-CREATE INDEX todos_ready_idx ON public.todos USING btree (endpoint_id, priority, created_at, id) WHERE ((state = 'pending'::public.todo_state) AND (NOT scheduled));
+CREATE INDEX todos_ready_idx ON public.todos USING btree (endpoint_id, priority, created_at, id) WHERE ((state = 'pending'::public.todo_state) AND (NOT scheduled) AND (waits = 0));
 CREATE INDEX todos_retry_idx ON public.todos USING btree (next_retry_at) WHERE ((state = 'failed'::public.todo_state) AND (next_retry_at IS NOT NULL));
+CREATE INDEX todos_schedule_idx ON public.todos USING btree (schedule_id, created_at) WHERE (schedule_id IS NOT NULL);
 CREATE INDEX todos_scheduled_idx ON public.todos USING btree (endpoint_id, run_at) WHERE scheduled;
 CREATE INDEX todos_updated_brin ON public.todos USING brin (updated_at);
+CREATE INDEX todos_waiting_idx ON public.todos USING btree (endpoint_id, queue) WHERE ((state = 'pending'::public.todo_state) AND (waits > 0));
 CREATE TRIGGER attempts_count_deleted AFTER DELETE ON public.attempts FOR EACH ROW WHEN ((old.outcome IS NOT NULL)) EXECUTE FUNCTION public.attempts_count_deleted();
 CREATE TRIGGER todos_consistent BEFORE INSERT OR UPDATE OF state, owner, lease_expires_at, next_retry_at, attempt, attempts_total, attempts_pruned ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_consistent();
 CREATE TRIGGER todos_continues_fixed BEFORE UPDATE OF continues_id ON public.todos FOR EACH ROW WHEN ((old.continues_id IS DISTINCT FROM new.continues_id)) EXECUTE FUNCTION public.todos_continues_fixed();
@@ -687,5 +735,9 @@ ALTER TABLE ONLY public.queue_limits
     ADD CONSTRAINT queue_limits_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.queue_pauses
     ADD CONSTRAINT queue_pauses_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.todo_deps
+    ADD CONSTRAINT todo_deps_after_id_fkey FOREIGN KEY (after_id) REFERENCES public.todos(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.todo_deps
+    ADD CONSTRAINT todo_deps_todo_id_fkey FOREIGN KEY (todo_id) REFERENCES public.todos(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.todos
     ADD CONSTRAINT todos_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.endpoints(id) ON DELETE CASCADE;

@@ -713,7 +713,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "   ORDER BY t.created_at, t.id\n   LIMIT %(limit)s\n   FOR UPDATE OF t SKIP LOCKED",
            (ORDER,), "claim_next takes an older P2 before a P0", "todo_claim_fast"),
     Mutant("order-scheduled-claimable", "order", SQL + "claims.sql",
-           "     AND t.state = 'pending' AND NOT t.scheduled\n", "     AND t.state = 'pending'\n",
+           "     AND t.state = 'pending' AND NOT t.scheduled AND t.waits = 0\n", "     AND t.state = 'pending' AND t.waits = 0\n",
            (ORDER,), "claim_next takes a todo before its run_at", ("todo_claim_fast", "todo_claim"), 2),
     Mutant("order-by-id-before-run-at", "order", SQL + "claims.sql",
            "(NOT t.scheduled OR t.run_at <= coalesce(%(now)s::timestamptz, now()))", "true",

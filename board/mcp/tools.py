@@ -213,10 +213,16 @@ TODO_PROPERTIES = {
                               "snoozed by a release's delay_seconds); null when it could be claimed at once."),
     "key": _or_null(_STRING, "The key that keeps one live todo per queue (data, as its creator wrote it); null "
                              "when it has none."),
+    "after": {"type": "array", "items": _STRING,
+              "description": "The todos this one was added to wait for, in the order named; it is claimable only "
+                             "once each is done (empty: it waits for none)."},
+    "waiting": {"type": "boolean", "description": "True while a todo named in after is not done yet: not claimable."},
+    "schedule_id": _or_null(_STRING, "The schedule that added this todo; null when none did."),
 }
 _TODO_REQUIRED = ["id", "queue", "title", "state", "owner", "attempt", "max_attempts", "lease_expires_at",
                   "next_retry_at", "dead_letter", "payload", "routing", "result", "attempts_total",
-                  "attempts_pruned", "created_at", "updated_at", "priority", "run_at", "key"]
+                  "attempts_pruned", "created_at", "updated_at", "priority", "run_at", "key", "after",
+                  "waiting", "schedule_id"]
 
 TODO_SCHEMA = {"type": "object", "description": "A todo.", "properties": TODO_PROPERTIES, "required": _TODO_REQUIRED}
 

@@ -24,6 +24,7 @@ from board.store.inputs import (
 )
 from board.store.queries import execute, query
 from board.store.vocabulary import (
+    AFTER_MAX,
     MAX_ATTEMPTS_DEFAULT,
     MAX_ATTEMPTS_MAX,
     QUEUE_PATTERN,
@@ -47,9 +48,36 @@ def _continues_id(value: Any) -> str:
         raise NotFound(argument="continues", op="add_todo") from None
 
 
+def _after(value: Any, at: str, i: int | None, op: str) -> list[str]:
+    """The todos an add names in after, checked: up to AFTER_MAX ids, or (an add_todos item,
+    index i) "#k" naming an earlier item k of the same call; repeats count once. An id no
+    todo can have is not_found with the body of any unknown id."""
+    name = f"{at}after"
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > AFTER_MAX:
+        raise Invalid(f"{name} must be an array of at most {AFTER_MAX} todo ids", argument=name, op=op)
+    ids = []
+    for v in value:
+        if not isinstance(v, str) or not v:
+            raise Invalid(f"{name} must be an array of todo ids (non-empty strings)", argument=name, op=op)
+        if v.startswith("#"):
+            k = v[1:]
+            if i is None or not (k.isascii() and k.isdigit()) or int(k) >= i:
+                where = "an earlier item of this call" if i is not None else "an item of add_todos"
+                raise Invalid(f"{name}: {v!r} does not name {where} (#0 is the first)", argument=name, op=op)
+            ids.append(f"#{int(k)}")
+            continue
+        try:
+            ids.append(checked_todo_id(v, op=op))
+        except (Invalid, NotFound):
+            raise NotFound(argument=name, op=op) from None
+    return list(dict.fromkeys(ids))
+
+
 # The fields an add_todos item takes (add_todo's arguments).
 _ADD_ITEM_FIELDS = frozenset({"queue", "title", "payload", "routing", "max_attempts", "continues", "priority",
-                              "run_at", "delay_seconds", "key"})
+                              "run_at", "delay_seconds", "key", "after"})
 # How many times an add whose key is live looks for that todo and, finding it ended, adds again.
 _KEY_RACES = 5
 # Why a continuation added nothing, as the caller's kind sees the predecessor.
@@ -59,7 +87,8 @@ class Adds(StoreBase):
     async def todo_add(self, caller: Caller, *, queue: Any, title: Any, payload: Any = None,
                        routing: Any = None, max_attempts: Any = None, endpoint_id: Any = None,
                        continues: Any = None, priority: Any = None, run_at: Any = None,
-                       delay_seconds: Any = None, key: Any = None, now: datetime | None = None) -> dict:
+                       delay_seconds: Any = None, key: Any = None, after: Any = None,
+                       now: datetime | None = None) -> dict:
         """-> pending, in a queue the endpoint is granted. A human (the Board) adds through one
         of their live endpoints granted the queue: endpoint_id, or else their oldest one; the
         statement itself picks and checks it. With continues, the new todo continues that todo
@@ -67,7 +96,9 @@ class Adds(StoreBase):
         continuation of a human's todo goes on that todo's endpoint).
 
         priority orders the claim (0 first); run_at or delay_seconds schedules it; with a key
-        taken by a live todo of the queue, that todo comes back unchanged, deduplicated."""
+        taken by a live todo of the queue, that todo comes back unchanged, deduplicated. after
+        names the caller's todos this one waits for (an agent's add: run as add_todos' batch
+        of one)."""
         human = isinstance(caller, Human)
         if not human:
             caller.require("add_todo")
@@ -98,6 +129,13 @@ class Adds(StoreBase):
         if continues is not None and order["key"] is not None:
             raise Invalid("key cannot be given with continues: a todo has one successor already", argument="key",
                           op="add_todo")
+        if _after(after, "", None, "add_todo"):
+            if human:
+                raise Invalid("after: the Board's add cannot wait for other todos", argument="after", op="add_todo")
+            return await self._add_one_waiting(caller, now, queue=queue, title=title, payload=payload,
+                                               routing=routing, max_attempts=max_attempts, continues=continues,
+                                               priority=priority, run_at=run_at, delay_seconds=delay_seconds,
+                                               key=key, after=after)
         params = self._params(
             caller, queue=queue, title=title, **order,
             payload=Jsonb(json_object(payload, "payload")), routing=Jsonb(json_object(routing, "routing")),
@@ -132,6 +170,19 @@ class Adds(StoreBase):
             out["continues_id"] = row["continues_id"]
         return out
 
+    async def _add_one_waiting(self, caller: Agent, now: datetime | None, **item: Any) -> dict:
+        """add_todo with after: add_todos' statement for one item, its errors named as
+        add_todo's arguments."""
+        try:
+            out = (await self._add_batch(caller, [item], now))["todos"][0]
+        except SwitchboardError as e:
+            e.op = "add_todo"
+            if e.argument and e.argument.startswith("todos[0]."):
+                e.argument = e.argument.removeprefix("todos[0].")
+                e.message = e.message.replace("todos[0].", "")
+            raise
+        return out
+
     async def _continues_miss(self, caller: Caller, params: dict, not_granted: SwitchboardError) -> SwitchboardError:
         """Why a continuation added nothing: the predecessor is not the caller's (NotFound, the
         body of any unknown id), still live, or continued already (Conflict naming the
@@ -154,24 +205,34 @@ class Adds(StoreBase):
         """-> pending, up to TODOS_ADD_MAX todos in one statement, all or nothing: every item is
         checked first (an error names it, todos[i].field), then one statement inserts them all
         in the order given, one notification (one doorbell ring) per todo. Items that continue
-        a todo run in a transaction rolled back when any predecessor is refused."""
+        a todo run in a transaction rolled back when any predecessor is refused. An item's
+        after names todos it waits for: the caller's, or an earlier item ("#0")."""
         caller.require("add_todos")
         if not isinstance(todos, list) or not 1 <= len(todos) <= TODOS_ADD_MAX:
             raise Invalid(f"todos must be an array of 1 to {TODOS_ADD_MAX} todos", argument="todos", op="add_todos")
+        return await self._add_batch(caller, todos, now)
+
+    async def _add_batch(self, caller: Agent, todos: list, now: datetime | None) -> dict:
         continuing: dict[str, int] = {}  # predecessor id -> the index of the item continuing it
         items = [self._add_item(caller, i, item, continuing, now) for i, item in enumerate(todos)]
         # An item whose queue and key an earlier item has is that item's todo, deduplicated.
         first: dict[tuple[str, str], int] = {}
         same_as = {i: first.setdefault((it["queue"], it["key"]), i) for i, it in enumerate(items)
                    if it["key"] is not None}
+        outside = self._resolve_after(items)
         sent = [it for i, it in enumerate(items) if same_as.get(i, i) == i]
-        params = self._params(caller, todos=Jsonb(sent), continues=list(continuing), now=now)
+        params = self._params(caller, todos=Jsonb(sent), continues=list(continuing), after=outside, now=now)
         if not continuing:  # one autocommit statement: it inserts every item or fails whole
             rows = await self._fetch(query("todos_add"), params, op="add_todos")
         else:
             rows = await self._add_all_or_nothing(params, len(continuing))
-            if rows is None:
-                raise await self._continuing_miss(caller, params, continuing)
+        if outside and len(rows or ()) < len(sent):
+            await self._after_not_found(caller, items, outside)
+        if rows is None:
+            raise await self._continuing_miss(caller, params, continuing)
+        if sum(r["key"] is None for r in rows) < sum(it["key"] is None for it in sent):
+            raise Conflict("a todo named in after went away while this add ran; nothing was added, try again",
+                           argument="todos", op="add_todos")
         rows.sort(key=lambda r: r["created_at"])  # created_at steps a microsecond per item
         self._emit([Transition("added", r["id"], str(r["endpoint_id"]), r["queue"], r["state"], run_at=r["run_at"])
                     for r in rows])
@@ -191,6 +252,40 @@ class Adds(StoreBase):
                 by_item[i] = await self._add_keyed(caller, it, now)
         return {"todos": [by_item[i] for i in range(len(items))]}
 
+    @staticmethod
+    def _resolve_after(items: list[dict]) -> list[str]:
+        """Gives each item its id and turns "#k" into item k's id (k is then waited_on); returns
+        the ids named outside the batch, once each. An item with a key may be deduplicated to
+        a todo added before, so it is named by that todo's id, not by "#k"."""
+        for it in items:
+            it["id"], it["waited_on"] = str(uuid.uuid4()), False
+        outside: dict[str, None] = {}
+        for i, it in enumerate(items):
+            ids = []
+            for a in it["after"]:
+                if a.startswith("#"):
+                    target = items[int(a[1:])]
+                    if target["key"] is not None:
+                        raise Invalid(f"todos[{i}].after: {a} names an item with a key, which may stand for a todo "
+                                      "added before; add it first and name its id", argument=f"todos[{i}].after",
+                                      op="add_todos")
+                    target["waited_on"] = True
+                    ids.append(target["id"])
+                else:
+                    ids.append(a)
+                    outside[a] = None
+            it["after"] = list(dict.fromkeys(ids)) or None
+        return list(outside)
+
+    async def _after_not_found(self, caller: Agent, items: list[dict], outside: list[str]) -> None:
+        """Raises not_found naming the first item whose after names a todo that is not the
+        caller's (or no todo at all), when the add inserted nothing for that reason."""
+        seen = {r["id"] for r in await self._fetch(query("todos_in_scope"), self._params(caller, ids=outside),
+                                                   op="add_todos")}
+        for i, it in enumerate(items):
+            if any(a not in seen for a in it["after"] or () if a in outside):
+                raise NotFound(argument=f"todos[{i}].after", op="add_todos")
+
     async def _add_keyed(self, caller: Agent, item: dict, now: datetime | None) -> dict:
         """An add_todos item whose key was live when the batch ran: the live todo, deduplicated,
         or the item added now if that todo has ended since."""
@@ -201,6 +296,8 @@ class Adds(StoreBase):
             live = await self._fetch(query("todo_by_key"), params, op="add_todos", one=True)
             if live is not None:
                 return todo_out(live) | {"deduplicated": True}
+            if item["after"]:  # todo_add would add it waiting for nothing
+                break
             row = await self._fetch(query("todo_add"), params, op="add_todos", one=True)
             if row is not None:
                 self._emit([Transition("added", row["id"], str(row["endpoint_id"]), row["queue"], row["state"],
@@ -237,6 +334,7 @@ class Adds(StoreBase):
             priority = priority_value(item.get("priority"), f"{at}.priority")
             run_at = start_time(item.get("run_at"), item.get("delay_seconds"), now, prefix=f"{at}.")
             key = clean_key(item.get("key"), f"{at}.key")
+            after = _after(item.get("after"), f"{at}.", i, "add_todos")
         except SwitchboardError as e:
             e.op = "add_todos"
             raise
@@ -257,7 +355,7 @@ class Adds(StoreBase):
             continuing[continues] = i
         return {"ord": i, "queue": queue, "title": title, "payload": payload, "routing": routing,
                 "max_attempts": max_attempts, "continues": continues, "priority": priority,
-                "run_at": None if run_at is None else run_at.isoformat(), "key": key}
+                "run_at": None if run_at is None else run_at.isoformat(), "key": key, "after": after}
 
     async def _add_all_or_nothing(self, params: dict, continuing: int) -> list[dict] | None:
         """todos_add in a transaction, committed only when every continuing item was inserted

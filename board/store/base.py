@@ -156,8 +156,8 @@ def todo_out(row: dict) -> dict:
     """The todo as agents and pages see it (the compact row plus payload and routing)."""
     keys = ("id", "queue", "title", "state", "owner", "attempt", "max_attempts", "lease_expires_at",
             "next_retry_at", "dead_letter", "payload", "routing", "result", "attempts_total",
-            "attempts_pruned", "created_at", "updated_at", "priority", "run_at", "key")
-    return {k: row[k] for k in keys}
+            "attempts_pruned", "created_at", "updated_at", "priority", "run_at", "key", "schedule_id", "waiting")
+    return {k: row[k] for k in keys} | {"after": row["after"] or []}
 
 
 # The statements that change nothing, so _fetch may run one again on a fresh connection when
@@ -174,7 +174,8 @@ READS = frozenset((
     query("oauth_client_get"), query("oauth_code_get"), query("oauth_refresh_get"), query("oauth_access_get"),
     query("todos_still_pending"), query("watchers_in_flight"), query("watchers_in_flight_left"),
     query("attempt_outcomes_fold_lag"), query("oauth_refresh_repeat"), query("todo_by_key"),
-    query("todo_add_human_endpoint"), query("todos_next_due"), query("queue_limits_held"),
+    query("todo_add_human_endpoint"), query("todos_next_due"), query("queue_limits_held"), query("todos_in_scope"), query("todos_waiters"),
+    query("todos_waiting_by_queue"), query("todos_waiting_count_human"),
 ))
 
 
@@ -284,6 +285,10 @@ class StoreBase:
         elif (op == "claim" and isinstance(caller, Agent) and row["paused"]
               and (state == "pending" or (state == "claimed" and row["lapsed"]))):
             msg = f"the queue {row['queue']} is paused; nothing in it can be claimed until it is resumed"
+        elif op == "claim" and state == "pending" and row["waiting_for"]:
+            named = ", ".join(f"{d['id']} ({'dead-lettered' if d['dead_letter'] else d['state']})"
+                              for d in row["waiting_for"])
+            msg = f"the todo waits for {row['waits']} todo(s) to be done first: {named}"
         elif op == "claim" and state == "pending" and row["scheduled"]:
             msg = f"the todo is scheduled to start at {row['run_at'].isoformat()}; it cannot be claimed before then"
         elif op == "claim" and state == "pending" and row["room"] is not None and row["room"] <= 0:

@@ -92,7 +92,10 @@ class Deletes(StoreBase):
         human's, a todo that has not ended, an unknown one, or no id at all) is left alone
         and reported skipped, never an error that stops the rest. Nothing is counted here:
         the counters and outcome counts moved when each attempt closed, and stay.
-        Returns {"deleted": [the todos deleted], "skipped": [the ids left alone]}."""
+        A canceled or dead-lettered todo that live todos wait on is left alone unless they are
+        deleted with it, and named in refused with its waiters.
+        Returns {"deleted": [the todos deleted], "skipped": [the ids left alone],
+        "refused": [{"id", "waiters": [{"id", "title", "state"}]}]}."""
         if not isinstance(caller, Human):
             raise Forbidden("deleting todos is the Board's", op="delete")
         asked = list(todo_ids)
@@ -113,4 +116,8 @@ class Deletes(StoreBase):
                    for r in rows]
         skipped = [v for v in dict.fromkeys(v for v in asked if isinstance(v, str)) if v not in gone]
         skipped += [v for v in asked if not isinstance(v, str)]
-        return {"deleted": deleted, "skipped": skipped}
+        left = [v for v in ids if v not in gone]
+        refused = await self._fetch(query("todos_waiters"), {"user_id": caller.user_id, "ids": left},
+                                    op="delete") if left else []
+        return {"deleted": deleted, "skipped": skipped, "refused": [{"id": r["id"], "waiters": r["waiters"]}
+                                                                    for r in refused]}

@@ -466,12 +466,14 @@ def search_text(value: Any, argument: str, *, strip: bool = True) -> str | None:
 
 def list_filters(*, state: Any = None, queue: Any = None, dead_letter: Any = False, title: Any = None,
                  claimant: Any = None, payload_key: Any = None, payload_value: Any = None, priority: Any = None,
-                 key: Any = None, scheduled: Any = None) -> dict:
+                 key: Any = None, scheduled: Any = None, waiting: Any = None) -> dict:
     """The list's filters as statement parameters (None: no filter), or Invalid naming the
     first one that cannot be used. scheduled (the Board's): true, pending todos waiting for
     their run_at; false, pending todos that may be claimed now."""
     if scheduled is not None and not isinstance(scheduled, bool):
         raise Invalid("scheduled must be true or false", argument="scheduled")
+    if waiting is not None and not isinstance(waiting, bool):
+        raise Invalid("waiting must be true or false", argument="waiting")
     if state is not None and state not in STATES:
         raise Invalid(f"state must be one of {', '.join(STATES)}", argument="state")
     if queue is not None and not isinstance(queue, str):
@@ -484,7 +486,7 @@ def list_filters(*, state: Any = None, queue: Any = None, dead_letter: Any = Fal
     return {"state": state, "queue": queue, "dead_letter": bool(dead_letter), "title": search_text(title, "title"),
             "claimant": search_text(claimant, "claimant"), "payload_key": payload, "payload_value": value,
             "priority": None if priority is None else positive_int(priority, "priority", PRIORITY_MIN, PRIORITY_MAX),
-            "key": clean_key(key), "scheduled": scheduled}
+            "key": clean_key(key), "scheduled": scheduled, "waiting": waiting}
 
 
 def list_cursor(sort: str, key: datetime | str, todo_id: str) -> str:

@@ -16,6 +16,7 @@ from board.store.vocabulary import (
     ATTEMPTS_LIMIT_MAX,
     BOARD_SORTS,
     CHAIN_MAX,
+    DEPENDENTS_MAX,
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
     LIST_SORTS,
@@ -66,7 +67,7 @@ _LIST = {
 class Reads(StoreBase):
     async def todo_list(self, caller: Caller, *, state: Any = None, queue: Any = None, dead_letter: bool = False,
                         title: Any = None, claimant: Any = None, payload_key: Any = None, payload_value: Any = None,
-                        priority: Any = None, key: Any = None, scheduled: Any = None,
+                        priority: Any = None, key: Any = None, scheduled: Any = None, waiting: Any = None,
                         sort: Any = "created", limit: Any = None, cursor: Any = None) -> dict:
         """Read: the caller's todos matching every filter given, newest first by the sort's
         time (created or updated), keyset-paginated; a human's rows carry their newest
@@ -77,7 +78,7 @@ class Reads(StoreBase):
         params = self._params(caller, **list_filters(state=state, queue=queue, dead_letter=dead_letter, title=title,
                                                      claimant=claimant, payload_key=payload_key,
                                                      payload_value=payload_value, priority=priority, key=key,
-                                                     scheduled=scheduled))
+                                                     scheduled=scheduled, waiting=waiting))
         which = "agent" if isinstance(caller, Agent) else "human"
         sorts = LIST_SORTS if which == "agent" else tuple(BOARD_SORTS)
         if sort not in sorts:
@@ -124,7 +125,7 @@ class Reads(StoreBase):
         notes = NOTES_LIMIT_DEFAULT if notes_limit is None else positive_int(notes_limit, "notes_limit", 0,
                                                                              NOTES_LIMIT_MAX)
         row = await self._fetch(query("todo_get"), self._params(caller, id=todo_id, attempts_limit=limit, chain_max=CHAIN_MAX,
-                                                             notes_limit=notes),
+                                                             notes_limit=notes, dependents_max=DEPENDENTS_MAX),
                                 op="get_todo", todo_id=todo_id, one=True)
         if row is None:
             raise NotFound(op="get_todo", todo_id=todo_id)
@@ -147,6 +148,14 @@ class Reads(StoreBase):
                     current["liveness"] = liveness.WAITING
         out["continues_id"] = row["continues_id"]
         out["continued_by_id"] = row["continued_by_id"]
+        # the plan: what it waits for that is not done, and what waits for it while it is not
+        out["waiting_for"] = [{k: d[k] for k in ("id", "title", "state", "dead_letter")} for d in row["plan_after"]
+                              if d["state"] != "done"]
+        out["blocking"] = [] if out["state"] == "done" else [
+            {k: w[k] for k in ("id", "title", "state")} for w in row["plan_dependents"] if not w["ended"]]
+        if isinstance(caller, Human):  # the Board's drawer draws the plan around the todo
+            out["plan"] = {"after": row["plan_after"], "dependents": row["plan_dependents"],
+                           "dependents_total": row["dependents_total"]}
         out["chain"] = row["chain"]["links"]
         out["chain_truncated"] = row["chain"]["truncated"]
         out["usage"] = _usage_totals(row["usage"])

@@ -7,7 +7,7 @@ its own over the plumbing of board/store/base.py, named after the statement file
   (holds.sql), reads.py (reads.sql), deletes.py (deletes.sql, and the Board's bulk actions),
   sweeps.py (sweeps.sql, the hook outbox included), watchers.py (watchers.sql), queues.py
   (board.sql: pauses, the overview, the counts), schedule.py (schedule.sql: due todos,
-  priorities, queue limits);
+  priorities, queue limits), plans.py (plans.sql: dependencies dropped, waiting counts);
 - accounts.py (accounts.sql: users, endpoints) and grants.py (oauth.sql: OAuth grants).
 
 Nothing outside the store catches psycopg errors (base.py's _translate is the one place a
@@ -25,6 +25,7 @@ from board.store.deletes import Deletes
 from board.store.grants import Grants
 from board.store.holds import Holds
 from board.store.inputs import hash_token
+from board.store.plans import Plans
 from board.store.queues import Queues
 from board.store.reads import Reads
 from board.store.schedule import Schedule
@@ -37,6 +38,6 @@ __all__ = ["Agent", "Caller", "Human", "Observer", "PausedQueues", "Store", "Tra
            "deadline_after", "hash_token", "todo_out"]
 
 
-class Store(Adds, Claims, Closes, Holds, Reads, Deletes, Sweeps, Watchers, Queues, Schedule, Accounts, Grants,
+class Store(Adds, Claims, Closes, Holds, Reads, Deletes, Sweeps, Watchers, Queues, Schedule, Plans, Accounts, Grants,
             StoreBase):
     """The store: its pool and settings (StoreBase's fields), every verb of its parts."""

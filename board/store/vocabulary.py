@@ -47,6 +47,9 @@ TRANSITION_KINDS = (
     # the claim's order (migration 0015): added or released to wait for its run_at, fallen
     # due (or started now), a pending todo's priority changed
     "scheduled", "due", "reprioritized",
+    # plans (migration 0016): added (or fallen due) still waiting for other todos, made
+    # claimable by the last of them completing or by a dependency dropped
+    "waiting", "unblocked",
 )
 # Kinds of notifications about endpoints rather than todos (no subscriber re-reads a todo).
 CONTROL_KINDS = ("endpoint_revoked", "endpoint_changed")
@@ -125,6 +128,10 @@ DUE_SLEEP_MAX_SECONDS = 30.0
 # The batched verbs: todos per add_todos call, todos one claim_next may claim at once, and
 # todos one complete_todos may close.
 TODOS_ADD_MAX = 1000
+# How many todos one todo may wait for (add_todo's and each add_todos item's after).
+AFTER_MAX = 20
+# How many of the todos waiting on a todo get_todo lists (blocking, the Board's plan).
+DEPENDENTS_MAX = 50
 CLAIM_NEXT_LIMIT_MAX = 50
 COMPLETE_TODOS_MAX = 50
 # The longest search text each of the Board's list filters takes (longer cannot match: a

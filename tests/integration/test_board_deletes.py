@@ -92,7 +92,7 @@ async def test_only_a_human_deletes_and_at_most_a_bulk_at_once(store):
     with pytest.raises(Invalid) as e:
         await store.todos_delete(ada, [f"id-{i}" for i in range(1001)])
     assert e.value.argument == "ids"
-    assert await store.todos_delete(ada, []) == {"deleted": [], "skipped": []}
+    assert await store.todos_delete(ada, []) == {"deleted": [], "skipped": [], "refused": []}
     assert (await store.todo_get(ada, done["id"]))["state"] == "done"
 
 

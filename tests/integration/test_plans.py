@@ -43,6 +43,8 @@ UNKEYED_OK = {
                                        "index so heartbeats stay heap-only)",
     ("questions_expire", "todos_interrupted_idx"): "the question sweep reads the interrupted set, which is small "
                                                    "(a todo waits there only for a person)",
+    ("todos_waiting_by_queue", "todos_waiting_idx"): "the metrics scrape counts the waiting todos by queue: "
+                                                     "the waiting set, through its partial index",
     ("todo_list_sorted_human", "todos"): "the Board's list in a column's order that no index holds reads every "
                                          "matching todo of the human: here one endpoint holds the whole table",
 }
@@ -222,7 +224,8 @@ async def test_the_overview_reads_only_the_humans_index_entries_and_the_windows_
         counts = await generic_plan(conn, QUERIES["overview_counts"].sql)
         outcomes = await generic_plan(conn, QUERIES["overview_outcomes"].sql)
     text = "\n".join(counts)
-    for index in ("todos_ready_idx", "todos_scheduled_idx", "todos_claimed_idx", "todos_interrupted_idx"):
+    for index in ("todos_ready_idx", "todos_waiting_idx", "todos_scheduled_idx", "todos_claimed_idx",
+                  "todos_interrupted_idx"):
         assert re.search(index + r" on todos \w+\n\s+Index Cond: \(endpoint_id = e(_\d+)?\.id\)", text), (index, text)
     # The counts: a row per endpoint, queue and kind, whatever the history (read by the
     # endpoint index, or whole while it is this small).

@@ -13,6 +13,15 @@
 -- many adds race exactly one inserts); the store then reads that todo (todo_by_key) in a
 -- statement of its own, which sees the winner's commit, and adds again if it has ended since.
 --
+-- add_todos' items may wait for other todos (after, migration 0016): the caller's todos
+-- named outside the batch are locked and marked waited_on in `named`, the same row lock
+-- their complete takes; each item's waits counts what it names that is not done (an
+-- earlier item of the batch never is). When a todo named is not the caller's, the
+-- statement inserts nothing and the store says which. A waiting todo writes no todo.ready
+-- hook and is notified "waiting", which does not ring the doorbell. An agent's add_todo
+-- naming after runs as a batch of one. The store gives each item its id, so an item can name
+-- an earlier one ("#0") and a continuing item's link names it.
+--
 -- So an agent's add and a human's stay two statements each (todo_add, todo_add_continuing
 -- and their _human forms): the agent's endpoint was checked live when it authenticated, and
 -- taking the human's FOR SHARE lock on it at every add would make every add of one endpoint
@@ -40,7 +49,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority, upd.run_at,
-       upd.key,
+       upd.key, upd.after, upd.schedule_id::text AS schedule_id, upd.waits > 0 AS waiting,
        CASE WHEN upd.scheduled  -- every process's due timer hears a scheduled todo, watched or not
               OR EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
        THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state,
@@ -76,7 +85,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority, upd.run_at,
-       upd.key,
+       upd.key, upd.after, upd.schedule_id::text AS schedule_id, upd.waits > 0 AS waiting,
        CASE WHEN upd.scheduled  -- every process's due timer hears a scheduled todo, watched or not
               OR EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
        THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state,
@@ -117,7 +126,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority, upd.run_at,
-       upd.key, upd.continues_id,
+       upd.key, upd.after, upd.schedule_id::text AS schedule_id, upd.waits > 0 AS waiting, upd.continues_id,
        CASE WHEN upd.scheduled  -- every process's due timer hears a scheduled todo, watched or not
               OR EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
        THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state,
@@ -165,7 +174,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority, upd.run_at,
-       upd.key, upd.continues_id,
+       upd.key, upd.after, upd.schedule_id::text AS schedule_id, upd.waits > 0 AS waiting, upd.continues_id,
        CASE WHEN upd.scheduled  -- every process's due timer hears a scheduled todo, watched or not
               OR EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
        THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state,
@@ -176,7 +185,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter, t.payload,
        t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.priority, t.run_at,
-       t.key, t.continues_id
+       t.key, t.after, t.schedule_id::text AS schedule_id, t.waits > 0 AS waiting, t.continues_id
   FROM todos t
  WHERE t.endpoint_id = ANY(CASE WHEN %(endpoint_id)s::uuid IS NULL THEN user_endpoints(%(user_id)s)
                                 ELSE ARRAY[%(endpoint_id)s::uuid] END)
@@ -206,10 +215,21 @@ SELECT t.state::text AS state,
 -- and is not inserted, so the store compares the rows returned with the items sent and rolls
 -- the whole transaction back on a shortfall (no notification is delivered from it).
 WITH item AS (
-  SELECT x.ord, x.queue, x.title, x.payload, x.routing, x.max_attempts, x.continues, x.priority, x.run_at, x.key
-    FROM jsonb_to_recordset(%(todos)s::jsonb) AS x(ord int, queue text, title text, payload jsonb, routing jsonb,
-                                                  max_attempts int, continues text, priority smallint,
-                                                  run_at timestamptz, key text)
+  SELECT x.ord, x.id, x.queue, x.title, x.payload, x.routing, x.max_attempts, x.continues, x.priority, x.run_at,
+         x.key, x.after, x.waited_on
+    FROM jsonb_to_recordset(%(todos)s::jsonb) AS x(ord int, id text, queue text, title text, payload jsonb,
+                                                  routing jsonb, max_attempts int, continues text, priority smallint,
+                                                  run_at timestamptz, key text, after text[], waited_on boolean)
+),
+named AS (  -- the caller's todos outside the batch that items wait for, each marked waited_on under its row lock
+  UPDATE todos t SET waited_on = true
+    FROM (SELECT t.id FROM todos t
+           WHERE t.id = ANY(%(after)s::text[])
+             AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
+           ORDER BY t.id  -- one lock order, so two adds naming the same todos never deadlock
+           FOR UPDATE OF t) l
+   WHERE t.id = l.id
+  RETURNING t.id, t.state = 'done' AS done
 ),
 pred AS (
   SELECT t.id FROM todos t
@@ -219,36 +239,43 @@ pred AS (
 ),
 link AS (
   INSERT INTO todo_successors (todo_id, successor_id)
-  SELECT pred.id, gen_random_uuid()::text FROM pred
+  SELECT pred.id, i.id FROM pred JOIN item i ON i.continues = pred.id
   ON CONFLICT (todo_id) DO NOTHING
   RETURNING todo_id, successor_id
 ),
 upd AS (
   INSERT INTO todos AS t (id, endpoint_id, queue, title, payload, routing, max_attempts, continues_id, priority,
-                          run_at, scheduled, key, created_at, updated_at)
-  SELECT coalesce(link.successor_id, gen_random_uuid()::text), %(endpoint_id)s, i.queue, i.title, i.payload,
-         i.routing, i.max_attempts, link.todo_id, i.priority, i.run_at,
-         coalesce(i.run_at > coalesce(%(now)s::timestamptz, now()), false), i.key,
+                          run_at, scheduled, key, after, waits, waited_on, created_at, updated_at)
+  SELECT i.id, %(endpoint_id)s, i.queue, i.title, i.payload, i.routing, i.max_attempts, link.todo_id, i.priority,
+         i.run_at, coalesce(i.run_at > coalesce(%(now)s::timestamptz, now()), false), i.key, i.after,
+         (SELECT count(*) FROM unnest(i.after) a(id) WHERE NOT EXISTS (SELECT FROM named n WHERE n.id = a.id AND n.done)),
+         i.waited_on,
          coalesce(%(now)s::timestamptz, now()) + i.ord * interval '1 microsecond',
          coalesce(%(now)s::timestamptz, now()) + i.ord * interval '1 microsecond'
     FROM item i LEFT JOIN link ON link.todo_id = i.continues
-   WHERE i.continues IS NULL OR link.todo_id IS NOT NULL
+   WHERE (i.continues IS NULL OR link.todo_id IS NOT NULL)
+     AND (SELECT count(*) FROM named) = cardinality(%(after)s::text[])  -- every todo named is the caller's
   ON CONFLICT DO NOTHING  -- a live key: the store returns that todo
   RETURNING t.*
+),
+deps AS (
+  INSERT INTO todo_deps (todo_id, after_id) SELECT u.id, a.id FROM upd u, unnest(u.after) a(id)
 ),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
   SELECT h.* FROM upd u, hook_rows(%(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now()),
-      CASE WHEN NOT u.scheduled THEN hook_event(u.state, u.next_retry_at) END, u.id, u.queue, u.title, u.state,
-      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id, priority => u.priority) h
+      CASE WHEN NOT u.scheduled AND u.waits = 0 THEN hook_event(u.state, u.next_retry_at) END, u.id, u.queue, u.title, u.state,
+      u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id, priority => u.priority,
+      after => coalesce(u.after, '{}'), schedule_id => u.schedule_id) h
   RETURNING 1
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, upd.owner, upd.attempt,
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority, upd.run_at,
-       upd.key, upd.continues_id,
+       upd.key, upd.after, upd.schedule_id::text AS schedule_id, upd.waits > 0 AS waiting, upd.continues_id,
        CASE WHEN upd.scheduled  -- every process's due timer hears a scheduled todo, watched or not
               OR EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
        THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state,
-                        CASE WHEN upd.scheduled THEN 'scheduled' ELSE 'added' END) END FROM upd;
+                        CASE WHEN upd.scheduled THEN 'scheduled' WHEN upd.waits > 0 THEN 'waiting'
+                             ELSE 'added' END) END FROM upd;

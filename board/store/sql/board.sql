@@ -47,7 +47,9 @@ SELECT p.queue, count(*) AS n FROM queue_pauses p GROUP BY 1;
 -- description: Every todo counted by queue and state, for /metrics: the live ones through their partial indexes, the ended ones from todo_counts (done: all, less the live, canceled and dead)
 WITH live AS (  -- counted per queue and state here: a row per count, not one per todo
   SELECT x.queue, x.state, count(*) AS n
-    FROM (SELECT t.queue, t.state FROM todos t WHERE t.state = 'pending' AND NOT t.scheduled
+    FROM (SELECT t.queue, t.state FROM todos t WHERE t.state = 'pending' AND NOT t.scheduled AND t.waits = 0
+          UNION ALL
+          SELECT t.queue, t.state FROM todos t WHERE t.state = 'pending' AND t.waits > 0 AND NOT t.scheduled
           UNION ALL
           SELECT t.queue, t.state FROM todos t WHERE t.scheduled
           UNION ALL
@@ -78,37 +80,41 @@ WITH live AS (
   -- here, per queue and state, so what follows handles a row per count, not one per todo
   -- (a backlog of 90,000 pending todos is one row).
   SELECT x.queue, x.state, x.state = 'failed' AND x.next_retry_at IS NOT NULL AS retrying,
-         todo_dead_letter(x.state, x.next_retry_at) AS dead, x.scheduled, count(*) AS n
+         todo_dead_letter(x.state, x.next_retry_at) AS dead, x.scheduled, x.waiting, count(*) AS n
     FROM (
-      SELECT y.queue, y.state, y.next_retry_at, y.scheduled
+      SELECT y.queue, y.state, y.next_retry_at, y.scheduled, y.waiting
         FROM endpoints e
         CROSS JOIN LATERAL (
-          SELECT t.queue, t.state, t.next_retry_at, false AS scheduled
-            FROM todos t WHERE t.endpoint_id = e.id AND t.state = 'pending' AND NOT t.scheduled
+          SELECT t.queue, t.state, t.next_retry_at, false AS scheduled, false AS waiting
+            FROM todos t WHERE t.endpoint_id = e.id AND t.state = 'pending' AND NOT t.scheduled AND t.waits = 0
           UNION ALL
-          SELECT t.queue, t.state, t.next_retry_at, true FROM todos t WHERE t.endpoint_id = e.id AND t.scheduled
+          SELECT t.queue, t.state, t.next_retry_at, false, true
+            FROM todos t WHERE t.endpoint_id = e.id AND t.state = 'pending' AND t.waits > 0 AND NOT t.scheduled
           UNION ALL
-          SELECT t.queue, t.state, t.next_retry_at, false FROM todos t WHERE t.endpoint_id = e.id AND t.state = 'claimed'
+          SELECT t.queue, t.state, t.next_retry_at, true, false FROM todos t WHERE t.endpoint_id = e.id AND t.scheduled
           UNION ALL
-          SELECT t.queue, t.state, t.next_retry_at, false
+          SELECT t.queue, t.state, t.next_retry_at, false, false
+            FROM todos t WHERE t.endpoint_id = e.id AND t.state = 'claimed'
+          UNION ALL
+          SELECT t.queue, t.state, t.next_retry_at, false, false
             FROM todos t WHERE t.endpoint_id = e.id AND t.state IN ('input_required', 'auth_required')) y
        WHERE e.user_id = %(user_id)s
       UNION ALL
-      SELECT t.queue, t.state, t.next_retry_at, false FROM todos t
+      SELECT t.queue, t.state, t.next_retry_at, false, false FROM todos t
        WHERE t.state = 'failed' AND t.next_retry_at IS NOT NULL
          AND t.endpoint_id = ANY(ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))) x
-   GROUP BY 1, 2, 3, 4, 5
+   GROUP BY 1, 2, 3, 4, 5, 6
 ),
 rows AS (
   -- Each live count in its state and against done; todo_counts (migration 0010) gives the
   -- todos there are (as done), the canceled and the dead letters (each against done).
-  SELECT l.queue, v.state, v.retrying, v.dead, v.scheduled, v.n
+  SELECT l.queue, v.state, v.retrying, v.dead, v.scheduled, v.waiting, v.n
     FROM live l
-   CROSS JOIN LATERAL (VALUES (l.state, l.retrying, l.dead, l.scheduled, l.n),
-                              ('done'::todo_state, false, false, false, -l.n))
-        v(state, retrying, dead, scheduled, n)
+   CROSS JOIN LATERAL (VALUES (l.state, l.retrying, l.dead, l.scheduled, l.waiting, l.n),
+                              ('done'::todo_state, false, false, false, false, -l.n))
+        v(state, retrying, dead, scheduled, waiting, n)
   UNION ALL
-  SELECT c.queue, v.state, false, v.dead, false, v.n
+  SELECT c.queue, v.state, false, v.dead, false, false, v.n
     FROM todo_counts c
    CROSS JOIN LATERAL (VALUES (CASE c.kind WHEN 'all' THEN 'done' WHEN 'canceled' THEN 'canceled'
                                            ELSE 'failed' END::todo_state, c.kind = 'dead', c.n),
@@ -119,6 +125,7 @@ counts AS (
   SELECT r.queue,
          coalesce(sum(r.n) FILTER (WHERE r.state = 'pending'), 0)::bigint AS pending,
          coalesce(sum(r.n) FILTER (WHERE r.scheduled), 0)::bigint AS scheduled,
+         coalesce(sum(r.n) FILTER (WHERE r.waiting), 0)::bigint AS waiting,
          coalesce(sum(r.n) FILTER (WHERE r.state = 'claimed'), 0)::bigint AS claimed,
          coalesce(sum(r.n) FILTER (WHERE r.state = 'input_required'), 0)::bigint AS input_required,
          coalesce(sum(r.n) FILTER (WHERE r.state = 'auth_required'), 0)::bigint AS auth_required,
@@ -131,7 +138,7 @@ counts AS (
    GROUP BY r.queue
 )
 SELECT coalesce(c.queue, g.queue) AS queue, coalesce(c.pending, 0) AS pending,
-       coalesce(c.scheduled, 0) AS scheduled, coalesce(c.claimed, 0) AS claimed,
+       coalesce(c.scheduled, 0) AS scheduled, coalesce(c.waiting, 0) AS waiting, coalesce(c.claimed, 0) AS claimed,
        coalesce(c.input_required, 0) AS input_required, coalesce(c.auth_required, 0) AS auth_required,
        coalesce(c.retrying, 0) AS retrying, coalesce(c.dead, 0) AS dead, coalesce(c.done, 0) AS done,
        coalesce(c.canceled, 0) AS canceled, p.paused_at, lim.max_held

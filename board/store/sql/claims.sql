@@ -76,7 +76,7 @@ next AS (
      AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
      AND t.queue = ANY(ARRAY(SELECT q FROM unnest(%(claim_queues)s::text[]) q
                                  WHERE NOT EXISTS (SELECT 1 FROM room r WHERE r.queue = q AND r.room <= 0)))
-     AND t.state = 'pending' AND NOT t.scheduled
+     AND t.state = 'pending' AND NOT t.scheduled AND t.waits = 0
      AND (%(ignore_pauses)s OR NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue))
    ORDER BY t.priority, t.created_at, t.id
    LIMIT %(limit)s
@@ -86,7 +86,8 @@ by_id AS (
   SELECT t.id, t.attempts_total AS prev_total, t.attempt AS prev_attempt, t.queue, t.priority, t.created_at
     FROM todos t
    WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
-     AND t.state = 'pending' AND (NOT t.scheduled OR t.run_at <= coalesce(%(now)s::timestamptz, now()))
+     AND t.state = 'pending' AND t.waits = 0
+     AND (NOT t.scheduled OR t.run_at <= coalesce(%(now)s::timestamptz, now()))
      AND (%(ignore_pauses)s OR NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue))
    FOR UPDATE OF t
 ),
@@ -119,7 +120,7 @@ UPDATE todos t
  WHERE t.id = ins.todo_id
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.lease_expires_at, t.payload,
           t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.priority, t.run_at,
-          t.key, ins.lease_token_hash,
+          t.key, t.after, t.schedule_id::text AS schedule_id, t.waits > 0 AS waiting, ins.lease_token_hash,
        CASE WHEN t.attempts_total > 1 THEN attempt_prior(t.id, %(prior_attempts)s::int, %(prior_notes)s::int) END AS prior_attempts,
        CASE WHEN t.continues_id IS NOT NULL THEN todo_continuation(t.continues_id, t.endpoint_id, %(prior_notes)s::int) END AS continues,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
@@ -143,7 +144,7 @@ next_pending AS (
      AND t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
      AND t.queue = ANY(ARRAY(SELECT q FROM unnest(%(claim_queues)s::text[]) q
                                  WHERE NOT EXISTS (SELECT 1 FROM room r WHERE r.queue = q AND r.room <= 0)))
-     AND t.state = 'pending' AND NOT t.scheduled
+     AND t.state = 'pending' AND NOT t.scheduled AND t.waits = 0
      AND (%(ignore_pauses)s OR NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue))
    ORDER BY t.priority, t.created_at, t.id
    LIMIT %(limit)s
@@ -167,7 +168,8 @@ by_id AS (
          t.priority, t.created_at
     FROM todos t
    WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
-     AND ((t.state = 'pending' AND (NOT t.scheduled OR t.run_at <= coalesce(%(now)s::timestamptz, now()))) OR (t.state = 'claimed' AND t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
+     AND ((t.state = 'pending' AND t.waits = 0
+           AND (NOT t.scheduled OR t.run_at <= coalesce(%(now)s::timestamptz, now()))) OR (t.state = 'claimed' AND t.lease_expires_at <= coalesce(%(now)s::timestamptz, now())
                                   AND t.attempt < t.max_attempts))
      AND (%(ignore_pauses)s OR NOT EXISTS (SELECT 1 FROM queue_pauses p WHERE p.user_id = %(user_id)s AND p.queue = t.queue))
    FOR UPDATE OF t
@@ -242,7 +244,7 @@ ins AS (
 )
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.attempt, upd.max_attempts, upd.lease_expires_at,
        upd.payload, upd.routing, upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at,
-       upd.updated_at, upd.priority, upd.run_at, upd.key, ins.lease_token_hash,
+       upd.updated_at, upd.priority, upd.run_at, upd.key, upd.after, upd.schedule_id::text AS schedule_id, upd.waits > 0 AS waiting, ins.lease_token_hash,
        (SELECT to_jsonb(l) - 'public' - 'todo_id' FROM lapsed l WHERE l.todo_id = upd.id) AS lapsed,
        CASE WHEN upd.attempts_total > 1 THEN  -- a first claim has no prior attempts (null: none)
        (SELECT coalesce(json_agg(x.p ORDER BY x.seq DESC), '[]'::json) FROM (

@@ -66,10 +66,12 @@ UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result
  WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
    AND t.state = ANY(%(from_states)s::todo_state[]) AND t.owner = %(owner)s
 RETURNING t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result,
-          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.priority, t.run_at, t.key,
+          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.priority, t.run_at, t.key, t.after, t.schedule_id::text AS schedule_id, t.waits > 0 AS waiting,
           c.attempt AS closed_attempt,
           CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
-       THEN todo_notify(t.id, t.endpoint_id, t.queue, t.state, 'completed') END;
+       THEN todo_notify(t.id, t.endpoint_id, t.queue, t.state, 'completed') END,
+          CASE WHEN t.waited_on  -- its waiters count one fewer (migration 0016)
+       THEN todo_release_dependents(t.id, %(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now())) END AS unblocked;
 
 -- name: todo_fail_or_release
 -- description: The holder fails (outcome failed: held -> failed with a retry time, or dead-lettered) or releases (outcome released: held -> pending), closing its attempt, with hook events; the owning human does either to any holder's attempt, voiding its token
@@ -133,7 +135,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority,
-       upd.run_at, upd.key,
+       upd.run_at, upd.key, upd.after, upd.schedule_id::text AS schedule_id, upd.waits > 0 AS waiting,
        c.attempt AS closed_attempt, c.outcome AS closed_outcome, c.disposition AS closed_disposition,
        c.summary AS closed_summary, c.artifact AS closed_artifact, c.died AS closed_died,
        CASE WHEN upd.scheduled  -- every process's due timer hears a scheduled todo, watched or not
@@ -172,7 +174,7 @@ counted AS (  -- todo_counts (migration 0010)
   RETURNING 1
 )
 SELECT u.endpoint_id, u.queue, u.title, u.attempt, u.max_attempts, u.payload, u.routing, u.result,
-          u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at, u.priority, u.run_at, u.key, u.closed_attempt,
+          u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at, u.priority, u.run_at, u.key, u.after, u.schedule_id::text AS schedule_id, u.waits > 0 AS waiting, u.closed_attempt,
           CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = u.endpoint_id)
        THEN todo_notify(u.id, u.endpoint_id, u.queue, u.state, 'canceled') END
   FROM upd u;
@@ -194,7 +196,7 @@ counted AS (  -- todo_counts (migration 0010)
 SELECT u.id, u.endpoint_id, u.queue, u.title, u.state::text AS state, u.owner, u.attempt, u.max_attempts,
           u.lease_expires_at, u.next_retry_at,
           todo_dead_letter(u.state, u.next_retry_at) AS dead_letter, u.payload, u.routing, u.result,
-          u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at, u.priority, u.run_at, u.key,
+          u.attempts_total, u.attempts_pruned, u.created_at, u.updated_at, u.priority, u.run_at, u.key, u.after, u.schedule_id::text AS schedule_id, u.waits > 0 AS waiting,
           CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = u.endpoint_id)
        THEN todo_notify(u.id, u.endpoint_id, u.queue, u.state, 'canceled') END
   FROM upd u;
@@ -224,7 +226,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority,
-       upd.run_at, upd.key,
+       upd.run_at, upd.key, upd.after, upd.schedule_id::text AS schedule_id, upd.waits > 0 AS waiting,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
        THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'retried') END FROM upd;
 
@@ -233,7 +235,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
-       t.priority, t.run_at, t.key, a.seq AS closed_seq, a.attempt AS closed_attempt, a.outcome::text AS closed_outcome,
+       t.priority, t.run_at, t.key, t.after, t.schedule_id::text AS schedule_id, t.waits > 0 AS waiting, a.seq AS closed_seq, a.attempt AS closed_attempt, a.outcome::text AS closed_outcome,
        a.disposition::text AS closed_disposition, a.lease_token_hash
   FROM todos t JOIN attempts a ON a.todo_id = t.id
  WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
@@ -295,10 +297,12 @@ UPDATE todos t SET state = 'done', owner = NULL, lease_expires_at = NULL, result
   FROM closed c
  WHERE t.id = c.todo_id AND t.endpoint_id = %(endpoint_id)s AND t.state = 'claimed' AND t.owner = %(owner)s
 RETURNING t.id, t.endpoint_id, t.queue, t.title, t.attempt, t.max_attempts, t.payload, t.routing, t.result,
-          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.priority, t.run_at, t.key,
+          t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at, t.priority, t.run_at, t.key, t.after, t.schedule_id::text AS schedule_id, t.waits > 0 AS waiting,
           c.attempt AS closed_attempt,
           CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = t.endpoint_id)
-       THEN todo_notify(t.id, t.endpoint_id, t.queue, t.state, 'completed') END;
+       THEN todo_notify(t.id, t.endpoint_id, t.queue, t.state, 'completed') END,
+          CASE WHEN t.waited_on  -- its waiters count one fewer (migration 0016)
+       THEN todo_release_dependents(t.id, %(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now())) END AS unblocked;
 
 -- name: todos_complete_closable
 -- description: Which of complete_todos' items the holder can close now: read after todos_complete changed nothing, to name the item that stopped it

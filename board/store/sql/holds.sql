@@ -36,7 +36,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority,
-       upd.run_at, upd.key,
+       upd.run_at, upd.key, upd.after, upd.schedule_id::text AS schedule_id, upd.waits > 0 AS waiting,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
        THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'lease_extended') END FROM upd;
 
@@ -95,7 +95,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority,
-       upd.run_at, upd.key,
+       upd.run_at, upd.key, upd.after, upd.schedule_id::text AS schedule_id, upd.waits > 0 AS waiting,
        att.question_expires_at, CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
        THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'interrupted') END FROM upd JOIN att ON true;
 
@@ -125,7 +125,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority,
-       upd.run_at, upd.key,
+       upd.run_at, upd.key, upd.after, upd.schedule_id::text AS schedule_id, upd.waits > 0 AS waiting,
        att.seq, att.waiting_n, att.notes_count, CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
        THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'resumed') END FROM upd JOIN att ON true;
 

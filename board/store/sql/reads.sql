@@ -12,6 +12,9 @@
 -- and through todo_successors down, each link in the caller's scope, at most chain_max
 -- links each way (board/store/vocabulary.py's CHAIN_MAX).
 --
+-- get_todo's plan (migration 0016): the todos it was added after, each with its state and
+-- last attempt's outcome, and the todos added after it (at most dependents_max).
+--
 -- A read by id serves an agent and the owning human through todo_in_scope (migration 0014).
 -- The lists stay one statement per caller: an agent's walks its one endpoint's index, the
 -- human's walks each of their endpoints' and joins each row's newest attempt, two plans
@@ -22,7 +25,7 @@
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
-       t.priority, t.run_at, t.key,
+       t.priority, t.run_at, t.key, t.after, t.schedule_id::text AS schedule_id, t.waits > 0 AS waiting,
        t.pruned_outcomes, t.continues_id,
        (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS continued_by_id,
        (WITH RECURSIVE up AS (
@@ -64,22 +67,46 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
            WHERE a.todo_id = t.id ORDER BY a.seq DESC LIMIT %(attempts_limit)s) x) AS attempts,
        (SELECT coalesce(json_object_agg(o.outcome, o.n), '{}'::json) FROM (
           SELECT a.outcome::text AS outcome, count(*) AS n FROM attempts a
-           WHERE a.todo_id = t.id AND a.outcome IS NOT NULL GROUP BY 1) o) AS live_outcomes
+           WHERE a.todo_id = t.id AND a.outcome IS NOT NULL GROUP BY 1) o) AS live_outcomes,
+       (SELECT coalesce(json_agg(json_build_object(
+                 'id', d.id, 'title', d.title, 'state', d.state, 'dead_letter', todo_dead_letter(d.state, d.next_retry_at),
+                 'last_outcome', (SELECT a.outcome FROM attempts a WHERE a.todo_id = d.id AND a.seq = d.attempts_total))
+               ORDER BY array_position(t.after, d.id)), '[]'::json)
+          FROM todos d
+         WHERE d.id = ANY(t.after) AND todo_in_scope(d.endpoint_id, d.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
+       ) AS plan_after,
+       (SELECT coalesce(json_agg(w.j ORDER BY w.created_at, w.id), '[]'::json) FROM (
+          SELECT w.created_at, w.id, json_build_object(
+                   'id', w.id, 'title', w.title, 'state', w.state, 'dead_letter', todo_dead_letter(w.state, w.next_retry_at),
+                   'waiting', w.waits > 0, 'ended', todo_ended(w.state, w.next_retry_at),
+                   'last_outcome', (SELECT a.outcome FROM attempts a WHERE a.todo_id = w.id AND a.seq = w.attempts_total)) AS j
+            FROM todo_deps d JOIN todos w ON w.id = d.todo_id
+           WHERE d.after_id = t.id AND todo_in_scope(w.endpoint_id, w.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
+           ORDER BY w.created_at, w.id LIMIT %(dependents_max)s::int) w) AS plan_dependents,
+       (SELECT count(*) FROM todo_deps d WHERE d.after_id = t.id) AS dependents_total
   FROM todos t
  WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s);
+
+-- name: todos_in_scope
+-- description: Which of these ids are todos in the caller's scope: which todo an add's after named that is not the caller's
+SELECT t.id FROM todos t
+ WHERE t.id = ANY(%(ids)s::text[]) AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s);
 
 -- name: todo_list_by_created
 -- description: A page of the agent's todos matching the list's filters, newest created first
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at,
-       t.updated_at, t.priority, t.run_at, t.key FROM todos t WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+       t.updated_at, t.priority, t.run_at, t.key, t.after, t.schedule_id::text AS schedule_id, t.waits > 0 AS waiting FROM todos t WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
    AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
    AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
    AND CASE WHEN %(priority)s::smallint IS NULL THEN true ELSE t.priority = %(priority)s::smallint END
    AND CASE WHEN %(key)s::text IS NULL THEN true ELSE t.key = %(key)s::text END
-   AND CASE WHEN %(scheduled)s::boolean IS NULL THEN true
-            ELSE t.state = 'pending' AND t.scheduled = %(scheduled)s::boolean END
+   AND CASE WHEN %(scheduled)s::boolean IS NULL THEN true  -- false: ready (not waiting either)
+            ELSE t.state = 'pending' AND t.scheduled = %(scheduled)s::boolean
+                 AND (%(scheduled)s::boolean OR t.waits = 0) END
+   AND CASE WHEN %(waiting)s::boolean IS NULL THEN true
+            ELSE t.state = 'pending' AND (t.waits > 0) = %(waiting)s::boolean END
    AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
    AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
         ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
@@ -95,13 +122,16 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at,
-       t.updated_at, t.priority, t.run_at, t.key FROM todos t WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
+       t.updated_at, t.priority, t.run_at, t.key, t.after, t.schedule_id::text AS schedule_id, t.waits > 0 AS waiting FROM todos t WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s) AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
    AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
    AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
    AND CASE WHEN %(priority)s::smallint IS NULL THEN true ELSE t.priority = %(priority)s::smallint END
    AND CASE WHEN %(key)s::text IS NULL THEN true ELSE t.key = %(key)s::text END
-   AND CASE WHEN %(scheduled)s::boolean IS NULL THEN true
-            ELSE t.state = 'pending' AND t.scheduled = %(scheduled)s::boolean END
+   AND CASE WHEN %(scheduled)s::boolean IS NULL THEN true  -- false: ready (not waiting either)
+            ELSE t.state = 'pending' AND t.scheduled = %(scheduled)s::boolean
+                 AND (%(scheduled)s::boolean OR t.waits = 0) END
+   AND CASE WHEN %(waiting)s::boolean IS NULL THEN true
+            ELSE t.state = 'pending' AND (t.waits > 0) = %(waiting)s::boolean END
    AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0)
    AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
         ELSE t.payload ->> %(payload_key)s::text = %(payload_value)s::text END)
@@ -117,7 +147,7 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
-       t.priority, t.run_at, t.key, l.*
+       t.priority, t.run_at, t.key, t.after, t.schedule_id::text AS schedule_id, t.waits > 0 AS waiting, l.*
   FROM (SELECT t.* FROM endpoints e CROSS JOIN LATERAL (
           SELECT t.* FROM todos t
            WHERE t.endpoint_id = e.id
@@ -126,8 +156,11 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
    AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
    AND CASE WHEN %(priority)s::smallint IS NULL THEN true ELSE t.priority = %(priority)s::smallint END
    AND CASE WHEN %(key)s::text IS NULL THEN true ELSE t.key = %(key)s::text END
-   AND CASE WHEN %(scheduled)s::boolean IS NULL THEN true
-            ELSE t.state = 'pending' AND t.scheduled = %(scheduled)s::boolean END
+   AND CASE WHEN %(scheduled)s::boolean IS NULL THEN true  -- false: ready (not waiting either)
+            ELSE t.state = 'pending' AND t.scheduled = %(scheduled)s::boolean
+                 AND (%(scheduled)s::boolean OR t.waits = 0) END
+   AND CASE WHEN %(waiting)s::boolean IS NULL THEN true
+            ELSE t.state = 'pending' AND (t.waits > 0) = %(waiting)s::boolean END
    AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0
         OR strpos(lower(t.key), lower(%(title)s::text)) > 0)
    AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
@@ -156,7 +189,7 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
-       t.priority, t.run_at, t.key, l.*
+       t.priority, t.run_at, t.key, t.after, t.schedule_id::text AS schedule_id, t.waits > 0 AS waiting, l.*
   FROM (SELECT t.* FROM todos t
          WHERE t.endpoint_id = ANY (ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = %(user_id)s))
            AND (%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
@@ -164,8 +197,11 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
    AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
    AND CASE WHEN %(priority)s::smallint IS NULL THEN true ELSE t.priority = %(priority)s::smallint END
    AND CASE WHEN %(key)s::text IS NULL THEN true ELSE t.key = %(key)s::text END
-   AND CASE WHEN %(scheduled)s::boolean IS NULL THEN true
-            ELSE t.state = 'pending' AND t.scheduled = %(scheduled)s::boolean END
+   AND CASE WHEN %(scheduled)s::boolean IS NULL THEN true  -- false: ready (not waiting either)
+            ELSE t.state = 'pending' AND t.scheduled = %(scheduled)s::boolean
+                 AND (%(scheduled)s::boolean OR t.waits = 0) END
+   AND CASE WHEN %(waiting)s::boolean IS NULL THEN true
+            ELSE t.state = 'pending' AND (t.waits > 0) = %(waiting)s::boolean END
    AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0
         OR strpos(lower(t.key), lower(%(title)s::text)) > 0)
    AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
@@ -191,7 +227,7 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
-       t.priority, t.run_at, t.key,
+       t.priority, t.run_at, t.key, t.after, t.schedule_id::text AS schedule_id, t.waits > 0 AS waiting,
        t.sort_key, l.*
   FROM (SELECT k.* FROM (
           SELECT t.*, (CASE %(order)s
@@ -215,8 +251,11 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
    AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
    AND CASE WHEN %(priority)s::smallint IS NULL THEN true ELSE t.priority = %(priority)s::smallint END
    AND CASE WHEN %(key)s::text IS NULL THEN true ELSE t.key = %(key)s::text END
-   AND CASE WHEN %(scheduled)s::boolean IS NULL THEN true
-            ELSE t.state = 'pending' AND t.scheduled = %(scheduled)s::boolean END
+   AND CASE WHEN %(scheduled)s::boolean IS NULL THEN true  -- false: ready (not waiting either)
+            ELSE t.state = 'pending' AND t.scheduled = %(scheduled)s::boolean
+                 AND (%(scheduled)s::boolean OR t.waits = 0) END
+   AND CASE WHEN %(waiting)s::boolean IS NULL THEN true
+            ELSE t.state = 'pending' AND (t.waits > 0) = %(waiting)s::boolean END
    AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0
         OR strpos(lower(t.key), lower(%(title)s::text)) > 0)
    AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
@@ -246,14 +285,17 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t.attempt, t.max_attempts,
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
-       t.priority, t.run_at, t.key, l.*,
+       t.priority, t.run_at, t.key, t.after, t.schedule_id::text AS schedule_id, t.waits > 0 AS waiting, l.*,
        coalesce((%(state)s::todo_state IS NULL OR t.state = %(state)s::todo_state)
    AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
    AND (NOT %(dead_letter)s OR todo_dead_letter(t.state, t.next_retry_at))
    AND CASE WHEN %(priority)s::smallint IS NULL THEN true ELSE t.priority = %(priority)s::smallint END
    AND CASE WHEN %(key)s::text IS NULL THEN true ELSE t.key = %(key)s::text END
-   AND CASE WHEN %(scheduled)s::boolean IS NULL THEN true
-            ELSE t.state = 'pending' AND t.scheduled = %(scheduled)s::boolean END
+   AND CASE WHEN %(scheduled)s::boolean IS NULL THEN true  -- false: ready (not waiting either)
+            ELSE t.state = 'pending' AND t.scheduled = %(scheduled)s::boolean
+                 AND (%(scheduled)s::boolean OR t.waits = 0) END
+   AND CASE WHEN %(waiting)s::boolean IS NULL THEN true
+            ELSE t.state = 'pending' AND (t.waits > 0) = %(waiting)s::boolean END
    AND (%(title)s::text IS NULL OR strpos(lower(t.title), lower(%(title)s::text)) > 0
         OR strpos(lower(t.key), lower(%(title)s::text)) > 0)
    AND (%(payload_key)s::text IS NULL OR CASE WHEN %(payload_value)s::text IS NULL THEN t.payload ? %(payload_key)s
@@ -277,7 +319,12 @@ SELECT t.state::text AS state, t.owner, t.lease_expires_at <= coalesce(%(now)s::
        t.next_retry_at, t.queue,
        t.queue = ANY(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = %(user_id)s)) AS paused,
        t.scheduled AND t.run_at > coalesce(%(now)s::timestamptz, now()) AS scheduled, t.run_at,
-       l.max_held, l.max_held - queue_held(l.user_id, l.queue) AS room
+       l.max_held, l.max_held - queue_held(l.user_id, l.queue) AS room, t.waits,
+       CASE WHEN t.waits > 0 THEN (
+         SELECT json_agg(json_build_object('id', d.id, 'state', d.state,
+                                           'dead_letter', todo_dead_letter(d.state, d.next_retry_at))
+                         ORDER BY array_position(t.after, d.id))
+           FROM todos d WHERE d.id = ANY(t.after) AND d.state <> 'done') END AS waiting_for
   FROM todos t
   LEFT JOIN queue_limits l ON l.queue = t.queue
    AND l.user_id = (SELECT e.user_id FROM endpoints e WHERE e.id = t.endpoint_id)
@@ -294,7 +341,7 @@ SELECT t.id, t.endpoint_id::text AS endpoint_id, t.queue
   FROM endpoints e
   CROSS JOIN LATERAL (
     SELECT t.id, t.endpoint_id, t.queue FROM todos t
-     WHERE t.endpoint_id = e.id AND t.state = 'pending' AND NOT t.scheduled
+     WHERE t.endpoint_id = e.id AND t.state = 'pending' AND NOT t.scheduled AND t.waits = 0
        AND (%(queue)s::text IS NULL OR t.queue = %(queue)s)
        AND t.queue <> ALL(ARRAY(SELECT p.queue FROM queue_pauses p WHERE p.user_id = e.user_id))
      ORDER BY t.priority, t.created_at, t.id LIMIT %(limit)s) t
@@ -311,4 +358,4 @@ SELECT q.at AS asked_at, coalesce(q.choices, '[]'::jsonb) AS choices
 
 -- name: todos_still_pending
 -- description: Which of these todos are still pending and not scheduled: the doorbell rings more listeners for those the ones it rang did not claim
-SELECT t.id FROM todos t WHERE t.id = ANY(%(ids)s::text[]) AND t.state = 'pending' AND NOT t.scheduled;
+SELECT t.id FROM todos t WHERE t.id = ANY(%(ids)s::text[]) AND t.state = 'pending' AND NOT t.scheduled AND t.waits = 0;

@@ -6,6 +6,8 @@
 -- scheduled, writes todo.ready hook events (a scheduled add and a snooze wrote none) and is
 -- notified as "due", which rings the doorbell (board/mcp/doorbell.py). The timer's batch
 -- walks todos_due_idx in run_at order with SKIP LOCKED, so every server process may run it.
+-- A todo that falls due still waiting for other todos (migration 0016) is not claimable yet:
+-- no hook, and it is notified "waiting", which does not ring.
 
 -- name: todos_fall_due
 -- description: Scheduled todos -> claimable: those whose run_at has come (id null, a batch at a time, the due timer's), or the one named started now by the owning human, with hook events and a "due" notification each
@@ -30,8 +32,8 @@ upd AS (
 ),
 outbox AS (
   INSERT INTO hook_events (event, url, todo_id, payload)
-  SELECT h.* FROM upd u, hook_rows(%(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now()), 'todo.ready',
-      u.id, u.queue, u.title, u.state, u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id,
+  SELECT h.* FROM upd u, hook_rows(%(hook_urls)s::text[], coalesce(%(now)s::timestamptz, now()),
+      CASE WHEN u.waits = 0 THEN 'todo.ready' END, u.id, u.queue, u.title, u.state, u.attempt, u.max_attempts, u.attempts_total, u.endpoint_id,
       priority => u.priority) h
   RETURNING 1
 )
@@ -39,9 +41,10 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority,
-       upd.run_at, upd.key,
+       upd.run_at, upd.key, upd.after, upd.schedule_id::text AS schedule_id, upd.waits > 0 AS waiting,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
-       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'due') END FROM upd;
+       THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state,
+                        CASE WHEN upd.waits = 0 THEN 'due' ELSE 'waiting' END) END FROM upd;
 
 -- name: todos_next_due
 -- description: When the next scheduled todo falls due (null: none is scheduled), for the due timer's sleep

@@ -49,7 +49,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority,
-       upd.run_at, upd.key,
+       upd.run_at, upd.key, upd.after, upd.schedule_id::text AS schedule_id, upd.waits > 0 AS waiting,
        row_to_json(closed) AS closed, CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
        THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'reaped') END
   FROM upd JOIN closed ON closed.todo_id = upd.id;
@@ -126,7 +126,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
        upd.max_attempts, upd.lease_expires_at, upd.next_retry_at,
        todo_dead_letter(upd.state, upd.next_retry_at) AS dead_letter, upd.payload, upd.routing,
        upd.result, upd.attempts_total, upd.attempts_pruned, upd.created_at, upd.updated_at, upd.priority,
-       upd.run_at, upd.key,
+       upd.run_at, upd.key, upd.after, upd.schedule_id::text AS schedule_id, upd.waits > 0 AS waiting,
        CASE WHEN EXISTS (SELECT FROM watchers w JOIN endpoints e ON e.user_id = w.user_id WHERE e.id = upd.endpoint_id)
        THEN todo_notify(upd.id, upd.endpoint_id, upd.queue, upd.state, 'requeued') END FROM upd;
 
@@ -136,6 +136,8 @@ WITH old AS (
   SELECT t.id FROM todos t
    WHERE t.updated_at < coalesce(%(now)s::timestamptz, now()) - %(retention_seconds)s * interval '1 second'
      AND todo_ended(t.state, t.next_retry_at)
+     -- not a canceled or dead-lettered todo others wait on: it goes after them (migration 0016)
+     AND (t.state = 'done' OR NOT EXISTS (SELECT FROM todo_deps d WHERE d.after_id = t.id))
    LIMIT %(batch)s
    FOR UPDATE OF t SKIP LOCKED
 ),

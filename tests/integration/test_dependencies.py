@@ -1,0 +1,166 @@
+"""Todos that wait for other todos (migration 0016), on Postgres through the store: a plan
+claimed in its order, the release in the last dependency's complete (concurrent completes
+and adds racing a complete included), a dependency that ends badly and what a person does
+about it, the deletes a plan refuses, and ids that are not the caller's."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from board.errors import Conflict, Invalid, NotFound
+from board.store.vocabulary import Human
+from tests.conftest import make_agent, make_user, sql_rows
+
+
+@pytest.fixture
+def human_of(store):
+    async def owner(agent) -> Human:
+        row = await store.user_by_id(agent.user_id)
+        return Human(agent.user_id, row["username"])
+    return owner
+
+
+async def _claim_titles(store, agent, n=5):
+    got = []
+    for _ in range(n):
+        c = (await store.todo_claim_next(agent))["todo"]
+        if c is None:
+            break
+        got.append(c["title"])
+        await store.todo_complete(agent, c["id"])
+    return got
+
+
+async def test_a_three_step_plan_is_claimed_in_its_order(store):
+    agent = await make_agent(store)
+    plan = await store.todos_add(agent, [
+        {"queue": "q", "title": "review the fix", "priority": 0, "after": []},
+        {"queue": "q", "title": "reproduce the bug"},
+        {"queue": "q", "title": "write the fix", "after": ["#1"]},
+        {"queue": "q", "title": "review it", "after": ["#1", "#2"]},
+    ])
+    first, repro, fix, review = plan["todos"]
+    assert fix["after"] == [repro["id"]] and fix["waiting"] and not repro["waiting"]
+    assert review["after"] == [repro["id"], fix["id"]]
+    assert await _claim_titles(store, agent, 10) == ["review the fix", "reproduce the bug", "write the fix",
+                                                      "review it"]
+
+
+async def test_a_todo_waiting_on_two_is_claimable_only_after_both_complete(store):
+    agent = await make_agent(store)
+    a = await store.todo_add(agent, queue="q", title="a")
+    b = await store.todo_add(agent, queue="q", title="b")
+    x = await store.todo_add(agent, queue="q", title="x", after=[a["id"], b["id"]])
+    assert x["waiting"] and x["after"] == [a["id"], b["id"]]
+    await store.todo_claim(agent, a["id"])
+    await store.todo_complete(agent, a["id"])
+    with pytest.raises(Conflict, match=rf"waits for 1 todo\(s\) to be done first: {b['id']} \(pending\)"):
+        await store.todo_claim(agent, x["id"])
+    assert (await store.todo_claim_next(agent))["todo"]["id"] == b["id"]
+    await store.todo_complete(agent, b["id"])
+    got = await store.todo_claim_next(agent)
+    assert got["todo"]["id"] == x["id"] and got["todo"]["after"] == [a["id"], b["id"]]
+
+
+@pytest.mark.parametrize("round_", range(12))
+async def test_two_dependencies_completing_at_once_release_their_dependent_exactly_once(store, db_url, round_):
+    one = await make_agent(store)
+    a = await store.todo_add(one, queue="q", title="a")
+    b = await store.todo_add(one, queue="q", title="b")
+    x = await store.todo_add(one, queue="q", title="x", after=[a["id"], b["id"]])
+    await store.todo_claim(one, a["id"])
+    await store.todo_claim(one, b["id"])
+    await asyncio.gather(store.todo_complete(one, a["id"]), store.todo_complete(one, b["id"]))
+    rows = await sql_rows(db_url, "SELECT waits, state::text FROM todos WHERE id = %s", [x["id"]])
+    assert rows == [{"waits": 0, "state": "pending"}]
+    assert (await store.todo_claim_next(one))["todo"]["id"] == x["id"]
+
+
+@pytest.mark.parametrize("round_", range(12))
+async def test_an_add_racing_its_dependencys_complete_never_waits_forever(store, db_url, round_):
+    agent = await make_agent(store)
+    a = await store.todo_add(agent, queue="q", title="a")
+    await store.todo_claim(agent, a["id"])
+    _, x = await asyncio.gather(store.todo_complete(agent, a["id"]),
+                                store.todo_add(agent, queue="q", title="x", after=[a["id"]]))
+    rows = await sql_rows(db_url, "SELECT waits FROM todos WHERE id = %s", [x["id"]])
+    assert rows == [{"waits": 0}]
+    assert (await store.todo_claim_next(agent))["todo"]["id"] == x["id"]
+
+
+async def test_a_dead_lettered_dependency_blocks_until_a_person_retries_it_and_it_completes(store, human_of):
+    agent = await make_agent(store)
+    a = await store.todo_add(agent, queue="q", title="flaky", max_attempts=1)
+    x = await store.todo_add(agent, queue="q", title="after flaky", after=[a["id"]])
+    await store.todo_claim(agent, a["id"])
+    await store.todo_fail(agent, a["id"], summary="boom")
+    assert (await store.todo_claim_next(agent))["todo"] is None
+    seen = await store.todo_get(agent, x["id"])
+    assert seen["waiting_for"] == [{"id": a["id"], "title": "flaky", "state": "failed", "dead_letter": True}]
+    assert (await store.todo_get(agent, a["id"]))["blocking"] == [{"id": x["id"], "title": "after flaky",
+                                                                  "state": "pending"}]
+    with pytest.raises(Conflict, match=r"\(dead-lettered\)"):
+        await store.todo_claim(agent, x["id"])
+    human = await human_of(agent)
+    await store.todo_retry(human, a["id"])
+    await store.todo_claim(agent, a["id"])
+    await store.todo_complete(agent, a["id"])
+    assert (await store.todo_claim_next(agent))["todo"]["id"] == x["id"]
+
+
+async def test_dropping_the_dependency_a_todo_waits_on_makes_it_claimable(store, human_of):
+    agent = await make_agent(store)
+    a = await store.todo_add(agent, queue="q", title="a")
+    b = await store.todo_add(agent, queue="q", title="b")
+    x = await store.todo_add(agent, queue="q", title="x", after=[a["id"], b["id"]])
+    human = await human_of(agent)
+    await store.todo_cancel(human, a["id"])
+    out = await store.todo_drop_dependency(human, x["id"], a["id"])
+    assert out["after"] == [b["id"]] and out["waiting"] and not out["unblocked"]
+    await store.todo_claim(agent, b["id"])
+    await store.todo_complete(agent, b["id"])
+    assert (await store.todo_claim_next(agent))["todo"]["id"] == x["id"]
+    with pytest.raises(Conflict, match="does not wait on"):
+        await store.todo_drop_dependency(human, x["id"], a["id"])
+
+
+async def test_deleting_a_todo_others_wait_on_is_refused_with_its_waiters_unless_deleted_with_it(store, human_of):
+    agent = await make_agent(store)
+    a = await store.todo_add(agent, queue="q", title="a")
+    x = await store.todo_add(agent, queue="q", title="x", after=[a["id"]])
+    human = await human_of(agent)
+    await store.todo_cancel(human, a["id"])
+    refused = await store.todos_delete(human, [a["id"]])
+    assert refused["deleted"] == [] and refused["refused"] == [
+        {"id": a["id"], "waiters": [{"id": x["id"], "title": "x", "state": "pending"}]}]
+    await store.todo_cancel(human, x["id"])
+    both = await store.todos_delete(human, [a["id"], x["id"]])
+    assert {d["id"] for d in both["deleted"]} == {a["id"], x["id"]} and both["refused"] == []
+
+
+async def test_another_owners_todo_in_after_is_not_found_exactly_as_a_never_minted_id(store):
+    mine = await make_agent(store, agent_id="mine")
+    theirs = await make_agent(store, user=await make_user(store, "bob"), agent_id="theirs")
+    other = await store.todo_add(theirs, queue="q", title="bob's")
+    errors = []
+    for missing in (other["id"], "00000000-0000-4000-8000-000000000000"):
+        with pytest.raises(NotFound) as e:
+            await store.todo_add(mine, queue="q", title="x", after=[missing])
+        errors.append(e.value.wire())
+        with pytest.raises(NotFound) as e2:
+            await store.todos_add(mine, [{"queue": "q", "title": "y"}, {"queue": "q", "title": "z", "after": [missing]}])
+        assert e2.value.argument == "todos[1].after"
+    assert errors[0] == errors[1]
+    assert (await store.todo_list(mine))["todos"] == []
+
+
+async def test_after_that_names_no_earlier_item_or_too_many_is_invalid_naming_it(store):
+    agent = await make_agent(store)
+    with pytest.raises(Invalid, match=r"todos\[0\]\.after") as e:
+        await store.todos_add(agent, [{"queue": "q", "title": "x", "after": ["#0"]}])
+    assert e.value.argument == "todos[0].after"
+    with pytest.raises(Invalid, match="at most 20") as e:
+        await store.todo_add(agent, queue="q", title="x", after=[f"#{i}" for i in range(21)])
+    assert e.value.argument == "after"
