@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import asyncio
 
+import psycopg
 import pytest
 
 from board.errors import Conflict, Invalid, NotFound
 from board.store.vocabulary import Human
-from tests.conftest import make_agent, make_user, sql_rows
+from tests.conftest import LOAD_SLACK_SECONDS, make_agent, make_user, sql_rows
 
 
 @pytest.fixture
@@ -164,3 +165,66 @@ async def test_after_that_names_no_earlier_item_or_too_many_is_invalid_naming_it
     with pytest.raises(Invalid, match="at most 20") as e:
         await store.todo_add(agent, queue="q", title="x", after=[f"#{i}" for i in range(21)])
     assert e.value.argument == "after"
+
+
+async def test_completing_a_todo_with_twenty_dependents_releases_them_all_in_its_one_statement(store, db_url):
+    """The release runs inside the complete's statement: the moment it returns, all twenty are
+    claimable, each with one todo.ready hook event written in that transaction."""
+    store.settings = store.settings.with_(hook_urls=("http://127.0.0.1:9/hook",))
+    agent = await make_agent(store)
+    a = await store.todo_add(agent, queue="q", title="the one they wait on")
+    waiting = (await store.todos_add(agent, [{"queue": "q", "title": f"w{i}", "after": [a["id"]]}
+                                             for i in range(20)]))["todos"]
+    assert all(w["waiting"] for w in waiting)
+    ready = "SELECT count(*) AS n FROM hook_events WHERE event = 'todo.ready' AND todo_id = ANY(%s)"
+    assert (await sql_rows(db_url, ready, [[w["id"] for w in waiting]]))[0]["n"] == 0
+    await store.todo_claim(agent, a["id"])
+    await store.todo_complete(agent, a["id"])
+    rows = await sql_rows(db_url, "SELECT count(*) AS n FROM todos WHERE waits = 0 AND state = 'pending'"
+                                  " AND id = ANY(%s)", [[w["id"] for w in waiting]])
+    assert rows[0]["n"] == 20
+    assert (await sql_rows(db_url, ready, [[w["id"] for w in waiting]]))[0]["n"] == 20
+    payloads = await sql_rows(db_url, "SELECT payload FROM hook_events WHERE event = 'todo.ready' AND todo_id = %s",
+                              [waiting[0]["id"]])
+    assert payloads[0]["payload"]["todo"]["after"] == [a["id"]]
+    claims = (await store.todo_claim_next(agent, limit=20))["claims"]
+    assert sorted(c["todo"]["title"] for c in claims) == sorted(f"w{i}" for i in range(20))
+
+
+async def _waiting_on_locks(db_url, n, timeout=10.0):
+    """Until n other sessions of this database wait for a lock, or fail at the deadline."""
+    deadline = asyncio.get_running_loop().time() + timeout + LOAD_SLACK_SECONDS
+    while True:
+        rows = await sql_rows(db_url, "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                      " AND datname = current_database()")
+        if rows[0]["n"] >= n:
+            return
+        assert asyncio.get_running_loop().time() < deadline, f"{n} sessions never waited for a lock"
+        await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize("first", ["add", "complete"])
+async def test_an_add_and_its_dependencys_complete_queued_on_one_row_lock_release_the_todo_in_either_order(
+        store, db_url, first):
+    """The add and the complete take the dependency's row lock in turn: queued behind a
+    third session holding it, whichever goes first, the new todo ends up claimable (the
+    complete that goes second finds waited_on set and sees the add's link with a fresh
+    snapshot; the add that goes second sees the dependency done)."""
+    agent = await make_agent(store)
+    a = await store.todo_add(agent, queue="q", title="a")
+    await store.todo_claim(agent, a["id"])
+    async with await psycopg.AsyncConnection.connect(db_url) as holder:
+        await holder.execute("SELECT 1 FROM todos WHERE id = %s FOR UPDATE", [a["id"]])
+        calls = {"add": lambda: store.todo_add(agent, queue="q", title="x", after=[a["id"]]),
+                 "complete": lambda: store.todo_complete(agent, a["id"])}
+        second = "complete" if first == "add" else "add"
+        one = asyncio.create_task(calls[first]())
+        await _waiting_on_locks(db_url, 1)
+        two = asyncio.create_task(calls[second]())
+        await _waiting_on_locks(db_url, 2)
+        await holder.commit()
+        results = {first: await one, second: await two}
+    x = results["add"]
+    rows = await sql_rows(db_url, "SELECT waits FROM todos WHERE id = %s", [x["id"]])
+    assert rows == [{"waits": 0}]
+    assert (await store.todo_claim_next(agent))["todo"]["id"] == x["id"]
