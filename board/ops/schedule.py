@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from board.errors import Unavailable
 from board.ops.sweeps import run_batches
 from board.store.store import Store, Transition
-from board.store.vocabulary import DUE_SLEEP_MAX_SECONDS
+from board.store.vocabulary import DUE_SLEEP_MAX_SECONDS, SCHEDULE_KINDS
 from board.tasks import cancel_and_wait
 
 log = logging.getLogger("switchboard.schedule")
@@ -40,7 +40,7 @@ DUE_RETRY_SECONDS = 0.5  # the database away, or a sweep failed: try again this 
 # A run_at passed by this process's clock that the database's sweep did not take (its clock
 # a little behind, or another process's sweep holding the row): looked at again this soon.
 DUE_RECHECK_SECONDS = 0.05
-WAKE_KINDS = frozenset({"scheduled", "schedules", "resync"})
+WAKE_KINDS = frozenset({"scheduled", "resync"}) | frozenset(SCHEDULE_KINDS)  # SCHEDULE_KINDS: a schedule changed
 WAKE = {"kind": "scheduled"}  # put on the timer's own subscription by an add or release of this process
 
 

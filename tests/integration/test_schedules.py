@@ -6,12 +6,15 @@ added with overlap), a paused schedule adding nothing, cron in Europe/Berlin acr
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import UTC, datetime, timedelta
 
+import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 
 from board.errors import Invalid, NotFound
-from tests.conftest import make_agent
+from tests.conftest import LOAD_SLACK_SECONDS, make_agent, sql_rows
 
 T0 = datetime(2026, 6, 1, 9, 0, 0, tzinfo=UTC)
 
@@ -216,3 +219,34 @@ async def test_a_bad_schedule_is_invalid_naming_the_argument(store, fields, argu
         await store.schedule_add(agent.user_id, **args)
     assert e.value.argument == argument
     assert await store.schedules_list(agent.user_id) == []
+
+
+async def test_a_tick_another_process_is_taking_is_skipped_not_taken_again(store, db_url):
+    """Another process's sweep holds the schedule mid-transaction (its lock and its tick
+    taken, not yet committed): this process's sweep passes it over rather than waiting to
+    take the same tick again; once the other commits, the tick has one todo."""
+    from psycopg.rows import dict_row
+
+    from board.store.queries import execute, query
+
+    agent = await make_agent(store)
+    s = await _every(store, agent, overlap=True)
+    at = T0 + timedelta(seconds=60)
+    async with await psycopg.AsyncConnection.connect(db_url, row_factory=dict_row) as other:
+        cur = await execute(other, query("schedules_due_lock"), {"now": at, "batch": 10})
+        [due] = await cur.fetchall()
+        await execute(other, query("schedule_tick"), {
+            "id": due["id"], "user_id": due["user_id"], "queue": "q", "title": "tick", "payload": Jsonb({}),
+            "max_attempts": 5, "priority": 2, "overlap": True, "tick": at, "next_at": at + timedelta(seconds=60),
+            "key": f"schedule:{due['id']}:{at.isoformat()}", "hook_urls": [], "now": at})
+        mine = asyncio.create_task(store.sweep_schedules(now=at))
+        deadline = time.monotonic() + 10 + LOAD_SLACK_SECONDS
+        while not mine.done():  # passed over at once, or (wrongly) waiting on the other's lock
+            rows = await sql_rows(db_url, "SELECT count(*) AS n FROM pg_locks WHERE NOT granted")
+            if rows[0]["n"]:
+                break
+            assert time.monotonic() < deadline, "the sweep neither finished nor waited"
+            await asyncio.sleep(0.01)
+        await other.commit()
+    assert await mine == 0
+    assert len(await _todos(store, s["id"])) == 1
