@@ -9,16 +9,10 @@ import re
 
 from playwright.async_api import Page, expect
 
-from e2e.conftest import assert_accessible, make_human, no_csp_errors, sign_in
+from e2e.conftest import make_human, no_csp_errors, sign_in
+from e2e.test_board_claim_order_e2e import assert_accessible_both
 from e2e.test_board_e2e import tab_to
 from tests.conftest import make_agent
-
-
-async def assert_accessible_both(page: Page, what: str) -> None:
-    for scheme in ("light", "dark"):
-        await page.emulate_media(color_scheme=scheme)
-        await assert_accessible(page, f"{what} ({scheme})")
-    await page.emulate_media(color_scheme="light")
 
 
 async def test_a_schedule_is_previewed_added_paused_resumed_and_removed_by_keyboard(page: Page, live_server):

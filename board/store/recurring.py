@@ -18,7 +18,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import psycopg
-from croniter import croniter
+from croniter import CroniterError, croniter
 from psycopg.types.json import Jsonb
 from psycopg_pool import PoolTimeout
 
@@ -55,6 +55,10 @@ def cron_expression(expr: Any) -> str:
     if len(expr.split(" ")) != 5 or not croniter.is_valid(expr):
         raise Invalid(f"cron {expr!r} is not a cron expression of five fields (minute hour day month weekday), "
                       "such as '0 9 * * 1-5'", argument="cron", op="schedule")
+    try:  # a date that never comes (30 February): croniter gives up looking
+        croniter(expr, datetime(2026, 1, 1, tzinfo=UTC)).get_next(datetime)
+    except CroniterError:
+        raise Invalid(f"cron {expr!r} never runs (no such date)", argument="cron", op="schedule") from None
     return expr
 
 

@@ -58,12 +58,17 @@ def _preview(store, fields: dict, errors: dict) -> list[str]:
     """The next three run times, or [] with the problem put in errors (by field)."""
     if errors.get("cron") or errors.get("every"):
         return []
-    try:
-        return [run_time(t) for t in store.schedule_preview(**fields)]
+    try:  # the run times alone: the queue and title are checked on their own
+        return [run_time(t) for t in store.schedule_preview(**(fields | {"queue": "preview", "title": "preview"}))]
     except Invalid as e:
-        errors.setdefault(FIELD_OF.get(e.argument, e.argument) if e.argument in (*FIELDS, *FIELD_OF) else "cron",
-                          sentence(e.message))
+        errors.setdefault(field_of(e), sentence(e.message))
         return []
+
+
+def field_of(e: Invalid) -> str:
+    """The form's field a store error names (a problem of no field: the cron expression's)."""
+    name = FIELD_OF.get(e.argument, e.argument)
+    return name if name in FIELDS else "cron"
 
 
 async def _queues(request: Request, human) -> list[str]:
@@ -92,8 +97,6 @@ async def schedules_preview(request: Request) -> Response:
     """The add form's live preview (board.js): {"times": [...]} or {"field": f, "error": e}."""
     await require_human(request)
     values = {k: query_text(request.query_params, k) or BLANK[k] for k in FIELDS}
-    values["title"] = values["title"] or "preview"
-    values["queue"] = "preview"
     fields, errors = _fields(values)
     times = _preview(runtime(request).store, fields, errors)
     if errors:
@@ -124,8 +127,7 @@ async def schedules_add(request: Request) -> Response:
     try:
         s = await store.schedule_add(human.user_id, **fields)
     except Invalid as e:
-        errors[FIELD_OF.get(e.argument, e.argument) if e.argument in (*FIELDS, *FIELD_OF) else "cron"] = \
-            sentence(e.message)
+        errors[field_of(e)] = sentence(e.message)
         return await schedules_page_of(request, human, session, values, errors, preview, status=400, previewed=True)
     session.set_flash("success", f"Added the schedule “{s['title']}” to queue {s['queue']}: its next run is "
                                  f"{run_time(s['next_at'].astimezone(_zone(s)))}.")

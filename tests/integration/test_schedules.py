@@ -203,6 +203,7 @@ async def test_two_concurrent_sweeps_never_double_a_tick(store):
 @pytest.mark.parametrize("fields, argument", [
     ({"cron": "61 * * * *"}, "cron"),
     ({"cron": "not cron"}, "cron"),
+    ({"cron": "0 0 30 2 *"}, "cron"),
     ({"cron": "0 9 * * 1-5", "timezone": "Mars/Olympus"}, "timezone"),
     ({"every_seconds": 0}, "every_seconds"),
     ({"every_seconds": 10, "cron": "* * * * *"}, "cron"),
