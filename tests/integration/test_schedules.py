@@ -251,3 +251,17 @@ async def test_a_tick_another_process_is_taking_is_skipped_not_taken_again(store
         await other.commit()
     assert await mine == 0
     assert len(await _todos(store, s["id"])) == 1
+
+
+async def test_a_ticks_todo_writes_its_ready_hook_naming_the_schedule(store):
+    from board.config import Settings
+    from board.store.store import Store
+
+    hooked = Store(store.pool, Settings(hook_urls=("https://example.test/hook",)))
+    agent = await make_agent(store)
+    s = await _every(hooked, agent)
+    await hooked.sweep_schedules(now=T0 + timedelta(seconds=60))
+    [todo] = await _todos(store, s["id"])
+    [event] = await _rows(store, "SELECT event, payload FROM hook_events WHERE todo_id = %s", (todo["id"],))
+    assert event["event"] == "todo.ready"
+    assert event["payload"]["todo"]["schedule_id"] == s["id"] and event["payload"]["todo"]["after"] == []
