@@ -12,10 +12,15 @@ GOOD = {"queue": "reports", "title": "Weekday report", "cron": "0 9 * * 1-5", "t
         "every": "", "payload": "", "priority": "2", "max_attempts": "5"}
 
 
+async def _ada_with_reports(server):
+    """ada, with an endpoint granted the queue reports."""
+    ada = await make_human(server.store, "ada")
+    await make_agent(server.store, user=ada, agent_id="w", queues=("reports",))
+    return server.store, ada
+
+
 async def test_preview_shows_three_runs_in_the_zone_and_adds_nothing(live_server):
-    store = live_server.store
-    ada = await make_human(store, "ada")
-    await make_agent(store, user=ada, agent_id="w", queues=("reports",))
+    store, ada = await _ada_with_reports(live_server)
     async with client_for(live_server) as c:
         token = await sign_in(c, "ada")
         r = await c.post("/schedules", data=GOOD | {"csrf_token": token, "action": "preview"})
@@ -29,9 +34,7 @@ async def test_preview_shows_three_runs_in_the_zone_and_adds_nothing(live_server
 
 
 async def test_bad_fields_are_a_400_naming_each_never_a_500(live_server):
-    store = live_server.store
-    ada = await make_human(store, "ada")
-    await make_agent(store, user=ada, agent_id="w", queues=("reports",))
+    store, ada = await _ada_with_reports(live_server)
     async with client_for(live_server) as c:
         token = await sign_in(c, "ada")
         for bad, field in [({"cron": "0 25 * * *"}, "cron"), ({"timezone": "Mars/Base"}, "timezone"),
@@ -50,10 +53,8 @@ async def test_bad_fields_are_a_400_naming_each_never_a_500(live_server):
 
 
 async def test_another_humans_schedule_is_not_found(live_server):
-    store = live_server.store
-    ada = await make_human(store, "ada")
+    store, ada = await _ada_with_reports(live_server)
     await make_human(store, "bea")
-    await make_agent(store, user=ada, agent_id="w", queues=("reports",))
     s = await store.schedule_add(ada.user_id, queue="reports", title="t", every_seconds=60)
     async with client_for(live_server) as c:
         token = await sign_in(c, "bea")
