@@ -1,5 +1,5 @@
 """The `switchboard` command line: serve, migrate, user add, endpoint vend/revoke, queue
-pause/resume/limit, demo, and work (the worker, `switchboard_worker`, which is a client of the server
+pause/resume/limit, schedule add/list/pause/resume/remove, demo, and work (the worker, `switchboard_worker`, which is a client of the server
 and has a parser of its own)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from board import logs
 from board.store.auth import hash_password
 from board.config import Settings, from_env
 from board.store.db import DatabaseUnusable, MigrationError, reachable, unusable_reported
-from board.errors import SwitchboardError
+from board.errors import Invalid, SwitchboardError
 
 log = logging.getLogger("switchboard")
 
@@ -88,6 +88,32 @@ def _parser() -> argparse.ArgumentParser:
         q.add_argument("--user", required=True, help="the Board user whose queue it is")
         q.add_argument("queue", help="the queue's name")
     queue.choices["limit"].add_argument("limit", metavar="N", help="the most held at once (0: no limit)")
+
+    schedule = sub.add_parser("schedule", help="add, list, pause, resume or remove a user's schedules "
+                                               "(each tick adds a todo)").add_subparsers(
+        dest="schedule_command", required=True)
+    add = schedule.add_parser("add", help="a schedule that adds a todo at each tick of a cron expression or "
+                                          "every N seconds")
+    add.add_argument("--user", required=True, help="the Board user whose schedule it is")
+    add.add_argument("--queue", required=True, help="the queue its todos go to")
+    add.add_argument("--title", required=True, help="the title of each todo it adds")
+    when = add.add_mutually_exclusive_group(required=True)
+    when.add_argument("--cron", help='a five-field cron expression, e.g. "0 9 * * 1-5"')
+    when.add_argument("--every", metavar="SECONDS", help="a tick every this many seconds")
+    add.add_argument("--timezone", default=None, help="the IANA time zone the cron expression is read in "
+                                                      "(default: UTC)")
+    add.add_argument("--payload", default=None, help="each todo's payload, a JSON object")
+    add.add_argument("--priority", default=None, help="each todo's priority, 0 (most urgent) to 4 (default: 2)")
+    add.add_argument("--max-attempts", default=None, help="each todo's attempts before it is dead-lettered")
+    add.add_argument("--overlap", action="store_true",
+                     help="add a tick's todo even while the previous one is live (default: skip the tick and count it)")
+    listing = schedule.add_parser("list", help="a user's schedules, their next run and ticks added and skipped")
+    listing.add_argument("--user", required=True, help="the Board user whose schedules to list")
+    listing.add_argument("--json", action="store_true", help="print JSON rather than a table")
+    for verb, helptext in (("pause", "the schedule adds nothing until it is resumed"),
+                           ("resume", "the schedule ticks again from its next run after now"),
+                           ("remove", "remove the schedule; the todos it added stay")):
+        schedule.add_parser(verb, help=helptext).add_argument("id", help="the schedule's id, as `schedule list` prints it")
 
     demo = sub.add_parser("demo", help="a live demo: server, embedded Postgres, seeded todos, simulated agents")
     demo.add_argument("--port", type=int, default=8000, help="the port the Board and /mcp listen on (default: 8000)")
@@ -169,6 +195,85 @@ async def _queue_limit(settings: Settings, args) -> str:
     return f"queue {args.queue} of {args.user}: at most {now} held at once"
 
 
+def _whole(text: str | None, option: str) -> int | None:
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise CliError(f"{option} must be a whole number (got {text!r})") from None
+
+
+async def _schedule_add(settings: Settings, args) -> str:
+    payload = None
+    if args.payload is not None:
+        try:
+            payload = json.loads(args.payload)
+        except ValueError:
+            raise CliError(f"--payload must be a JSON object (got {args.payload!r})") from None
+    fields = {"queue": args.queue, "title": args.title, "cron": args.cron,
+              "every_seconds": _whole(args.every, "--every"), "timezone": args.timezone, "payload": payload,
+              "priority": _whole(args.priority, "--priority"),
+              "max_attempts": _whole(args.max_attempts, "--max-attempts"), "overlap": args.overlap}
+    async with open_store(settings) as store:
+        user = await _user_named(store, args.user)
+        try:
+            s = await store.schedule_add(user["id"], **fields)
+        except Invalid as e:  # name the option as typed
+            raise CliError(f"{e.message} (--{(e.argument or '').replace('_seconds', '').replace('_', '-')})") from None
+    return f"schedule {s['id']} added: {_when(s)}, next run {_local(s['next_at'], s)}"
+
+
+def _when(s: dict) -> str:
+    if s["cron"] is not None:
+        return f"cron {s['cron']} ({s['timezone']})"
+    return f"every {s['every_seconds']} s"
+
+
+def _local(at, s: dict) -> str:
+    from zoneinfo import ZoneInfo
+    return at.astimezone(ZoneInfo(s["timezone"])).isoformat(timespec="seconds")
+
+
+async def _user_named(store, name: str) -> dict:
+    user = await store.user_by_name(name)
+    if user is None:
+        raise CliError(f"no user named {name!r}")
+    return user
+
+
+async def _schedule_list(settings: Settings, args) -> str:
+    async with open_store(settings) as store:
+        user = await _user_named(store, args.user)
+        rows = await store.schedules_list(user["id"])
+    if args.json:
+        return json.dumps([r | {"next_at": _local(r["next_at"], r), "created_at": r["created_at"].isoformat(),
+                                "last_tick_at": r["last_tick_at"] and r["last_tick_at"].isoformat()}
+                           for r in rows], indent=2)
+    table = [("ID", "QUEUE", "TITLE", "WHEN", "NEXT RUN", "PAUSED", "ADDED", "SKIPPED")]
+    for r in rows:
+        table.append((r["id"], r["queue"], r["title"], _when(r), _local(r["next_at"], r),
+                      "yes" if r["paused"] else "no", str(r["ticks_added"]),
+                      str(r["ticks_skipped"]) + ("" if r["endpoint_live"] else
+                                                 " (no live endpoint is granted the queue: ticks are skipped)")))
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1] for row in table).rstrip()
+
+
+async def _schedule_toggle(settings: Settings, args) -> str:
+    async with open_store(settings) as store:
+        if args.schedule_command == "remove":
+            await store.schedule_remove(None, args.id)
+            return f"removed schedule {args.id}"
+        if args.schedule_command == "pause":
+            changed = await store.schedule_pause(None, args.id)
+        else:
+            changed = await store.schedule_resume(None, args.id)
+    if not changed:
+        return f"schedule {args.id} was {'already' if args.schedule_command == 'pause' else 'not'} paused"
+    return f"{args.schedule_command}d schedule {args.id}"
+
+
 async def _migrate(settings: Settings) -> str:
     async with open_store(settings):
         pass
@@ -214,6 +319,12 @@ def main(argv: list[str] | None = None) -> int:
             out = asyncio.run(_queue_limit(settings, args))
         elif args.command == "queue":
             out = asyncio.run(_queue_toggle(settings, args))
+        elif args.command == "schedule" and args.schedule_command == "add":
+            out = asyncio.run(_schedule_add(settings, args))
+        elif args.command == "schedule" and args.schedule_command == "list":
+            out = asyncio.run(_schedule_list(settings, args))
+        elif args.command == "schedule":
+            out = asyncio.run(_schedule_toggle(settings, args))
         elif args.command == "endpoint" and args.endpoint_command == "vend":
             out = asyncio.run(_endpoint_vend(settings, args))
         else:

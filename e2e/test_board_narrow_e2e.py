@@ -170,7 +170,7 @@ async def test_at_1280_px_a_title_uses_the_width_it_has(page: Page):
     assert not await cell.evaluate("c => c.scrollWidth > c.clientWidth"), "the title is cut though there is room"
 
 
-@pytest.mark.parametrize("path", ["/", "/agents", "/endpoints", "drawer"])
+@pytest.mark.parametrize("path", ["/", "/agents", "/endpoints", "/schedules", "drawer"])
 async def test_every_width_and_scheme_passes_axe(page: Page, board, path):
     for width in (320, 390, 1280):
         for scheme in ("light", "dark"):

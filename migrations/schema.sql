@@ -583,6 +583,34 @@ CREATE TABLE public.queue_pauses (
     paused_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT queue_pauses_queue_check CHECK ((queue ~ '^[A-Za-z0-9_.:-]{1,64}$'::text))
 );
+CREATE TABLE public.schedules (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    user_id bigint NOT NULL,
+    queue text NOT NULL,
+    title text NOT NULL,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    priority smallint DEFAULT 2 NOT NULL,
+    max_attempts integer DEFAULT 5 NOT NULL,
+    cron text,
+    every_seconds integer,
+    timezone text DEFAULT 'UTC'::text NOT NULL,
+    overlap boolean DEFAULT false NOT NULL,
+    paused boolean DEFAULT false NOT NULL,
+    next_at timestamp with time zone NOT NULL,
+    last_tick_at timestamp with time zone,
+    ticks_added bigint DEFAULT 0 NOT NULL,
+    ticks_skipped bigint DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT schedules_cron_check CHECK (((char_length(cron) >= 1) AND (char_length(cron) <= 200))),
+    CONSTRAINT schedules_every_seconds_check CHECK ((every_seconds >= 1)),
+    CONSTRAINT schedules_max_attempts_check CHECK (((max_attempts >= 1) AND (max_attempts <= 1000))),
+    CONSTRAINT schedules_payload_check CHECK ((jsonb_typeof(payload) = 'object'::text)),
+    CONSTRAINT schedules_priority_check CHECK (((priority >= 0) AND (priority <= 4))),
+    CONSTRAINT schedules_queue_check CHECK ((queue ~ '^[A-Za-z0-9_.:-]{1,64}$'::text)),
+    CONSTRAINT schedules_timezone_check CHECK (((char_length(timezone) >= 1) AND (char_length(timezone) <= 64))),
+    CONSTRAINT schedules_title_check CHECK (((length(title) >= 1) AND (length(title) <= 500))),
+    CONSTRAINT schedules_when_check CHECK (((cron IS NULL) <> (every_seconds IS NULL)))
+);
 CREATE TABLE public.todo_counts (
     endpoint_id uuid NOT NULL,
     queue text NOT NULL COLLATE pg_catalog."C",
@@ -678,6 +706,8 @@ ALTER TABLE ONLY public.queue_limits
     ADD CONSTRAINT queue_limits_pkey PRIMARY KEY (user_id, queue);
 ALTER TABLE ONLY public.queue_pauses
     ADD CONSTRAINT queue_pauses_pkey PRIMARY KEY (user_id, queue);
+ALTER TABLE ONLY public.schedules
+    ADD CONSTRAINT schedules_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY public.todo_deps
     ADD CONSTRAINT todo_deps_pkey PRIMARY KEY (todo_id, after_id);
 ALTER TABLE ONLY public.todo_successors
@@ -698,6 +728,8 @@ CREATE INDEX hook_events_due_idx ON public.hook_events USING btree (next_attempt
 CREATE INDEX oauth_codes_expires_idx ON public.oauth_codes USING btree (expires_at);
 CREATE INDEX oauth_tokens_endpoint_idx ON public.oauth_tokens USING btree (endpoint_id);
 CREATE INDEX oauth_tokens_expires_idx ON public.oauth_tokens USING btree (expires_at);
+CREATE INDEX schedules_due_idx ON public.schedules USING btree (next_at) WHERE (NOT paused);
+CREATE INDEX schedules_user_idx ON public.schedules USING btree (user_id, created_at);
 CREATE INDEX todo_counts_endpoint_idx ON public.todo_counts USING btree (endpoint_id);
 CREATE INDEX todo_deps_after_idx ON public.todo_deps USING btree (after_id);
 CREATE INDEX todo_successors_successor_idx ON public.todo_successors USING btree (successor_id);
@@ -735,9 +767,13 @@ ALTER TABLE ONLY public.queue_limits
     ADD CONSTRAINT queue_limits_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.queue_pauses
     ADD CONSTRAINT queue_pauses_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.schedules
+    ADD CONSTRAINT schedules_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.todo_deps
     ADD CONSTRAINT todo_deps_after_id_fkey FOREIGN KEY (after_id) REFERENCES public.todos(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.todo_deps
     ADD CONSTRAINT todo_deps_todo_id_fkey FOREIGN KEY (todo_id) REFERENCES public.todos(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.todos
     ADD CONSTRAINT todos_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.endpoints(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.todos
+    ADD CONSTRAINT todos_schedule_id_fkey FOREIGN KEY (schedule_id) REFERENCES public.schedules(id) ON DELETE SET NULL;

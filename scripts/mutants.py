@@ -60,6 +60,7 @@ DUE_TIMER = "tests/integration/test_due_timer.py"
 DOORBELL = "tests/acceptance/test_mcp_doorbell.py"
 ORDER_MCP = "tests/acceptance/test_mcp_claim_order.py"
 CLAIM_ORDER_BOARD = "tests/acceptance/test_board_claim_order.py"
+SCHEDULES = "tests/integration/test_schedules.py"
 REDIRECTS = (OAUTH + "::test_a_loopback_redirect_matches_whatever_its_port_and_nothing_else_does",
              OAUTH + "::test_a_redirect_a_browser_would_run_or_a_plain_http_host_is_refused_at_registration",
              OAUTH + "::test_a_private_use_redirect_registers_and_authorizes_to_the_consent_screen")
@@ -796,6 +797,31 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("order-board-bulk-same-priority", "order-board", "board/web/bulk.py",
            ' and not (action == "priority" and todo["priority"] == priority)', "",
            (CLAIM_ORDER_BOARD,), "a bulk Set priority counts todos already at that priority as changing"),
+    # -- sched: schedules' ticks, each taken once (board/store/recurring.py, sql/recurring.sql) ---
+    Mutant("sched-no-skip-locked", "sched", SQL + "recurring.sql",
+           "   FOR UPDATE OF s SKIP LOCKED;", ";",
+           (SCHEDULES + "::test_two_concurrent_sweeps_never_double_a_tick",
+            SCHEDULES + "::test_a_tick_another_process_is_taking_is_skipped_not_taken_again"),
+           "concurrent sweeps (two serve processes) both take a due schedule's tick: two todos for it",
+           statement="schedules_due_lock"),
+    Mutant("sched-next-at-kept", "sched", SQL + "recurring.sql",
+           "SET next_at = %(next_at)s, last_tick_at", "SET last_tick_at",
+           (SCHEDULES + "::test_every_n_seconds_adds_one_todo_per_tick",),
+           "a tick's next_at is not moved on: every sweep takes the same tick again",
+           statement="schedule_tick"),
+    Mutant("sched-overlap-ignored", "sched", SQL + "recurring.sql",
+           "WHERE %(overlap)s::boolean OR NOT EXISTS (SELECT FROM live)", "WHERE true",
+           (SCHEDULES + "::test_a_tick_whose_previous_todo_is_live_is_skipped_and_counted",),
+           "a tick adds a todo while the schedule's previous one is live, without --overlap",
+           statement="schedule_tick"),
+    Mutant("sched-catch-up-per-tick", "sched", "board/store/recurring.py",
+           '"next_at": next_tick(s, at)', '"next_at": next_tick(s, s["next_at"])',
+           (SCHEDULES + "::test_catch_up_after_downtime_adds_one_todo_for_the_latest_missed_tick",),
+           "ticks missed while every process was down are caught up one sweep (one todo) each"),
+    Mutant("sched-dst-fall-doubled", "sched", "board/store/recurring.py",
+           "if tick > after and not (_repeated(tick, zone) and not _every_hour(expr)):", "if tick > after:",
+           (SCHEDULES + "::test_a_daily_cron_runs_once_across_each_2026_daylight_saving_change",),
+           "a daily cron runs twice on the fall's repeated hour"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the

@@ -899,6 +899,49 @@
     field.form.addEventListener("submit", set);
   }
 
+  // -- the Schedules page's preview: the next three runs as the fields change -----------
+
+  function setUpSchedulePreview() {
+    var form = byId("schedule-form"), region = byId("schedule-preview");
+    if (!form || !region) return;
+    var timer = null, asked = 0;
+    function show(times, problem) {
+      var old = byId("schedule-preview-times"), el;
+      if (times) {
+        el = document.createElement("ol");
+        times.forEach(function (t) {
+          var li = document.createElement("li");
+          li.textContent = t;
+          el.appendChild(li);
+        });
+      } else {
+        el = document.createElement("p");
+        el.textContent = problem;
+      }
+      el.id = "schedule-preview-times";
+      if (old) old.replaceWith(el); else region.appendChild(el);
+    }
+    function ask() {
+      var q = new URLSearchParams();
+      ["cron", "timezone", "every"].forEach(function (name) { q.set(name, form.elements[name].value); });
+      if (!form.elements.cron.value.trim() && !form.elements.every.value.trim()) return;
+      var mine = ++asked;
+      fetch("/schedules/preview?" + q.toString(), {credentials: "same-origin", headers: {"Accept": "application/json"}})
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (body) {
+          if (!body || mine !== asked) return;
+          if (body.times) show(body.times, null); else show(null, "No preview: " + body.error);
+        })
+        .catch(function () { /* the Preview button still works */ });
+    }
+    ["cron", "timezone", "every"].forEach(function (name) {
+      form.elements[name].addEventListener("input", function () {
+        clearTimeout(timer);
+        timer = setTimeout(ask, 300);
+      });
+    });
+  }
+
   // -- start -------------------------------------------------------------------------
 
   setUpSearch();
@@ -912,6 +955,7 @@
   setUpPresets();
   setUpScheme();
   setUpStartTime();
+  setUpSchedulePreview();
   setUpScrollRegions();
   var d = drawer();
   if (d) showDrawer(d);

@@ -12,6 +12,10 @@ and `switchboard_question_answer_seconds{queue}` (question to first answer, obse
 The claim's order: `switchboard_todos_scheduled{queue}` (pending todos waiting for their
 run_at), and per limited queue and owner `switchboard_queue_limit{queue,user}` and
 `switchboard_queue_limit_held{queue,user}`, all read at scrape.
+
+Schedules: `switchboard_schedule_ticks_added{queue}` and
+`switchboard_schedule_ticks_skipped{queue}`, the schedules' own counters summed by queue and
+read at scrape (a removed schedule's ticks leave the sums).
 """
 
 from __future__ import annotations
@@ -92,6 +96,17 @@ class Metrics:
             "switchboard_queue_limit_held",
             "Todos of a limited queue held now (claimed or waiting for a person), read at scrape time.",
             ["queue", "user"], registry=r)
+        # Schedules (migration 0017): ticks that added a todo, and ticks skipped (the previous
+        # todo still live without overlap, or no live endpoint granted the queue).
+        self.schedule_ticks_added = Gauge(
+            "switchboard_schedule_ticks_added",
+            "Schedule ticks that added a todo, summed over the queue's schedules, read at scrape time.",
+            ["queue"], registry=r)
+        self.schedule_ticks_skipped = Gauge(
+            "switchboard_schedule_ticks_skipped",
+            "Schedule ticks skipped (the previous todo still live, or no live endpoint granted the queue), "
+            "summed over the queue's schedules, read at scrape time.",
+            ["queue"], registry=r)
         self.sse_subscribers = Gauge("switchboard_sse_subscribers", "Open Board live-update streams.", registry=r)
         self.watched_humans = Gauge(
             "switchboard_watched_humans",
@@ -172,6 +187,16 @@ class Metrics:
         for (queue, user), (most, held) in limits.items():
             self.queue_limit.labels(queue, user).set(most)
             self.queue_limit_held.labels(queue, user).set(held)
+        ticks: dict[str, list[int]] = {}
+        for row in await store.queue_schedule_ticks():
+            tick = ticks.setdefault(self.queue_label(row["queue"]), [0, 0])
+            tick[0] += int(row["added"])
+            tick[1] += int(row["skipped"])
+        self.schedule_ticks_added.clear()
+        self.schedule_ticks_skipped.clear()
+        for queue, (added, skipped) in ticks.items():
+            self.schedule_ticks_added.labels(queue).set(added)
+            self.schedule_ticks_skipped.labels(queue).set(skipped)
         self.chart_fold_lag.set(await store.outcomes_fold_lag())
         return generate_latest(self.registry)
 

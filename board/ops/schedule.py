@@ -1,4 +1,5 @@
-"""The due timer: scheduled todos made claimable when their run_at comes.
+"""The due timer: scheduled todos made claimable when their run_at comes, and schedules'
+ticks taken (migration 0017: each adds a todo).
 
 One task per server process. It sweeps (store.sweep_due, one batch at a time until a batch
 takes nothing; each todo taken is notified "due", which rings the doorbell), then asks when
@@ -14,6 +15,11 @@ it too, since a notification may have been missed. The sweep's statement takes d
 with SKIP LOCKED, so every server process runs the timer against one database at once; each
 todo falls due once. While the database is away the timer tries again every
 DUE_RETRY_SECONDS, quietly: the store has said so already.
+
+Schedules ride the same loop: each round also sweeps due schedules (store.sweep_schedules,
+SKIP LOCKED as well, so each tick is taken by one process) and the sleep ends at the
+earlier of the next run_at and the next tick. A schedule added, paused, resumed or removed
+anywhere notifies "schedules", which wakes the timer like "scheduled".
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from datetime import datetime, timezone
 from board.errors import Unavailable
 from board.ops.sweeps import run_batches
 from board.store.store import Store, Transition
-from board.store.vocabulary import DUE_SLEEP_MAX_SECONDS
+from board.store.vocabulary import DUE_SLEEP_MAX_SECONDS, SCHEDULE_KINDS
 from board.tasks import cancel_and_wait
 
 log = logging.getLogger("switchboard.schedule")
@@ -34,7 +40,7 @@ DUE_RETRY_SECONDS = 0.5  # the database away, or a sweep failed: try again this 
 # A run_at passed by this process's clock that the database's sweep did not take (its clock
 # a little behind, or another process's sweep holding the row): looked at again this soon.
 DUE_RECHECK_SECONDS = 0.05
-WAKE_KINDS = frozenset({"scheduled", "resync"})
+WAKE_KINDS = frozenset({"scheduled", "resync"}) | frozenset(SCHEDULE_KINDS)  # SCHEDULE_KINDS: a schedule changed
 WAKE = {"kind": "scheduled"}  # put on the timer's own subscription by an add or release of this process
 
 
@@ -74,7 +80,9 @@ class DueTimer:
         """Make every due todo claimable; returns how long to sleep before the next falls due."""
         try:
             await run_batches(self.store.sweep_due)
-            self.next_at = await self.store.next_due()
+            await run_batches(self.store.sweep_schedules)
+            times = [t for t in (await self.store.next_due(), await self.store.next_schedule_at()) if t is not None]
+            self.next_at = min(times, default=None)
         except Unavailable:  # the store already said so; a traceback each retry adds nothing
             return DUE_RETRY_SECONDS
         except Exception:

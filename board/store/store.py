@@ -7,7 +7,8 @@ its own over the plumbing of board/store/base.py, named after the statement file
   (holds.sql), reads.py (reads.sql), deletes.py (deletes.sql, and the Board's bulk actions),
   sweeps.py (sweeps.sql, the hook outbox included), watchers.py (watchers.sql), queues.py
   (board.sql: pauses, the overview, the counts), schedule.py (schedule.sql: due todos,
-  priorities, queue limits), plans.py (plans.sql: dependencies dropped, waiting counts);
+  priorities, queue limits), plans.py (plans.sql: dependencies dropped, waiting counts), recurring.py (recurring.sql:
+  schedules that add todos, and their timer's sweep);
 - accounts.py (accounts.sql: users, endpoints) and grants.py (oauth.sql: OAuth grants).
 
 Nothing outside the store catches psycopg errors (base.py's _translate is the one place a
@@ -28,6 +29,7 @@ from board.store.inputs import hash_token
 from board.store.plans import Plans
 from board.store.queues import Queues
 from board.store.reads import Reads
+from board.store.recurring import Recurring
 from board.store.schedule import Schedule
 from board.store.sweeps import Sweeps
 from board.store.vocabulary import Agent, Caller, Human, Observer, Transition
@@ -38,6 +40,6 @@ __all__ = ["Agent", "Caller", "Human", "Observer", "PausedQueues", "Store", "Tra
            "deadline_after", "hash_token", "todo_out"]
 
 
-class Store(Adds, Claims, Closes, Holds, Reads, Deletes, Sweeps, Watchers, Queues, Schedule, Plans, Accounts, Grants,
+class Store(Adds, Claims, Closes, Holds, Reads, Deletes, Sweeps, Watchers, Queues, Schedule, Plans, Recurring, Accounts, Grants,
             StoreBase):
     """The store: its pool and settings (StoreBase's fields), every verb of its parts."""

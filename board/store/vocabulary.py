@@ -58,6 +58,9 @@ CONTROL_KINDS = ("endpoint_revoked", "endpoint_changed")
 NOTE_KINDS = ("noted",)
 # Kinds of notifications about a human's queue (its pause), for the Board and the doorbell.
 QUEUE_KINDS = ("queue_paused", "queue_resumed", "queue_limited")
+# The kind of notification a schedule added, paused, resumed or removed sends (every
+# process's timer looks again).
+SCHEDULE_KINDS = ("schedules",)
 # The kind of the transition each closing verb commits.
 CLOSED_BY = {"complete": "completed", "fail": "failed", "release": "released", "cancel": "canceled"}
 
@@ -124,6 +127,11 @@ QUEUE_LIMIT_MAX = 100000
 # wakes it sooner; the sleep only bounds how late a missed notification is made up for).
 DUE_BATCH = 500
 DUE_SLEEP_MAX_SECONDS = 30.0
+# Schedules (migration 0017): the timer's batch of due schedules, the longest --every, how many
+# next run times a preview shows.
+SCHEDULE_BATCH = 100
+SCHEDULE_EVERY_MAX = 366 * 86400
+SCHEDULE_PREVIEW = 3
 
 # The batched verbs: todos per add_todos call, todos one claim_next may claim at once, and
 # todos one complete_todos may close.

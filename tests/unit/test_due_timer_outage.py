@@ -5,7 +5,7 @@ database is back. The store is a stand-in; the timer and its fan-out subscriptio
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 from board.errors import Unavailable
 from board.live.fanout import Fanout
@@ -30,6 +30,15 @@ class AwayStore:
         return 0
 
     async def next_due(self) -> datetime | None:
+        return None
+
+    async def sweep_schedules(self, *, now: datetime | None = None) -> int:
+        if self.tries <= self.away:
+            raise Unavailable()
+        self.schedule_sweeps = getattr(self, "schedule_sweeps", 0) + 1
+        return 0
+
+    async def next_schedule_at(self) -> datetime | None:
         return None
 
 
@@ -66,3 +75,23 @@ async def test_an_unexpected_failure_is_logged_once_and_the_timer_goes_on(caplog
         await timer.stop()
     failures = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(failures) == 1 and "due timer" in failures[0].getMessage()
+
+
+async def test_the_timer_takes_schedules_ticks_and_sleeps_until_the_earlier_of_a_run_at_and_a_tick():
+    tick = datetime.now(timezone.utc) + timedelta(hours=1)
+
+    class Ticking(AwayStore):
+        async def next_due(self):
+            return tick + timedelta(minutes=5)
+
+        async def next_schedule_at(self):
+            return tick
+
+    store = Ticking(away=0)
+    timer = DueTimer(store, Fanout("postgresql://unused"), sleep_max=3600)
+    timer.start()
+    try:
+        await until(lambda: timer.rounds >= 1, "a round of the timer", timeout=LOAD_SLACK_SECONDS)
+        assert store.schedule_sweeps == 1 and timer.next_at == tick
+    finally:
+        await timer.stop()
