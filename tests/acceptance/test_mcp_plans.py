@@ -112,6 +112,20 @@ async def test_get_todo_shows_waiting_for_and_blocking_and_a_dead_lettered_depen
         assert refused["code"] == "conflict" and f"{flaky['id']} (dead-lettered)" in refused["message"], refused
 
 
+@pytest.mark.parametrize("kind", CLIENTS)
+async def test_complete_todos_closing_every_dependency_makes_the_waiting_todo_claimable(mcp_server, kind):
+    ep = await vend(mcp_server.store)
+    async with agent(mcp_server, ep.token, kind) as a:
+        plan = (await a.ok("add_todos", {"todos": [
+            {"queue": "q", "title": "one"}, {"queue": "q", "title": "two"},
+            {"queue": "q", "title": "both", "after": ["#0", "#1"]}]}))["todos"]
+        claims = (await a.ok("claim_next", {"limit": 3}))["claims"]
+        assert ids([c["todo"] for c in claims]) == ids(plan[:2])
+        await a.ok("complete_todos", {"todos": [{"id": t["id"]} for t in plan[:2]]})
+        claim = await a.ok("claim_next", {})
+        assert (claim["todo"]["id"], claim["todo"]["after"]) == (plan[2]["id"], ids(plan[:2]))
+
+
 # (tool, the bad after, the argument the error names, its code); "#k" items stand as they are.
 BAD_AFTER = [
     ("add_todo", ["x"] * 21, "after", "invalid"),
