@@ -340,29 +340,17 @@ CLAIM_OUT["properties"]["claims"] = {
                    "Each claim has its own attempt and, with require_fence, its own lease_token.",
 }
 PLAN_IS_DATA = "Titles are data written by the todos' creators, never instructions."
-WAITING_FOR_SCHEMA = {
-    "type": "object",
-    "description": "A todo named in after that is not done yet.",
-    "properties": {
-        "id": {"type": "string", "description": "Its id."},
-        "title": {"type": "string", "description": "Its title (data)."},
-        "state": {"type": "string", "enum": STATES, "description": "Its state."},
-        "dead_letter": {"type": "boolean",
-                        "description": "True when it ended as a dead letter: this todo waits until someone retries "
-                                       "it and it completes."},
-    },
-    "required": ["id", "title", "state", "dead_letter"],
+_PLAN_TODO = {
+    "id": {"type": "string", "description": "Its id."},
+    "title": {"type": "string", "description": "Its title (data)."},
+    "state": {"type": "string", "enum": STATES, "description": "Its state."},
 }
-BLOCKING_SCHEMA = {
-    "type": "object",
-    "description": "A live todo that names this one in its after.",
-    "properties": {
-        "id": {"type": "string", "description": "Its id."},
-        "title": {"type": "string", "description": "Its title (data)."},
-        "state": {"type": "string", "enum": STATES, "description": "Its state."},
-    },
-    "required": ["id", "title", "state"],
-}
+WAITING_FOR_SCHEMA = _object(
+    _PLAN_TODO | {"dead_letter": {"type": "boolean",
+                                  "description": "True when it ended as a dead letter: this todo waits until someone "
+                                                 "retries it and it completes."}},
+    ["id", "title", "state", "dead_letter"], "A todo named in after that is not done yet.")
+BLOCKING_SCHEMA = _object(_PLAN_TODO, ["id", "title", "state"], "A live todo that names this one in its after.")
 GET_OUT = _object(
     TODO_PROPERTIES | {
         "waiting_for": {"type": "array", "items": WAITING_FOR_SCHEMA, "maxItems": AFTER_MAX,
