@@ -59,6 +59,8 @@ BOUNDS = "tests/acceptance/test_argument_bounds.py"
 DUE_TIMER = "tests/integration/test_due_timer.py"
 DOORBELL = "tests/acceptance/test_mcp_doorbell.py"
 ORDER_MCP = "tests/acceptance/test_mcp_claim_order.py"
+PLANS_MCP = "tests/acceptance/test_mcp_plans.py"
+DEPENDENCIES = "tests/integration/test_dependencies.py"
 CLAIM_ORDER_BOARD = "tests/acceptance/test_board_claim_order.py"
 SCHEDULES = "tests/integration/test_schedules.py"
 REDIRECTS = (OAUTH + "::test_a_loopback_redirect_matches_whatever_its_port_and_nothing_else_does",
@@ -743,11 +745,12 @@ MUTANTS: tuple[Mutant, ...] = (
            (DUE_TIMER + "::test_a_resync_makes_the_timer_sweep_what_it_was_not_told_of",),
            "after a LISTEN reconnect the timer sleeps on past what it missed"),
     Mutant("order-ops-due-not-ready", "order-ops", "board/mcp/doorbell.py",
-           '"retried", "due"})', '"retried"})',
+           '"retried", "due", "unblocked"})', '"retried", "unblocked"})',
            (DOORBELL + "::test_a_scheduled_todo_rings_a_listening_agent_within_a_second_of_falling_due",),
            "a todo falling due never rings a listening agent"),
     Mutant("order-ops-due-gated", "order-ops", "board/mcp/doorbell.py",
-           'REGATED_KINDS = frozenset({"requeued", "due"})', 'REGATED_KINDS = frozenset({"requeued"})',
+           'REGATED_KINDS = frozenset({"requeued", "due", "unblocked"})',
+           'REGATED_KINDS = frozenset({"requeued", "unblocked"})',
            (DOORBELL + "::test_a_snoozed_todo_rings_again_when_it_falls_due_inside_the_gate",),
            "a snoozed todo falling due is swallowed by the gate of its first ring"),
     Mutant("order-ops-limit-zero-kept", "order-ops", SQL + "schedule.sql",
@@ -773,7 +776,7 @@ MUTANTS: tuple[Mutant, ...] = (
            (ORDER_MCP + "::test_a_release_with_delay_seconds_is_not_claimable_until_it_falls_due",),
            "release's delay_seconds never reaches the store: the snoozed todo is claimable at once"),
     Mutant("order-mcp-due-silent", "order-mcp", "board/mcp/doorbell.py",
-           '"retried", "due"})', '"retried"})',
+           '"retried", "due", "unblocked"})', '"retried", "unblocked"})',
            ("tests/acceptance/test_mcp_doorbell.py::"
             "test_a_scheduled_todo_rings_when_it_falls_due_not_on_its_add_and_again_after_a_snooze",),
            "a todo falling due never rings, so a waiting worker sleeps until its safety poll"),
@@ -822,6 +825,40 @@ MUTANTS: tuple[Mutant, ...] = (
            "if tick > after and not (_repeated(tick, zone) and not _every_hour(expr)):", "if tick > after:",
            (SCHEDULES + "::test_a_daily_cron_runs_once_across_each_2026_daylight_saving_change",),
            "a daily cron runs twice on the fall's repeated hour"),
+    # -- plans-mcp: todos that wait for other todos as agents meet them (board/mcp/tools.py, the
+    # -- doorbell's "unblocked", the add's after and hooks, the release in a complete) -------------
+    Mutant("plans-mcp-unblocked-silent", "plans-mcp", "board/mcp/doorbell.py",
+           '"due", "unblocked"})  # never', '"due"})  # never',
+           (DOORBELL + "::test_a_waiting_todo_rings_a_listening_agent_when_its_last_dependency_completes",),
+           "a todo whose last dependency completed never rings, so a listening worker sleeps until its safety poll"),
+    Mutant("plans-mcp-item-after-dropped", "plans-mcp", "board/store/adds.py",
+           'after = _after(item.get("after"), f"{at}.", i, "add_todos")', 'after = []',
+           (PLANS_MCP + "::test_a_three_step_plan_filed_with_add_todos_is_claimed_in_order",),
+           "an add_todos item's after is dropped: every step of a plan is claimable at once"),
+    Mutant("plans-mcp-waiting-filter-ignored", "plans-mcp", "board/mcp/tools.py",
+           'waiting=x.get("waiting"), ', "",
+           (PLANS_MCP + "::test_add_todo_with_after_waits_until_every_todo_named_is_done",),
+           "list_todos ignores waiting and lists every todo"),
+    Mutant("plans-mcp-complete-no-release", "plans-mcp", SQL + "closes.sql",
+           "CASE WHEN t.waited_on", "CASE WHEN false",
+           (DOORBELL + "::test_a_waiting_todo_rings_a_listening_agent_when_its_last_dependency_completes",
+            "tests/integration/test_hooks.py::test_a_waiting_todo_s_ready_event_is_written_when_its_last_dependency_completes",
+            PLANS_MCP, DEPENDENCIES),
+           "a complete never releases the todos waiting on it: they wait forever", "todo_complete"),
+    Mutant("plans-mcp-batch-no-release", "plans-mcp", SQL + "closes.sql",
+           "CASE WHEN t.waited_on", "CASE WHEN false",
+           (PLANS_MCP + "::test_complete_todos_closing_every_dependency_makes_the_waiting_todo_claimable",),
+           "complete_todos never releases the todos waiting on what it closed", "todos_complete"),
+    Mutant("plans-mcp-after-any-owner", "plans-mcp", SQL + "adds.sql",
+           "WHERE t.id = ANY(%(after)s::text[])\n             AND " + _SCOPE,
+           "WHERE t.id = ANY(%(after)s::text[])",
+           (PLANS_MCP + "::test_a_bad_after_is_invalid_or_not_found_naming_it_and_adds_nothing", DEPENDENCIES),
+           "after may name another owner's todo, which then holds the new todo back and learns of it",
+           "todos_add"),
+    Mutant("plans-mcp-ready-hook-at-add", "plans-mcp", SQL + "adds.sql",
+           "CASE WHEN NOT u.scheduled AND u.waits = 0 THEN", "CASE WHEN NOT u.scheduled THEN",
+           ("tests/integration/test_hooks.py::test_a_waiting_todo_s_ready_event_is_written_when_its_last_dependency_completes",),
+           "a todo added waiting writes todo.ready at its add, before anyone can claim it", "todos_add"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the

@@ -2,7 +2,8 @@
 
 For each todo: the todo as JSON on standard input; SWITCHBOARD_TODO_ID, SWITCHBOARD_QUEUE,
 SWITCHBOARD_TODO_TITLE, SWITCHBOARD_TODO_PRIORITY, SWITCHBOARD_TODO_RUN_AT and SWITCHBOARD_TODO_KEY
-(empty when it has none), SWITCHBOARD_ATTEMPT, SWITCHBOARD_ATTEMPT_SEQ, SWITCHBOARD_MAX_ATTEMPTS
+(empty when it has none), SWITCHBOARD_TODO_AFTER (JSON: the ids it waited for),
+SWITCHBOARD_TODO_SCHEDULE_ID (empty when no schedule added it), SWITCHBOARD_ATTEMPT, SWITCHBOARD_ATTEMPT_SEQ, SWITCHBOARD_MAX_ATTEMPTS
 and SWITCHBOARD_PRIOR_ATTEMPTS (JSON: seq, outcome, died, summary of up to five earlier
 attempts, newest first) in the environment (the token is taken out of it). Lines on standard
 error starting with `::note::`, `::summary::`, `::usage::` (JSON) or `::artifact::` talk to
@@ -373,7 +374,8 @@ class CommandWorker:
                   "summary": a.get("summary")} for a in todo.prior_attempts]
         env.update(SWITCHBOARD_TODO_ID=todo.id, SWITCHBOARD_QUEUE=todo.queue, SWITCHBOARD_TODO_TITLE=todo.title,
                    SWITCHBOARD_TODO_PRIORITY=str(todo.priority), SWITCHBOARD_TODO_RUN_AT=todo.run_at or "",
-                   SWITCHBOARD_TODO_KEY=todo.key or "",
+                   SWITCHBOARD_TODO_KEY=todo.key or "", SWITCHBOARD_TODO_AFTER=json.dumps(todo.after),
+                   SWITCHBOARD_TODO_SCHEDULE_ID=todo.schedule_id or "",
                    SWITCHBOARD_ATTEMPT=str(todo.attempt), SWITCHBOARD_ATTEMPT_SEQ=str(todo.attempt_seq),
                    SWITCHBOARD_MAX_ATTEMPTS=str(todo.max_attempts), SWITCHBOARD_PRIOR_ATTEMPTS=json.dumps(prior))
         return env

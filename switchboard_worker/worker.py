@@ -57,6 +57,8 @@ class Todo:
         self.priority: int = todo.get("priority", 2)  # 0, the most urgent, to 4
         self.run_at: str | None = todo.get("run_at")  # when it could first be claimed (RFC 3339), or None
         self.key: str | None = todo.get("key")
+        self.after: list[str] = todo.get("after") or []  # the todos it waited for, all done by its claim
+        self.schedule_id: str | None = todo.get("schedule_id")  # the schedule that added it, or None
         self.attempt_seq: int = claim.get("attempt_seq", 0)
         self.attempts_total: int = claim.get("attempts_total", 0)
         self.prior_attempts: list[dict] = claim.get("prior_attempts") or []

@@ -20,7 +20,9 @@ is added, released, re-queued by the retry scheduler, retried by hand, reaped ba
 pending, or falls due ("due": the due timer of board/ops/schedule.py reached its run_at, or
 its human started it now). A todo added with a run_at ahead or released with a delay (a
 snooze) is "scheduled": it never rings, and the heartbeat and the re-rings pass over it
-until it falls due. When a human resumes a paused queue (queue_resumed), every process rings that
+until it falls due. So is a todo waiting for the todos named in its after ("waiting"): it
+rings when the last of them completes, or its human drops the last one it waits for
+("unblocked", which opens its gate as falling due does). When a human resumes a paused queue (queue_resumed), every process rings that
 queue's pending todos on the doorways of that human's endpoints, gate or not; the heartbeat
 passes over paused queues (nothing in them can be claimed). Rings go only to doorways of the todo's own endpoint whose queues include the
 todo's queue and whose scope may drain (claim or claim_next): never to another endpoint.
@@ -76,8 +78,8 @@ log = logging.getLogger("switchboard.mcp.doorbell")
 TODOS_URI = "switchboard://todos"
 TODO_URI_PREFIX = TODOS_URI + "/"
 A2UI_SUFFIX = "/a2ui"  # switchboard://todos/{id}/a2ui, the A2UI todo detail resource
-READY_KINDS = frozenset({"added", "released", "requeued", "retried", "due"})  # never "scheduled"
-REGATED_KINDS = frozenset({"requeued", "due"})  # ready again after a wait: the gate opens
+READY_KINDS = frozenset({"added", "released", "requeued", "retried", "due", "unblocked"})  # never "scheduled", "waiting"
+REGATED_KINDS = frozenset({"requeued", "due", "unblocked"})  # ready again after a wait: the gate opens
 OUTBOX_SIZE = 256
 SWEEP_RETRY_SECONDS = 0.5
 SUBSCRIPTION_ID_META_KEY = "io.modelcontextprotocol/subscriptionId"

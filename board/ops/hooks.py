@@ -14,7 +14,7 @@ signed, to the configured URLs from any server process and retries with backoff 
 (`X-Switchboard-Event-Id`, and `id` in the body) to de-duplicate on.
 
 Every body is {id, event, occurred_at, todo: {id, queue, title, state, attempt,
-max_attempts, attempts_total, endpoint_id}}; a dead letter adds the closing attempt and the
+max_attempts, attempts_total, endpoint_id, priority, after, schedule_id}}; a dead letter adds the closing attempt and the
 attempt summary; an interrupt adds question ({text, choices, expires_at}, or null when it
 asks nothing) and board_url (SWITCHBOARD_PUBLIC_URL + "/todos/{id}", or null when that is
 unset: a delivery has no request to take a host from). No event carries a token or an

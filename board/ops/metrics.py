@@ -10,7 +10,7 @@ and `switchboard_question_answer_seconds{queue}` (question to first answer, obse
 "answered" transition's waited_seconds).
 
 The claim's order: `switchboard_todos_scheduled{queue}` (pending todos waiting for their
-run_at), and per limited queue and owner `switchboard_queue_limit{queue,user}` and
+run_at), `switchboard_todos_waiting{queue}` (pending todos waiting for other todos), and per limited queue and owner `switchboard_queue_limit{queue,user}` and
 `switchboard_queue_limit_held{queue,user}`, all read at scrape.
 
 Schedules: `switchboard_schedule_ticks_added{queue}` and
@@ -89,6 +89,10 @@ class Metrics:
             "switchboard_todos_scheduled",
             "Pending todos waiting for their run_at (a subset of pending), by queue, read at scrape time.",
             ["queue"], registry=r)
+        self.todos_waiting = Gauge(
+            "switchboard_todos_waiting",
+            "Pending todos waiting for the todos named in their after (a subset of pending), by queue, read at "
+            "scrape time.", ["queue"], registry=r)
         self.queue_limit = Gauge(
             "switchboard_queue_limit", "The most todos of the queue its owner lets be held at once, read at scrape time.",
             ["queue", "user"], registry=r)
@@ -176,6 +180,7 @@ class Metrics:
         # some of its todos wait for their run_at.
         self._set_per_queue(self.queue_paused, counts, await store.queue_paused_counts())
         self._set_per_queue(self.todos_scheduled, counts, await store.queue_scheduled_counts())
+        self._set_per_queue(self.todos_waiting, counts, await store.queue_waiting_counts())
         limits: dict[tuple[str, str], list[int]] = {}
         for row in await store.queue_limits_held():
             key = (self.queue_label(row["queue"]), row["username"])

@@ -114,6 +114,10 @@ def _key(n):  # not the database probe's letter: the tool's todo holds its key w
     return "k" * n
 
 
+def _after(n, todo):  # the test's todo named n times: each repeat counts toward the bound, once toward waiting
+    return [todo] * n
+
+
 def _adds(n, todo):
     return {"todos": [{"queue": "q", "title": f"t{i}"} for i in range(n)]}
 
@@ -167,6 +171,9 @@ BOUNDS = [
     Bound("add_todos", ("todos", "items", "delay_seconds"), "minimum", _item("delay_seconds"),
           "todos[0].delay_seconds"),
     Bound("add_todos", ("todos", "items", "key"), "maxLength", _item("key", _key), "todos[0].key"),
+    Bound("add_todo", ("after",), "maxItems", lambda n, todo: _order("after")(_after(n, todo), todo), "after"),
+    Bound("add_todos", ("todos", "items", "after"), "maxItems", lambda n, todo: _item("after")(_after(n, todo), todo),
+          "todos[0].after"),
     Bound("add_todos", ("todos",), "maxItems", _adds, "todos"),
     Bound("add_todos", ("todos",), "minItems", _adds, "todos"),
     Bound("list_todos", ("limit",), "maximum", _limit("limit"), "limit"),

@@ -17,7 +17,7 @@ from typing import AsyncIterator
 
 import pytest
 
-from tests.acceptance.mcp_helpers import GENERATIONS, call, call_error, connect, mcp_server, vend  # noqa: F401
+from tests.acceptance.mcp_helpers import GENERATIONS, call, call_error, connect, error_body, mcp_server, vend  # noqa: F401
 from tests.acceptance.third_party import ok, tool_error, ts_client
 from tests.conftest import LOAD_SLACK_SECONDS
 
@@ -40,6 +40,16 @@ class Caller:
         if self.kind == "typescript":
             return tool_error(await self.client.call_tool(tool, args))
         return await call_error(self.client, tool, args)
+
+    async def error_text(self, tool: str, args: dict) -> str:
+        """An error's body exactly as sent (its one text content), to compare byte for byte."""
+        if self.kind == "typescript":
+            result = await self.client.call_tool(tool, args)
+            tool_error(result)
+            return result["content"][0]["text"]
+        result = await self.client.call_tool(tool, args)
+        error_body(result)
+        return result.content[0].text
 
 
 @contextlib.asynccontextmanager

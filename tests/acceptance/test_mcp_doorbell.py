@@ -356,3 +356,39 @@ async def test_a_snoozed_todo_rings_again_when_it_falls_due_inside_the_gate(live
         print(f"the snoozed todo rang again {late:.3f} s after its run_at, inside the gate's 30 s")
         assert late >= 0, "the snooze itself rang"
         assert late <= DUE_RING_BOUND + LOAD_SLACK_SECONDS
+
+
+UNBLOCKED_RING_BOUND = 1.0  # a listening agent hears a waiting todo within a second of its last dependency's complete
+
+
+@pytest.mark.parametrize("generation", ["legacy", "modern"])
+async def test_a_waiting_todo_rings_a_listening_agent_when_its_last_dependency_completes(live_server, generation):
+    """A todo added with after does not ring on its add, nor when one of its two dependencies
+    completes; when another session completes the last one, the listening agent is rung for
+    it within a second."""
+    store = live_server.store
+    ep = await vend(store)
+    async with rung(live_server, ep, generation) as (client, rings), connect(live_server, ep.token) as other:
+        async def quiet_until_marked(todo_id: str) -> None:
+            marker = await call(client, "add_todo", {"queue": "q", "title": "marker"})
+            await wait_until(lambda: uri(marker["id"]) in rings)  # rings are in order
+            assert uri(todo_id) not in rings
+
+        first = await call(other, "add_todo", {"queue": "q", "title": "first"})
+        last = await call(other, "add_todo", {"queue": "q", "title": "last"})
+        waiting = await call(client, "add_todo", {"queue": "q", "title": "after both",
+                                                  "after": [first["id"], last["id"]]})
+        await quiet_until_marked(waiting["id"])
+        for dependency in (first, last):
+            await call(other, "claim", {"id": dependency["id"]})
+        await call(other, "complete", {"id": first["id"]})
+        await quiet_until_marked(waiting["id"])
+
+        done = await call(other, "complete", {"id": last["id"]})
+        await wait_until(lambda: uri(waiting["id"]) in rings,
+                         timeout=UNBLOCKED_RING_BOUND + LOAD_SLACK_SECONDS, interval=0.005)
+        late = (datetime.now(timezone.utc) - datetime.fromisoformat(done["updated_at"])).total_seconds()
+        print(f"rung {late:.3f} s after the last dependency completed ({generation})")
+        assert late <= UNBLOCKED_RING_BOUND + LOAD_SLACK_SECONDS
+        assert rings.count(uri(waiting["id"])) == 1
+        assert (await call(other, "claim", {"id": waiting["id"]}))["todo"]["id"] == waiting["id"]

@@ -225,3 +225,21 @@ async def test_scheduled_todos_and_each_limited_queues_limit_and_held_count_are_
     await store.queue_limit_set(ada.user_id, "builds", 0)  # removed: its series go
     samples = await scrape(live_server.url)
     assert not [k for k in samples if k[0].startswith("switchboard_queue_limit")]
+
+
+async def test_todos_waiting_for_other_todos_are_counted_per_queue_at_scrape(live_server):
+    """Pending todos whose after names a todo not done yet, per queue (every queue with todos
+    at 0); the last dependency's complete takes its waiter out of the count."""
+    store = live_server.store
+    agent = await make_agent(store, queues=("builds", "docs"))
+    first = await store.todo_add(agent, queue="builds", title="first")
+    await store.todo_add(agent, queue="builds", title="then", after=[first["id"]])
+    await store.todo_add(agent, queue="builds", title="and then", after=[first["id"]], delay_seconds=3600)
+    await store.todo_add(agent, queue="docs", title="now")
+    samples = await scrape(live_server.url)
+    assert value(samples, "switchboard_todos_waiting", queue="builds") == 2
+    assert value(samples, "switchboard_todos_waiting", queue="docs") == 0
+    assert value(samples, "switchboard_todos", queue="builds", state="pending") == 3  # waiting are pending too
+    await store.todo_claim(agent, first["id"])
+    await store.todo_complete(agent, first["id"])
+    assert value(await scrape(live_server.url), "switchboard_todos_waiting", queue="builds") == 0

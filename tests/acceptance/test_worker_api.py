@@ -60,10 +60,26 @@ async def test_a_todo_carries_its_priority_run_at_and_key_and_a_release_with_a_d
             assert datetime.fromisoformat(released["run_at"]) > datetime.now(timezone.utc) + timedelta(minutes=59)
             other = await worker.claim(wait=False)
             assert (other.id, other.priority, other.run_at, other.key) == (plain["id"], 2, None, None)
+            assert (other.after, other.schedule_id) == ([], None)
             await other.complete()
             assert await worker.claim(wait=False) is None  # the snoozed todo waits
         got = await history(client, row["id"])
     assert (got["state"], got["attempts"][0]["outcome"]) == ("pending", "released")
+
+
+async def test_a_todo_added_with_after_is_claimed_once_what_it_waits_for_is_done_and_carries_after(live_server):
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        first = await add(client, "first")
+        then = await add(client, "then", priority=0, after=[first["id"]])
+        async with Worker(live_server.url, ep.token, queue="q") as worker:
+            todo = await worker.claim(wait=False)
+            assert (todo.id, todo.after, todo.schedule_id) == (first["id"], [], None)
+            assert await worker.claim(wait=False) is None  # the P0 waits for the first
+            await todo.complete()
+            waited = await worker.claim(wait=False)
+            assert (waited.id, waited.after, waited.schedule_id) == (then["id"], [first["id"]], None)
+            await waited.complete()
 
 
 async def test_heartbeats_run_in_the_background_while_a_todo_is_held_and_stop_when_it_closes(live_server):

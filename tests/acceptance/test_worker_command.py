@@ -75,6 +75,24 @@ async def test_the_command_reads_the_todo_s_priority_run_at_and_key_in_its_envir
     assert worker.output.index(f"claimed {keyed['id']}") < worker.output.index(f"claimed {plain['id']}")
 
 
+async def test_the_command_of_a_todo_added_with_after_reads_the_ids_it_waited_for_in_its_environment(
+        live_server, tmp_path):
+    """SWITCHBOARD_TODO_AFTER is the JSON array of the ids the todo waited for ([] when none)
+    and SWITCHBOARD_TODO_SCHEDULE_ID is empty when no schedule added it; the waiting P0 runs
+    only after the todo it waits for is done."""
+    ep = await vend(live_server.store)
+    async with connect(live_server, ep.token) as client:
+        first = await add(client, "first", {})
+        then = await add(client, "then", {}, priority=0, after=[first["id"]])
+        async with working(live_server.url, ep.token, write_command(tmp_path), "--max-todos", "2") as worker:
+            assert await worker.wait(60) == 0, worker.output
+        got_then = (await settled(client, then["id"], "done"))["result"]
+        got_first = (await settled(client, first["id"], "done"))["result"]
+    assert got_then["plan"] == [[first["id"]], ""] and got_then["stdin_plan"] == [[first["id"]], None]
+    assert got_first["plan"] == [[], ""] and got_first["stdin_plan"] == [[], None]
+    assert worker.output.index(f"completed {first['id']}") < worker.output.index(f"claimed {then['id']}")
+
+
 async def test_a_failing_command_fails_with_its_stderr_tail_and_the_retry_reads_that_summary(live_server, tmp_path):
     ep = await vend(live_server.store)
     async with connect(live_server, ep.token) as client:

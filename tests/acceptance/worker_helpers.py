@@ -49,6 +49,8 @@ print(json.dumps({
     "order": [os.environ["SWITCHBOARD_TODO_PRIORITY"], os.environ["SWITCHBOARD_TODO_RUN_AT"],
               os.environ["SWITCHBOARD_TODO_KEY"]],
     "stdin_order": [todo["priority"], todo["run_at"], todo["key"]],
+    "plan": [json.loads(os.environ["SWITCHBOARD_TODO_AFTER"]), os.environ["SWITCHBOARD_TODO_SCHEDULE_ID"]],
+    "stdin_plan": [todo["after"], todo["schedule_id"]],
     "attempt": int(os.environ["SWITCHBOARD_ATTEMPT"]), "seq": int(os.environ["SWITCHBOARD_ATTEMPT_SEQ"]),
     "prior": json.loads(os.environ["SWITCHBOARD_PRIOR_ATTEMPTS"]),
     "token_in_env": any(hashlib.sha256(v.encode()).hexdigest() == secret for v in os.environ.values()),

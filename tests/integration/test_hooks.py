@@ -158,6 +158,33 @@ async def test_every_ready_and_dead_letter_event_is_written_with_its_transition(
     assert dead["attempts"]["by_outcome"] == {"failed": 1, "reaped": 1, "released": 1}
 
 
+async def test_a_waiting_todo_s_ready_event_is_written_when_its_last_dependency_completes(store, agent, db_url):
+    """Not at its add, nor when the first of its two dependencies completes: the complete of the
+    last one writes its todo.ready, whose todo carries after (in the order named) and
+    schedule_id."""
+    s = hooked(store)
+    first = await s.todo_add(agent, queue="q", title="first")
+    last = await s.todo_add(agent, queue="q", title="last")
+    waiting = await s.todo_add(agent, queue="q", title="after both", after=[last["id"], first["id"]])
+
+    async def ready_events(todo_id: str) -> list[dict]:
+        return [r["payload"] for r in await sql_rows(
+            db_url, "SELECT payload FROM hook_events WHERE todo_id = %s AND event = 'todo.ready'", (todo_id,))]
+
+    [first_ready] = await ready_events(first["id"])
+    assert (first_ready["todo"]["after"], first_ready["todo"]["schedule_id"]) == ([], None)
+    assert await ready_events(waiting["id"]) == []
+    for dependency in (first, last):
+        await s.todo_claim(agent, dependency["id"], now=T0)
+    await s.todo_complete(agent, first["id"], now=T0)
+    assert await ready_events(waiting["id"]) == []
+    await s.todo_complete(agent, last["id"], now=T0)
+    [ready] = await ready_events(waiting["id"])
+    assert ready["event"] == "todo.ready"
+    assert {k: ready["todo"][k] for k in ("id", "state", "after", "schedule_id")} == {
+        "id": waiting["id"], "state": "pending", "after": [last["id"], first["id"]], "schedule_id": None}
+
+
 async def test_events_are_delivered_signed_after_a_crash_between_commit_and_delivery(store, agent):
     s = hooked(store)
     todo = await s.todo_add(agent, queue="q", title="t", max_attempts=5)

@@ -31,17 +31,30 @@ def bell(gate=60.0) -> Doorbell:
 def test_ready_kinds_ring_and_others_do_not():
     b = bell(gate=0)
     door = b.open(agent())
-    for kind in ("added", "released", "requeued", "retried", "due"):
+    for kind in ("added", "released", "requeued", "retried", "due", "unblocked"):
         b.on_event(event(kind, todo=kind))
     b.on_event(event("reaped", todo="reaped", state="pending"))
-    for kind in ("scheduled", "reprioritized"):  # pending, but waiting for its run_at / nothing new to claim
+    # pending, but waiting for its run_at / for the todos named in its after / nothing new to claim
+    for kind in ("scheduled", "waiting", "reprioritized"):
         b.on_event(event(kind, todo=kind))
     for kind in ("claimed", "lease_extended", "completed", "failed", "canceled", "interrupted", "resumed", "revoked",
                  "deleted"):
         b.on_event(event(kind, todo=kind, state="claimed"))
     b.on_event(event("reaped", todo="dead", state="failed"))  # reaped to a dead letter is not ready
     assert rings(door) == [f"switchboard://todos/{kind}" for kind in
-                           ("added", "released", "requeued", "retried", "due", "reaped")]
+                           ("added", "released", "requeued", "retried", "due", "unblocked", "reaped")]
+
+
+def test_a_todo_unblocked_rings_inside_the_gate_of_an_earlier_ring():
+    """As for a todo falling due, a todo made claimable by its last dependency opens its gate:
+    its wait is over, so a ring before it does not swallow this one."""
+    b = bell(gate=60)
+    door = b.open(agent())
+    b.on_event(event("added"))
+    b.on_event(event("waiting"))  # silent
+    b.on_event(event("unblocked"))  # clears the gate, rings
+    b.on_event(event("released"))  # gated again
+    assert rings(door) == ["switchboard://todos/t1"] * 2
 
 
 def test_a_todo_falling_due_rings_inside_the_gate_of_an_earlier_ring():
