@@ -167,6 +167,18 @@ def plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
+def kept_message(refused: list[dict]) -> str:
+    """Why a delete kept todos others wait on: "Kept “x”: “y” and “z” wait on it; drop the
+    dependency or delete them with it." One sentence per todo kept."""
+    said = []
+    for r in refused:
+        names = [f"“{w['title']}”" for w in r["waiters"]]
+        who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        said.append(f"Kept “{r['title']}”: {who} {'waits' if len(names) == 1 else 'wait'} on it; "
+                    f"drop the dependency or delete {'that todo' if len(names) == 1 else 'them'} with it.")
+    return " ".join(said)
+
+
 def result_message(act: BulkAction, counts: dict) -> str:
     todos = plural(counts['changed'], 'todo')
     msg = act.result.format(todos=todos) if act.result else f"{act.done.capitalize()} {todos}."
@@ -174,6 +186,8 @@ def result_message(act: BulkAction, counts: dict) -> str:
         one = counts["skipped"] == 1
         msg += (f" {counts['skipped']} {'was' if one else 'were'} skipped "
                 f"{act.skipped.replace('{its}', 'its' if one else 'their')}.")
+    if counts.get("refused"):
+        msg += " " + kept_message(counts["refused"])
     if counts["not_tried"]:
         msg += f" The database became unavailable: {counts['not_tried']} not tried; try again in a few seconds."
     return msg

@@ -25,6 +25,7 @@ from board.store.vocabulary import (MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, PRIO
 from board.web.context import (checked_form, not_found, page, query_text, redirect, require_human, runtime,
                                view_query)
 from board.web.templating import actions_for, fmt_relative, fmt_when, priority_label, sentence, starts_at
+from board.web.bulk import kept_message
 
 FIELDS = ("target", "title", "priority", "start_at", "start_offset", "key", "payload", "routing", "max_attempts",
           "continues")
@@ -224,6 +225,9 @@ async def todo_delete(request: Request, todo_id: FromPath[str]) -> Response:
     if isinstance(form, Response):
         return form
     out = await runtime(request).store.todos_delete(human, [todo_id])
+    if out["refused"]:
+        session.set_flash("error", f"Could not delete: {kept_message(out['refused'])}")
+        return redirect(request, f"/todos/{out['refused'][0]['id']}{view_query(request)}", session)
     if not out["deleted"]:
         todo = await deletable(request, human, session, todo_id)  # why not: gone, or not ended
         if isinstance(todo, Response):
