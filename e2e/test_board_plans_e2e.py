@@ -36,6 +36,9 @@ async def test_the_drawer_shows_the_plan_and_drops_a_dependency_by_keyboard(page
     await live_on(page)
     builds = page.get_by_role("region", name="Queues").get_by_role("row", name="builds")
     await expect(builds.get_by_role("link", name="2 waiting for other todos in builds")).to_be_visible()
+    for width in (1024, 1180, 1280):  # the Waiting column fits: the page never scrolls sideways
+        await page.set_viewport_size({"width": width, "height": 900})
+        assert await page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth"), width
     await builds.get_by_role("link", name="2 waiting for other todos in builds").click()
     await expect(page).to_have_url(f"{live_server.url}/?queue=builds&start=waiting")
     await expect(page.get_by_label("Start")).to_have_value("waiting")

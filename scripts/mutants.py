@@ -60,6 +60,7 @@ DUE_TIMER = "tests/integration/test_due_timer.py"
 DOORBELL = "tests/acceptance/test_mcp_doorbell.py"
 ORDER_MCP = "tests/acceptance/test_mcp_claim_order.py"
 CLAIM_ORDER_BOARD = "tests/acceptance/test_board_claim_order.py"
+PLANS_BOARD = "tests/acceptance/test_board_plans.py"
 REDIRECTS = (OAUTH + "::test_a_loopback_redirect_matches_whatever_its_port_and_nothing_else_does",
              OAUTH + "::test_a_redirect_a_browser_would_run_or_a_plain_http_host_is_refused_at_registration",
              OAUTH + "::test_a_private_use_redirect_registers_and_authorizes_to_the_consent_screen")
@@ -796,6 +797,22 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("order-board-bulk-same-priority", "order-board", "board/web/bulk.py",
            ' and not (action == "priority" and todo["priority"] == priority)', "",
            (CLAIM_ORDER_BOARD,), "a bulk Set priority counts todos already at that priority as changing"),
+    # -- plans-board: plans on the Board (overview.py, context.py, pages.py, bulk.py, todo_forms.py)
+    Mutant("plans-board-ready-count", "plans-board", "board/web/overview.py",
+           ' - counts["waiting"]', "",
+           (PLANS_BOARD,), "the overview counts waiting todos as ready"),
+    Mutant("plans-board-waiting-filter", "plans-board", "board/web/context.py",
+           '"waiting": {"waiting": True}', '"waiting": {"scheduled": False}',
+           (PLANS_BOARD,), "the list's waiting filter shows ready todos instead"),
+    Mutant("plans-board-unblocked-said", "plans-board", "board/web/pages.py",
+           'then = "it can be claimed now" if todo["unblocked"] else', 'then = "it can be claimed now" if True else',
+           (PLANS_BOARD,), "a dependency dropped says the todo may be claimed while it still waits"),
+    Mutant("plans-board-kept-said", "plans-board", "board/web/todo_forms.py",
+           '    if out["refused"]:\n', '    if False:\n',
+           (PLANS_BOARD,), "a delete that kept a todo others wait on does not say why"),
+    Mutant("plans-board-bulk-kept", "plans-board", "board/web/bulk.py",
+           'counts.get("refused")', 'None',
+           (PLANS_BOARD,), "a bulk delete does not name the todos it kept for their waiters"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the
