@@ -10,27 +10,16 @@ from playwright.async_api import Page, expect
 from e2e.conftest import live_on, make_human, no_csp_errors, sign_in
 from e2e.test_board_claim_order_e2e import assert_accessible_both
 from e2e.test_board_e2e import tab_to
-from e2e.test_board_screen_reader_e2e import screen_reader_script, spoken
+from e2e.test_board_screen_reader_e2e import reading, spoken
+from tests.acceptance.test_board_plans import a_plan
 from tests.conftest import make_agent
-
-
-async def a_plan(store, agent):
-    """Fetch (done), Build (claimed), Deploy waiting on both, Announce waiting on Deploy."""
-    fetch = await store.todo_add(agent, queue="builds", title="Fetch")
-    build = await store.todo_add(agent, queue="builds", title="Build")
-    deploy = await store.todo_add(agent, queue="builds", title="Deploy", after=[fetch["id"], build["id"]])
-    announce = await store.todo_add(agent, queue="builds", title="Announce", after=[deploy["id"]])
-    await store.todo_claim(agent, fetch["id"])
-    await store.todo_complete(agent, fetch["id"], summary="fetched")
-    await store.todo_claim(agent, build["id"], lease_seconds=3600)
-    return fetch, build, deploy, announce
 
 
 async def test_the_drawer_shows_the_plan_and_drops_a_dependency_by_keyboard(page: Page, live_server):
     store = live_server.store
     ada = await make_human(store, "ada")
     agent = await make_agent(store, user=ada, agent_id="fixer", queues=("builds",))
-    fetch, build, deploy, announce = await a_plan(store, agent)
+    fetch, build, deploy, announce = await a_plan(store, agent, "Fetch", "Build", "Deploy", "Announce")
 
     await sign_in(page, "ada")
     await live_on(page)
@@ -81,17 +70,11 @@ async def test_a_screen_reader_hears_how_many_todos_a_waiting_todo_waits_for_and
     a = await store.todo_add(agent, queue="builds", title="Fetch")
     b = await store.todo_add(agent, queue="builds", title="Build")
     deploy = await store.todo_add(agent, queue="builds", title="Deploy", after=[a["id"], b["id"]])
-    context = await browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900},
-                                        bypass_csp=True)  # the injected reader only; the page is unchanged
-    await context.add_init_script(screen_reader_script())
-    page = await context.new_page()
-    try:
-        await sign_in(page, "ada")
-        await live_on(page)
-        await page.evaluate("""async () => {
-            const cell = document.querySelector('#todo-deploy-state');
+    async with reading(browser, live_server) as page:
+        await page.evaluate("""async (id) => {
+            const cell = document.getElementById('todo-' + id).querySelector('td[data-label=State]');
             await window.__vsr.virtual.start({container: cell});
-        }""".replace("#todo-deploy-state", f"#todo-{deploy['id']} td[data-label=State]"))
+        }""", deploy["id"])
         heard = await spoken(page)
         assert heard[0] == "cell, pending, waiting for 2 todos priority P2", heard
         await page.evaluate("async () => await window.__vsr.virtual.stop()")
@@ -105,5 +88,3 @@ async def test_a_screen_reader_hears_how_many_todos_a_waiting_todo_waits_for_and
         assert heard[0] == "list", heard
         assert "list, Waits for" in heard and "listitem, level 2, position 1, set size 2" in heard, heard
         await page.evaluate("async () => await window.__vsr.virtual.stop()")
-    finally:
-        await context.close()

@@ -33,15 +33,16 @@ def plan_of(page: str) -> str:
     return page[start:page.index("</section>", start)] if "plan-heading" in page[start:] else ""
 
 
-async def a_plan(store, agent):
-    """a (done), b (claimed), x waiting on both of them, and y waiting on x."""
-    a = await store.todo_add(agent, queue="builds", title="a")
-    b = await store.todo_add(agent, queue="builds", title="b")
-    x = await store.todo_add(agent, queue="builds", title="x", after=[a["id"], b["id"]])
-    y = await store.todo_add(agent, queue="builds", title="y", after=[x["id"]])
+async def a_plan(store, agent, *titles: str):
+    """a (done), b (claimed), x waiting on both of them, and y waiting on x (or the titles given)."""
+    ta, tb, tx, ty = titles or ("a", "b", "x", "y")
+    a = await store.todo_add(agent, queue="builds", title=ta)
+    b = await store.todo_add(agent, queue="builds", title=tb)
+    x = await store.todo_add(agent, queue="builds", title=tx, after=[a["id"], b["id"]])
+    y = await store.todo_add(agent, queue="builds", title=ty, after=[x["id"]])
     await store.todo_claim(agent, a["id"])
     await store.todo_complete(agent, a["id"], summary="built")
-    await store.todo_claim(agent, b["id"])
+    await store.todo_claim(agent, b["id"], lease_seconds=3600)
     return a, b, x, y
 
 
