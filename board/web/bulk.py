@@ -23,7 +23,7 @@ from board.errors import Invalid, NotFound
 from board.store.store import Human
 from board.store.vocabulary import BULK_MAX, LIST_LIMIT_MAX, PRIORITY_MAX, PRIORITY_MIN
 from board.web.context import Filters, back_to_list, checked_form, page, redirect, require_human, runtime
-from board.web.templating import actions_for, state_label
+from board.web.templating import actions_for, kept_message, state_label
 
 
 @dataclass(frozen=True)
@@ -165,18 +165,6 @@ def groups(selection: Selection, action: str, user_id: int,
 
 def plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else (many or one + 's')}"
-
-
-def kept_message(refused: list[dict]) -> str:
-    """Why a delete kept todos others wait on: "Kept “x”: “y” and “z” wait on it; drop the
-    dependency or delete them with it." One sentence per todo kept."""
-    said = []
-    for r in refused:
-        names = [f"“{w['title']}”" for w in r["waiters"]]
-        who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        said.append(f"Kept “{r['title']}”: {who} {'waits' if len(names) == 1 else 'wait'} on it; "
-                    f"drop the dependency or delete {'that todo' if len(names) == 1 else 'them'} with it.")
-    return " ".join(said)
 
 
 def result_message(act: BulkAction, counts: dict) -> str:

@@ -24,8 +24,8 @@ from board.store.vocabulary import (MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, PRIO
                                     PRIORITY_MIN, TITLE_MAX_CHARS)
 from board.web.context import (checked_form, not_found, page, query_text, redirect, require_human, runtime,
                                view_query)
-from board.web.templating import actions_for, fmt_relative, fmt_when, priority_label, sentence, starts_at
-from board.web.bulk import kept_message
+from board.web.templating import (actions_for, fmt_relative, fmt_when, kept_message, priority_label, sentence,
+                                  starts_at)
 
 FIELDS = ("target", "title", "priority", "start_at", "start_offset", "key", "payload", "routing", "max_attempts",
           "continues")
