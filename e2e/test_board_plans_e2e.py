@@ -46,14 +46,19 @@ async def test_the_drawer_shows_the_plan_and_drops_a_dependency_by_keyboard(page
     await expect(plan.get_by_role("list", name="Waited on by").get_by_role("link", name="Announce")).to_be_visible()
     await assert_accessible_both(page, "the drawer of a waiting todo")
 
-    # Keyboard alone: to Build's Drop this dependency, Enter; the drawer says what happened.
-    drop = waits.get_by_role("button", name="Drop this dependency")
+    # Keyboard alone: to Build's Drop this dependency, Enter, confirmed; the drawer says what happened.
+    drop = waits.get_by_role("link", name="Drop this dependency…")
     await expect(drop).to_have_count(1)
     await tab_to(page, drop)
     await page.keyboard.press("Enter")
+    await expect(page.get_by_role("heading", name="Drop this dependency?")).to_be_focused()
+    await expect(page.locator("main")).to_contain_text("“Deploy” will no longer wait for “Build” (claimed).")
+    await assert_accessible_both(page, "the confirmation of a dependency dropped")
+    await tab_to(page, page.get_by_role("button", name="Drop this dependency"))
+    await page.keyboard.press("Enter")
     dialog = page.get_by_role("dialog", name="Deploy")
     await expect(dialog.get_by_role("status")).to_have_text("“Deploy” no longer waits for “Build”; it can be claimed now.")
-    await expect(dialog.get_by_role("button", name="Drop this dependency")).to_have_count(0)
+    await expect(dialog.get_by_role("link", name="Drop this dependency…")).to_have_count(0)
     assert (await store.todo_get(ada, deploy["id"]))["waiting"] is False
 
     # A link of the plan opens that todo's drawer in place.

@@ -186,6 +186,23 @@ async def todo_cancel_confirm(request: Request, todo_id: FromPath[str]) -> Respo
                 todo=todo)
 
 
+@get("/todos/{todo_id:str}/confirm-drop", name="todo_drop_confirm")
+async def todo_drop_confirm(request: Request, todo_id: FromPath[str]) -> Response:
+    """Dropping a dependency (?after_id=) asks first; the form posts to the drawer's drop."""
+    human, session = await require_human(request)
+    try:
+        todo = await runtime(request).store.todo_get(human, todo_id, attempts_limit=1)
+    except (NotFound, Invalid):
+        return not_found(request, session, human)
+    after_id = query_text(request.query_params, "after_id")
+    dependency = next((d for d in todo["waiting_for"] if d["id"] == after_id), None)
+    if dependency is None:
+        session.set_flash("error", "Could not drop the dependency: the todo does not wait on it (any more).")
+        return redirect(request, f"/todos/{todo['id']}", session)
+    return page(request, "todo_drop.html", session=session, human=human, active="board",
+                title="Drop this dependency", todo=todo, dependency=dependency)
+
+
 async def deletable(request: Request, human: Human, session, todo_id: str) -> dict | Response:
     """The human's todo to delete, or the response that refuses it: the not-found page, or
     back to its drawer saying why when it has not ended."""
@@ -243,4 +260,4 @@ async def todo_delete(request: Request, todo_id: FromPath[str]) -> Response:
 
 
 def handlers() -> list:
-    return [todo_new_page, todo_new_submit, todo_cancel_confirm, todo_delete_confirm, todo_delete]
+    return [todo_new_page, todo_new_submit, todo_cancel_confirm, todo_drop_confirm, todo_delete_confirm, todo_delete]

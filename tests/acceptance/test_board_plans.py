@@ -60,7 +60,7 @@ async def test_the_drawer_shows_what_a_todo_waits_for_and_what_waits_for_it_as_l
         assert '<h3 id="plan-heading">Plan</h3>' in plan
         after = re.search(r'<ul class="plan-items" aria-labelledby="plan-after-heading">(.*?)</ul>', plan, re.S).group(1)
         assert [words(li) for li in re.findall(r'<li class="plan-item".*?</li>', after, re.S)] == [
-            "a done, last attempt completed", "b claimed Drop this dependency b"]
+            "a done, last attempt completed", "b claimed Drop this dependency… b"]
         assert f'href="/todos/{a["id"]}" data-id="{a["id"]}">a</a>' in after
         assert words(plan).count("Drop this dependency") == 1  # not for a, done
         waited = re.search(r'aria-labelledby="plan-dependents-heading">(.*?)</ul>', plan, re.S).group(1)
@@ -99,6 +99,14 @@ async def test_dropping_a_dependency_says_the_todo_can_be_claimed_now(live_serve
     a, b, x, y = await a_plan(store, agent)
     async with client_for(live_server) as c:
         token = await sign_in(c, "ada")
+        # the drawer's link asks first, changing nothing
+        assert f'href="/todos/{x["id"]}/confirm-drop?after_id={b["id"]}"' in (await c.get(f"/todos/{x['id']}")).text
+        confirm = (await c.get(f"/todos/{x['id']}/confirm-drop?after_id={b['id']}")).text
+        assert "“x” will no longer wait for “b” (claimed). It waits for nothing else" in spoken(confirm)
+        assert f'name="after_id" value="{b["id"]}"' in confirm and (await store.todo_get(ada, x["id"]))["waiting"]
+        r = await c.get(f"/todos/{x['id']}/confirm-drop?after_id={a['id']}")  # done: nothing to drop
+        assert flash((await c.get(r.headers["location"])).text) == (
+            "Could not drop the dependency: the todo does not wait on it (any more).")
         r = await c.post(f"/todos/{x['id']}/drop-dependency", data={"csrf_token": token, "after_id": b["id"]})
         assert r.status_code == 303 and r.headers["location"] == f"/todos/{x['id']}"
         page = (await c.get(r.headers["location"])).text
