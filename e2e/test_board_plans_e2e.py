@@ -10,6 +10,7 @@ from playwright.async_api import Page, expect
 from e2e.conftest import live_on, make_human, no_csp_errors, sign_in
 from e2e.test_board_claim_order_e2e import assert_accessible_both
 from e2e.test_board_e2e import tab_to
+from e2e.test_board_everywhere_e2e import check_everywhere
 from e2e.test_board_screen_reader_e2e import reading, spoken
 from tests.acceptance.test_board_plans import a_plan
 from tests.conftest import make_agent
@@ -44,7 +45,7 @@ async def test_the_drawer_shows_the_plan_and_drops_a_dependency_by_keyboard(page
     await expect(waits.get_by_role("link", name="Fetch")).to_be_visible()
     await expect(waits.get_by_role("listitem").first).to_contain_text("done, last attempt completed")
     await expect(plan.get_by_role("list", name="Waited on by").get_by_role("link", name="Announce")).to_be_visible()
-    await assert_accessible_both(page, "the drawer of a waiting todo")
+    await check_everywhere(page, "the drawer of a waiting todo")  # 320 and 1280 px, light, dark, forced colours
 
     # Keyboard alone: to Build's Drop this dependency, Enter, confirmed; the drawer says what happened.
     drop = waits.get_by_role("link", name="Drop this dependency…")
@@ -53,7 +54,7 @@ async def test_the_drawer_shows_the_plan_and_drops_a_dependency_by_keyboard(page
     await page.keyboard.press("Enter")
     await expect(page.get_by_role("heading", name="Drop this dependency?")).to_be_focused()
     await expect(page.locator("main")).to_contain_text("“Deploy” will no longer wait for “Build” (claimed).")
-    await assert_accessible_both(page, "the confirmation of a dependency dropped")
+    await check_everywhere(page, "the confirmation of a dependency dropped")
     await tab_to(page, page.get_by_role("button", name="Drop this dependency"))
     await page.keyboard.press("Enter")
     dialog = page.get_by_role("dialog", name="Deploy")
