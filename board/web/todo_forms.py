@@ -171,14 +171,21 @@ async def todo_new_submit(request: Request) -> Response:
                     continuing=await predecessor(request, human, values["continues"]))
 
 
+async def owned(request: Request, human: Human, session, todo_id: str) -> dict | Response:
+    """The human's todo (its newest attempt only), or the not-found page."""
+    try:
+        return await runtime(request).store.todo_get(human, todo_id, attempts_limit=1)
+    except (NotFound, Invalid):
+        return not_found(request, session, human)
+
+
 @get("/todos/{todo_id:str}/confirm-cancel", name="todo_cancel_confirm")
 async def todo_cancel_confirm(request: Request, todo_id: FromPath[str]) -> Response:
     """Cancel asks first, as revoking an endpoint does; the form posts to the drawer's cancel."""
     human, session = await require_human(request)
-    try:
-        todo = await runtime(request).store.todo_get(human, todo_id, attempts_limit=1)
-    except (NotFound, Invalid):
-        return not_found(request, session, human)
+    todo = await owned(request, human, session, todo_id)
+    if isinstance(todo, Response):
+        return todo
     if "cancel" not in actions_for(todo, human.user_id):
         session.set_flash("error", f"Could not cancel: the todo is {todo['state'].replace('_', ' ')}.")
         return redirect(request, f"/todos/{todo['id']}", session)
@@ -190,10 +197,9 @@ async def todo_cancel_confirm(request: Request, todo_id: FromPath[str]) -> Respo
 async def todo_drop_confirm(request: Request, todo_id: FromPath[str]) -> Response:
     """Dropping a dependency (?after_id=) asks first; the form posts to the drawer's drop."""
     human, session = await require_human(request)
-    try:
-        todo = await runtime(request).store.todo_get(human, todo_id, attempts_limit=1)
-    except (NotFound, Invalid):
-        return not_found(request, session, human)
+    todo = await owned(request, human, session, todo_id)
+    if isinstance(todo, Response):
+        return todo
     after_id = query_text(request.query_params, "after_id")
     dependency = next((d for d in todo["waiting_for"] if d["id"] == after_id), None)
     if dependency is None:
@@ -206,10 +212,9 @@ async def todo_drop_confirm(request: Request, todo_id: FromPath[str]) -> Respons
 async def deletable(request: Request, human: Human, session, todo_id: str) -> dict | Response:
     """The human's todo to delete, or the response that refuses it: the not-found page, or
     back to its drawer saying why when it has not ended."""
-    try:
-        todo = await runtime(request).store.todo_get(human, todo_id, attempts_limit=1)
-    except (NotFound, Invalid):
-        return not_found(request, session, human)
+    todo = await owned(request, human, session, todo_id)
+    if isinstance(todo, Response):
+        return todo
     if "delete" not in actions_for(todo, human.user_id):
         session.set_flash("error", f"Could not delete: the todo is {todo['state'].replace('_', ' ')}. "
                                    "Only a done, canceled or dead-letter todo can be deleted.")

@@ -104,6 +104,7 @@ async def test_dropping_a_dependency_says_the_todo_can_be_claimed_now(live_serve
         confirm = (await c.get(f"/todos/{x['id']}/confirm-drop?after_id={b['id']}")).text
         assert "“x” will no longer wait for “b” (claimed). It waits for nothing else" in spoken(confirm)
         assert f'name="after_id" value="{b["id"]}"' in confirm and (await store.todo_get(ada, x["id"]))["waiting"]
+        assert (await c.get(f"/todos/{b['id']}x/confirm-drop?after_id={b['id']}")).status_code == 404
         r = await c.get(f"/todos/{x['id']}/confirm-drop?after_id={a['id']}")  # done: nothing to drop
         assert flash((await c.get(r.headers["location"])).text) == (
             "Could not drop the dependency: the todo does not wait on it (any more).")
