@@ -7,6 +7,7 @@ on the link that opened it; the page's title names the open todo."""
 from __future__ import annotations
 
 import re
+from contextlib import asynccontextmanager
 
 from playwright.async_api import Page, expect
 
@@ -35,6 +36,21 @@ def screen_reader_script() -> str:
                          text)
     assert n == 1, "the virtual screen reader's bundle changed shape"
     return patched + RECORD
+
+
+@asynccontextmanager
+async def reading(browser, live_server, user: str = "ada"):
+    """A page with the virtual screen reader injected, signed in and live."""
+    context = await browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900},
+                                        bypass_csp=True)  # the injected reader only; the page is unchanged
+    await context.add_init_script(screen_reader_script())
+    try:
+        page = await context.new_page()
+        await sign_in(page, user)
+        await live_on(page)
+        yield page
+    finally:
+        await context.close()
 
 
 async def spoken(page: Page) -> list[str]:

@@ -63,6 +63,7 @@ PLANS_MCP = "tests/acceptance/test_mcp_plans.py"
 DEPENDENCIES = "tests/integration/test_dependencies.py"
 CLAIM_ORDER_BOARD = "tests/acceptance/test_board_claim_order.py"
 SCHEDULES = "tests/integration/test_schedules.py"
+PLANS_BOARD = "tests/acceptance/test_board_plans.py"
 REDIRECTS = (OAUTH + "::test_a_loopback_redirect_matches_whatever_its_port_and_nothing_else_does",
              OAUTH + "::test_a_redirect_a_browser_would_run_or_a_plain_http_host_is_refused_at_registration",
              OAUTH + "::test_a_private_use_redirect_registers_and_authorizes_to_the_consent_screen")
@@ -859,6 +860,22 @@ MUTANTS: tuple[Mutant, ...] = (
            "CASE WHEN NOT u.scheduled AND u.waits = 0 THEN", "CASE WHEN NOT u.scheduled THEN",
            ("tests/integration/test_hooks.py::test_a_waiting_todo_s_ready_event_is_written_when_its_last_dependency_completes",),
            "a todo added waiting writes todo.ready at its add, before anyone can claim it", "todos_add"),
+    # -- plans-board: plans on the Board (overview.py, context.py, pages.py, bulk.py, todo_forms.py)
+    Mutant("plans-board-ready-count", "plans-board", "board/web/overview.py",
+           ' - counts["waiting"]', "",
+           (PLANS_BOARD,), "the overview counts waiting todos as ready"),
+    Mutant("plans-board-waiting-filter", "plans-board", "board/web/context.py",
+           '"waiting": {"waiting": True}', '"waiting": {"scheduled": False}',
+           (PLANS_BOARD,), "the list's waiting filter shows ready todos instead"),
+    Mutant("plans-board-unblocked-said", "plans-board", "board/web/pages.py",
+           'then = "it can be claimed now" if todo["unblocked"] else', 'then = "it can be claimed now" if True else',
+           (PLANS_BOARD,), "a dependency dropped says the todo may be claimed while it still waits"),
+    Mutant("plans-board-kept-said", "plans-board", "board/web/todo_forms.py",
+           '    if out["refused"]:\n', '    if False:\n',
+           (PLANS_BOARD,), "a delete that kept a todo others wait on does not say why"),
+    Mutant("plans-board-bulk-kept", "plans-board", "board/web/bulk.py",
+           'counts.get("refused")', 'None',
+           (PLANS_BOARD,), "a bulk delete does not name the todos it kept for their waiters"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the

@@ -57,8 +57,8 @@ class Deletes(StoreBase):
 
     async def _bulk_delete(self, caller: Human, ids: list, batch: int) -> dict:
         """A bulk delete: one todos_delete statement a batch. If the database goes away, the
-        rest is not tried."""
-        counts = {"changed": 0, "skipped": 0, "not_tried": 0}
+        rest is not tried. The counts also carry refused (todos_delete's: kept for their waiters)."""
+        counts = {"changed": 0, "skipped": 0, "not_tried": 0, "refused": []}
         for start in range(0, len(ids), batch):
             try:
                 done = await self.todos_delete(caller, ids[start:start + batch])
@@ -67,6 +67,7 @@ class Deletes(StoreBase):
                 break
             counts["changed"] += len(done["deleted"])
             counts["skipped"] += len(done["skipped"])
+            counts["refused"] += done["refused"]
         return counts
 
     async def _bulk_priority(self, caller: Human, ids: list, batch: int, priority: Any) -> dict:
@@ -95,7 +96,7 @@ class Deletes(StoreBase):
         A canceled or dead-lettered todo that live todos wait on is left alone unless they are
         deleted with it, and named in refused with its waiters.
         Returns {"deleted": [the todos deleted], "skipped": [the ids left alone],
-        "refused": [{"id", "waiters": [{"id", "title", "state"}]}]}."""
+        "refused": [{"id", "title", "waiters": [{"id", "title", "state"}]}]}."""
         if not isinstance(caller, Human):
             raise Forbidden("deleting todos is the Board's", op="delete")
         asked = list(todo_ids)
@@ -119,5 +120,5 @@ class Deletes(StoreBase):
         left = [v for v in ids if v not in gone]
         refused = await self._fetch(query("todos_waiters"), {"user_id": caller.user_id, "ids": left},
                                     op="delete") if left else []
-        return {"deleted": deleted, "skipped": skipped, "refused": [{"id": r["id"], "waiters": r["waiters"]}
-                                                                    for r in refused]}
+        return {"deleted": deleted, "skipped": skipped,
+                "refused": [{"id": r["id"], "title": r["title"], "waiters": r["waiters"]} for r in refused]}

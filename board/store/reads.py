@@ -46,9 +46,11 @@ def _list_row(row: dict) -> dict:
     """A list row: the todo, its endpoint, and for a human's list its newest attempt (seq,
     outcome, null while open, claimant, the first 80 characters of its summary on one line
     and whether there was more, and its current interrupt's answered_at, asked_at and
-    question_expires_at: liveness.waiting_for_person's), or None before any."""
+    question_expires_at: liveness.waiting_for_person's), or None before any, and how many
+    of its dependencies are not done yet (waits)."""
     out = todo_out(row) | {"endpoint_id": str(row["endpoint_id"])}
     if "last_seq" in row:
+        out["waits"] = row["waits"]  # dependencies not done yet: "pending, waiting for N todos"
         out["last_attempt"] = None if row["last_seq"] is None else {
             "seq": row["last_seq"], "outcome": row["last_outcome"], "claimant": row["last_claimant"],
             "summary": row["last_summary"], "summary_cut": bool(row["last_summary_cut"]),

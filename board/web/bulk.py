@@ -23,7 +23,7 @@ from board.errors import Invalid, NotFound
 from board.store.store import Human
 from board.store.vocabulary import BULK_MAX, LIST_LIMIT_MAX, PRIORITY_MAX, PRIORITY_MIN
 from board.web.context import Filters, back_to_list, checked_form, page, redirect, require_human, runtime
-from board.web.templating import actions_for, state_label
+from board.web.templating import actions_for, kept_message, state_label
 
 
 @dataclass(frozen=True)
@@ -174,6 +174,8 @@ def result_message(act: BulkAction, counts: dict) -> str:
         one = counts["skipped"] == 1
         msg += (f" {counts['skipped']} {'was' if one else 'were'} skipped "
                 f"{act.skipped.replace('{its}', 'its' if one else 'their')}.")
+    if counts.get("refused"):
+        msg += " " + kept_message(counts["refused"])
     if counts["not_tried"]:
         msg += f" The database became unavailable: {counts['not_tried']} not tried; try again in a few seconds."
     return msg

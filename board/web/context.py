@@ -38,9 +38,10 @@ NO_STORE = {"cache-control": "no-store"}
 SCHEME_COOKIE = "sb_scheme"
 SCHEMES = ("light", "dark", "system")
 SCHEME_MAX_AGE = 400 * 24 * 3600  # the longest a browser keeps a cookie
-# The list's start filter (?start=): pending todos waiting for their run_at, or those that
-# may be claimed now, as the store's scheduled filter takes them.
-START_FILTERS = {"scheduled": True, "ready": False}
+# The list's start filter (?start=) as the store's filters take it: pending todos waiting
+# for their run_at, those that may be claimed now (ready: neither scheduled nor waiting),
+# or those waiting for other todos to be done.
+START_FILTERS = {"scheduled": {"scheduled": True}, "ready": {"scheduled": False}, "waiting": {"waiting": True}}
 
 
 @dataclass
@@ -281,7 +282,7 @@ class Filters:
     state: str | None = None
     queue: str | None = None
     dead_letter: bool = False
-    start: str | None = None  # a pending todo's start: "scheduled" (waiting for its time) or "ready"
+    start: str | None = None  # a pending todo's start: "scheduled" (waiting for its time), "ready" or "waiting"
     sort: str = "created"
     cursor: str | None = None
     page_size: int = PAGE_SIZE
@@ -298,8 +299,9 @@ class Filters:
         if queue is not None and not QUEUE_PATTERN.fullmatch(queue):
             raise Invalid(f"The queue parameter must be a queue name: {QUEUE_RULE}.", argument="queue")
         if values["start"] not in (None, *START_FILTERS):
-            raise Invalid("The start parameter must be scheduled (pending todos waiting for their start time) "
-                          "or ready (pending todos that may be claimed now).", argument="start")
+            raise Invalid("The start parameter must be scheduled (pending todos waiting for their start time), "
+                          "ready (pending todos that may be claimed now) or waiting (pending todos waiting for "
+                          "other todos to be done).", argument="start")
         values["sort"] = values["sort"] or "created"
         if values["sort"] not in BOARD_SORTS:
             raise Invalid(f"The sort parameter must be one of {', '.join(BOARD_SORTS)}.", argument="sort")
@@ -317,7 +319,7 @@ class Filters:
         """The filters as todo_list and todo_list_row take them."""
         return {"state": self.state, "queue": self.queue, "dead_letter": self.dead_letter, "title": self.title,
                 "claimant": self.claimant, "payload_key": self.payload_key, "payload_value": self.payload_value,
-                "scheduled": START_FILTERS.get(self.start)}
+                **START_FILTERS.get(self.start, {})}
 
     @property
     def view_title(self) -> str:

@@ -1,5 +1,5 @@
 """The Board's overview of a human's queues: todos counted by state in each queue, each count
-a link to the filtered list (pending ones apart, ready and scheduled), and each queue's limit
+a link to the filtered list (pending ones apart: ready, scheduled and waiting), and each queue's limit
 on the todos held at once ("4 of 4 running"); the outcomes of the last hour, day or week (the human's choice)
 as a small server-rendered SVG chart with its figures as text; and the Pause/Resume control
 and limit field of each queue (their form posts, and the chart window's, are board/web/queues.py's). Shared by the pages and the live stream; no routes here.
@@ -72,9 +72,11 @@ OVERVIEW_IDLE_SECONDS = 60.0
 # count to a screen reader ("3 pending in builds"; a noun as singular and plural: "1 dead
 # letter in builds").
 COUNT_COLUMNS = (
-    # Pending todos apart: ready (may be claimed now) and scheduled (waiting for their start time).
+    # Pending todos apart: ready (may be claimed now), scheduled (waiting for their start time)
+    # and waiting (for other todos to be done).
     ("ready", "Ready", {"start": "ready"}, "ready"),
     ("scheduled", "Scheduled", {"start": "scheduled"}, "scheduled"),
+    ("waiting", "Waiting", {"start": "waiting"}, "waiting for other todos"),
     ("claimed", "Claimed", {"state": "claimed"}, "claimed"),
     # Interrupted todos, input_required and auth_required (linked apart): a person is needed.
     ("interrupted", "Waiting for a person", None, "waiting for a person"),
@@ -161,7 +163,8 @@ async def overview_data(store, human: Human, now: datetime | None = None,
         counts["dead_letter"] = int(r["dead"])
         counts["interrupted"] = counts["input_required"] + counts["auth_required"]
         counts["scheduled"] = int(r["scheduled"])
-        counts["ready"] = counts["pending"] - counts["scheduled"]
+        counts["waiting"] = int(r["waiting"])
+        counts["ready"] = counts["pending"] - counts["scheduled"] - counts["waiting"]
         # What the queue's limit counts (the store's queue_room): todos claimed or waiting for a person.
         held = counts["claimed"] + counts["interrupted"]
         limit = None if r["max_held"] is None else {"max": int(r["max_held"]), "held": held,

@@ -233,6 +233,24 @@ async def todo_answer(request: Request, human: Human, session, todo_id: str, for
     return redirect(request, f"/todos/{todo_id}{view_query(request)}", session)
 
 
+async def todo_drop_dependency(request: Request, human: Human, session, todo_id: str, form) -> Response:
+    """The owner drops one of what the todo waits for (the drawer's plan, after_id): back to
+    the drawer saying so, and whether the todo may be claimed now."""
+    store = runtime(request).store
+    after_id = str(form.get("after_id") or "")
+    try:
+        todo = await store.todo_drop_dependency(human, todo_id, after_id)
+        dropped = await store.todo_get(human, after_id, attempts_limit=1, notes_limit=0)
+    except NotFound:
+        return not_found(request, session, human)
+    except (Conflict, Invalid) as e:
+        session.set_flash("error", f"Could not drop the dependency: {e.message}.")
+        return redirect(request, f"/todos/{todo_id}{view_query(request)}", session)
+    then = "it can be claimed now" if todo["unblocked"] else "it still waits for other todos"
+    session.set_flash("result", f"“{todo['title']}” no longer waits for “{dropped['title']}”; {then}.")
+    return redirect(request, f"/todos/{todo_id}{view_query(request)}", session)
+
+
 @post("/todos/{todo_id:str}/{action:str}")
 async def todo_action(request: Request, todo_id: FromPath[str], action: FromPath[str]) -> Response:
     human, session = await require_human(request)
@@ -243,6 +261,8 @@ async def todo_action(request: Request, todo_id: FromPath[str], action: FromPath
         return await todo_note(request, human, session, todo_id, form)
     if action == "answer":
         return await todo_answer(request, human, session, todo_id, form)
+    if action == "drop-dependency":
+        return await todo_drop_dependency(request, human, session, todo_id, form)
     if action not in ACTIONS:
         return not_found(request, session, human)
     store = runtime(request).store

@@ -230,3 +230,15 @@ def compile_templates() -> int:
 def render(template: str, **context: Any) -> str:
     context.setdefault("now", datetime.now(timezone.utc))
     return ENV.get_template(template).render(**context)
+
+
+def kept_message(refused: list[dict]) -> str:
+    """Why a delete kept todos others wait on: "Kept “x”: “y” and “z” wait on it; drop the
+    dependency or delete them with it." One sentence per todo kept."""
+    said = []
+    for r in refused:
+        names = [f"“{w['title']}”" for w in r["waiters"]]
+        who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        said.append(f"Kept “{r['title']}”: {who} {'waits' if len(names) == 1 else 'wait'} on it; "
+                    f"drop the dependency or delete {'that todo' if len(names) == 1 else 'them'} with it.")
+    return " ".join(said)

@@ -24,7 +24,8 @@ from board.store.vocabulary import (MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, PRIO
                                     PRIORITY_MIN, TITLE_MAX_CHARS)
 from board.web.context import (checked_form, not_found, page, query_text, redirect, require_human, runtime,
                                view_query)
-from board.web.templating import actions_for, fmt_relative, fmt_when, priority_label, sentence, starts_at
+from board.web.templating import (actions_for, fmt_relative, fmt_when, kept_message, priority_label, sentence,
+                                  starts_at)
 
 FIELDS = ("target", "title", "priority", "start_at", "start_offset", "key", "payload", "routing", "max_attempts",
           "continues")
@@ -170,14 +171,21 @@ async def todo_new_submit(request: Request) -> Response:
                     continuing=await predecessor(request, human, values["continues"]))
 
 
+async def owned(request: Request, human: Human, session, todo_id: str) -> dict | Response:
+    """The human's todo (its newest attempt only), or the not-found page."""
+    try:
+        return await runtime(request).store.todo_get(human, todo_id, attempts_limit=1)
+    except (NotFound, Invalid):
+        return not_found(request, session, human)
+
+
 @get("/todos/{todo_id:str}/confirm-cancel", name="todo_cancel_confirm")
 async def todo_cancel_confirm(request: Request, todo_id: FromPath[str]) -> Response:
     """Cancel asks first, as revoking an endpoint does; the form posts to the drawer's cancel."""
     human, session = await require_human(request)
-    try:
-        todo = await runtime(request).store.todo_get(human, todo_id, attempts_limit=1)
-    except (NotFound, Invalid):
-        return not_found(request, session, human)
+    todo = await owned(request, human, session, todo_id)
+    if isinstance(todo, Response):
+        return todo
     if "cancel" not in actions_for(todo, human.user_id):
         session.set_flash("error", f"Could not cancel: the todo is {todo['state'].replace('_', ' ')}.")
         return redirect(request, f"/todos/{todo['id']}", session)
@@ -185,13 +193,28 @@ async def todo_cancel_confirm(request: Request, todo_id: FromPath[str]) -> Respo
                 todo=todo)
 
 
+@get("/todos/{todo_id:str}/confirm-drop", name="todo_drop_confirm")
+async def todo_drop_confirm(request: Request, todo_id: FromPath[str]) -> Response:
+    """Dropping a dependency (?after_id=) asks first; the form posts to the drawer's drop."""
+    human, session = await require_human(request)
+    todo = await owned(request, human, session, todo_id)
+    if isinstance(todo, Response):
+        return todo
+    after_id = query_text(request.query_params, "after_id")
+    dependency = next((d for d in todo["waiting_for"] if d["id"] == after_id), None)
+    if dependency is None:
+        session.set_flash("error", "Could not drop the dependency: the todo does not wait on it (any more).")
+        return redirect(request, f"/todos/{todo['id']}", session)
+    return page(request, "todo_drop.html", session=session, human=human, active="board",
+                title="Drop this dependency", todo=todo, dependency=dependency)
+
+
 async def deletable(request: Request, human: Human, session, todo_id: str) -> dict | Response:
     """The human's todo to delete, or the response that refuses it: the not-found page, or
     back to its drawer saying why when it has not ended."""
-    try:
-        todo = await runtime(request).store.todo_get(human, todo_id, attempts_limit=1)
-    except (NotFound, Invalid):
-        return not_found(request, session, human)
+    todo = await owned(request, human, session, todo_id)
+    if isinstance(todo, Response):
+        return todo
     if "delete" not in actions_for(todo, human.user_id):
         session.set_flash("error", f"Could not delete: the todo is {todo['state'].replace('_', ' ')}. "
                                    "Only a done, canceled or dead-letter todo can be deleted.")
@@ -224,6 +247,9 @@ async def todo_delete(request: Request, todo_id: FromPath[str]) -> Response:
     if isinstance(form, Response):
         return form
     out = await runtime(request).store.todos_delete(human, [todo_id])
+    if out["refused"]:
+        session.set_flash("error", f"Could not delete: {kept_message(out['refused'])}")
+        return redirect(request, f"/todos/{out['refused'][0]['id']}{view_query(request)}", session)
     if not out["deleted"]:
         todo = await deletable(request, human, session, todo_id)  # why not: gone, or not ended
         if isinstance(todo, Response):
@@ -239,4 +265,4 @@ async def todo_delete(request: Request, todo_id: FromPath[str]) -> Response:
 
 
 def handlers() -> list:
-    return [todo_new_page, todo_new_submit, todo_cancel_confirm, todo_delete_confirm, todo_delete]
+    return [todo_new_page, todo_new_submit, todo_cancel_confirm, todo_drop_confirm, todo_delete_confirm, todo_delete]

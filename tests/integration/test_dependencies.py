@@ -135,7 +135,7 @@ async def test_deleting_a_todo_others_wait_on_is_refused_with_its_waiters_unless
     await store.todo_cancel(human, a["id"])
     refused = await store.todos_delete(human, [a["id"]])
     assert refused["deleted"] == [] and refused["refused"] == [
-        {"id": a["id"], "waiters": [{"id": x["id"], "title": "x", "state": "pending"}]}]
+        {"id": a["id"], "title": a["title"], "waiters": [{"id": x["id"], "title": "x", "state": "pending"}]}]
     await store.todo_cancel(human, x["id"])
     both = await store.todos_delete(human, [a["id"], x["id"]])
     assert {d["id"] for d in both["deleted"]} == {a["id"], x["id"]} and both["refused"] == []

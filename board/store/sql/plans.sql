@@ -48,7 +48,7 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
 
 -- name: todos_waiters
 -- description: The human's todos among ids that are not done and that live todos wait on, each with those waiters: why a delete left them
-SELECT t.id, json_agg(json_build_object('id', w.id, 'title', w.title, 'state', w.state) ORDER BY w.created_at, w.id)
+SELECT t.id, t.title, json_agg(json_build_object('id', w.id, 'title', w.title, 'state', w.state) ORDER BY w.created_at, w.id)
          AS waiters
   FROM todos t
   JOIN todo_deps d ON d.after_id = t.id
