@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import html
 import re
-import uuid
-
-import psycopg
+from datetime import datetime, timedelta, timezone
 
 from tests.acceptance.test_bad_input import assert_error_page
 from tests.acceptance.test_board_auth import client_for, make_human, sign_in
@@ -230,15 +228,17 @@ async def test_waiting_and_unblocked_reach_an_open_board_and_its_drawer(live_ser
             assert "b done, last attempt completed" in words(data["drawer"])
 
 
-async def test_a_todo_added_by_a_schedule_links_to_its_schedule(live_server, db_url):
+async def test_a_todo_added_by_a_schedule_links_to_its_schedule(live_server):
     store = live_server.store
     ada = await make_human(store, "ada")
     agent = await make_agent(store, user=ada, agent_id="w1", queues=("builds",))
-    todo = await store.todo_add(agent, queue="builds", title="nightly")
+    start = datetime.now(timezone.utc) - timedelta(hours=1)
+    made = await store.schedule_add(ada.user_id, queue="builds", title="nightly", every_seconds=600, now=start)
+    assert await store.sweep_schedules() == 1  # its missed ticks caught up with one todo
+    schedule = made["id"]
+    todo = (await store.todo_list(agent, queue="builds"))["todos"][0]
+    assert todo["schedule_id"] == schedule
     plain = await store.todo_add(agent, queue="builds", title="by hand")
-    schedule = str(uuid.uuid4())
-    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:  # as a schedule's tick adds it
-        await conn.execute("UPDATE todos SET schedule_id = %s WHERE id = %s", (schedule, todo["id"]))
     async with client_for(live_server) as c:
         await sign_in(c, "ada")
         page = (await c.get(f"/todos/{todo['id']}")).text
