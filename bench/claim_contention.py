@@ -55,6 +55,7 @@ import importlib.util
 import math
 import os
 import re
+import secrets
 import statistics
 import sys
 import time
@@ -152,6 +153,10 @@ BASELINE_AUTH = Query("baseline_endpoint_auth", "an endpoint by token hash, befo
 SELECT id::text AS id, user_id, agent_id, scope, queues, false AS stale_use,
        NULL::float8 AS expires_at, NULL::text AS resource
   FROM endpoints WHERE token_hash = %(token_hash)s AND revoked_at IS NULL""", __file__)
+BASELINE_VEND = Query("baseline_endpoint_insert", "an endpoint, before SPEC-0034", """
+INSERT INTO endpoints (user_id, name, agent_id, token_hash, scope, queues)
+VALUES (%(user_id)s, %(name)s, %(agent_id)s, %(token_hash)s, %(scope)s, %(queues)s)
+RETURNING id::text, user_id, name, agent_id, scope, queues, created_at""", __file__)
 
 
 class BaselineStore(st.Store):
@@ -162,6 +167,13 @@ class BaselineStore(st.Store):
     async def endpoint_authenticate(self, token):
         row = await self._fetch(BASELINE_AUTH, {"token_hash": st.hash_token(token)}, op="auth", one=True)
         return st.Agent(row["id"], row["agent_id"], row["user_id"], frozenset(row["scope"]), tuple(row["queues"]))
+
+    async def endpoint_vend(self, user_id, *, name, agent_id, queues, scope):
+        token = "sb_" + secrets.token_urlsafe(32)
+        row = await self._fetch(BASELINE_VEND, {"user_id": user_id, "name": name, "agent_id": agent_id,
+                                                "token_hash": st.hash_token(token), "scope": scope,
+                                                "queues": queues}, op="endpoint_vend", one=True)
+        return row, token
 
     async def todo_claim_next(self, caller, *, queue=None, lease_seconds=None, now=None, **_):
         caller.require("claim_next")

@@ -94,6 +94,7 @@ class Settings:
     retry_interval_seconds: float = 1.0
     retention_days: float = 30.0
     retention_interval_seconds: float = 60.0
+    audit_retention_days: float = 365.0  # the record of human actions, apart from todos'
     rate_limit_per_second: float = 50.0
     rate_limit_burst: int = 100
     metrics_queue_label_max: int = 50
@@ -176,6 +177,7 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         "SWITCHBOARD_RETRY_INTERVAL_SECONDS": ("retry_interval_seconds", float, 0),
         "SWITCHBOARD_RETENTION_DAYS": ("retention_days", float, 0),
         "SWITCHBOARD_RETENTION_INTERVAL_SECONDS": ("retention_interval_seconds", float, 0),
+        "SWITCHBOARD_AUDIT_RETENTION_DAYS": ("audit_retention_days", float, 0),
         "SWITCHBOARD_RATE_LIMIT_PER_SECOND": ("rate_limit_per_second", float, 0),
         "SWITCHBOARD_RATE_LIMIT_BURST": ("rate_limit_burst", int, 1),
         "SWITCHBOARD_METRICS_QUEUE_LABEL_MAX": ("metrics_queue_label_max", int, 1),

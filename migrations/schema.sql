@@ -48,8 +48,17 @@ CREATE DOMAIN public.attempt_summary AS text
 	CONSTRAINT attempt_summary_check CHECK ((octet_length(VALUE) <= 2048));
 CREATE DOMAIN public.attempt_tokens AS bigint
 	CONSTRAINT attempt_tokens_check CHECK (((VALUE >= 0) AND (VALUE <= '1000000000000'::bigint)));
+CREATE TYPE public.audit_source AS ENUM (
+    'board',
+    'cli'
+);
 CREATE DOMAIN public.lease_token_sha256 AS bytea
 	CONSTRAINT lease_token_sha256_check CHECK ((length(VALUE) = 32));
+CREATE TYPE public.team_role AS ENUM (
+    'viewer',
+    'operator',
+    'admin'
+);
 CREATE TYPE public.todo_count_kind AS ENUM (
     'all',
     'canceled',
@@ -500,6 +509,28 @@ CREATE TABLE public.attempt_outcomes_folded (
     before timestamp with time zone NOT NULL,
     CONSTRAINT attempt_outcomes_folded_only_row_check CHECK (only_row)
 );
+CREATE TABLE public.audit_records (
+    id bigint NOT NULL,
+    space_id bigint NOT NULL,
+    actor_id bigint,
+    actor_name text,
+    action text NOT NULL,
+    todo_id text COLLATE pg_catalog."C",
+    queue text,
+    detail jsonb DEFAULT '{}'::jsonb NOT NULL,
+    source public.audit_source NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT audit_records_action_check CHECK ((action ~ '^[a-z_]{1,40}$'::text)),
+    CONSTRAINT audit_records_detail_check CHECK ((jsonb_typeof(detail) = 'object'::text))
+);
+ALTER TABLE public.audit_records ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.audit_records_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 CREATE TABLE public.endpoints (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     user_id bigint NOT NULL,
@@ -515,6 +546,7 @@ CREATE TABLE public.endpoints (
     client_id text,
     client_name text,
     client_verified boolean DEFAULT false NOT NULL,
+    space_id uuid,
     CONSTRAINT endpoints_agent_id_check CHECK ((agent_id ~ '^[A-Za-z0-9_.:/-]{1,128}$'::text)),
     CONSTRAINT endpoints_kind_check CHECK ((((kind = 'vended'::text) AND (token_hash IS NOT NULL) AND (client_id IS NULL)) OR ((kind = 'oauth'::text) AND (token_hash IS NULL) AND (client_id IS NOT NULL) AND (client_name IS NOT NULL)))),
     CONSTRAINT endpoints_queues_check CHECK ((cardinality(queues) > 0))
@@ -611,6 +643,12 @@ CREATE TABLE public.schedules (
     CONSTRAINT schedules_title_check CHECK (((length(title) >= 1) AND (length(title) <= 500))),
     CONSTRAINT schedules_when_check CHECK (((cron IS NULL) <> (every_seconds IS NULL)))
 );
+CREATE TABLE public.team_members (
+    team_id bigint NOT NULL,
+    user_id bigint NOT NULL,
+    role public.team_role NOT NULL,
+    added_at timestamp with time zone DEFAULT now() NOT NULL
+);
 CREATE TABLE public.todo_counts (
     endpoint_id uuid NOT NULL,
     queue text NOT NULL COLLATE pg_catalog."C",
@@ -665,6 +703,8 @@ CREATE TABLE public.users (
     username text NOT NULL,
     password_hash text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    kind text DEFAULT 'person'::text NOT NULL,
+    CONSTRAINT users_kind_check CHECK ((kind = ANY (ARRAY['person'::text, 'team'::text]))),
     CONSTRAINT users_username_check CHECK ((username ~ '^[A-Za-z0-9_.@-]{1,64}$'::text))
 );
 ALTER TABLE public.users ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
@@ -690,6 +730,8 @@ ALTER TABLE ONLY public.attempts
     ADD CONSTRAINT attempts_one_open_per_todo EXCLUDE USING btree (todo_id WITH =) WHERE ((ended_at IS NULL)) DEFERRABLE INITIALLY DEFERRED;
 ALTER TABLE ONLY public.attempts
     ADD CONSTRAINT attempts_pkey PRIMARY KEY (todo_id, seq);
+ALTER TABLE ONLY public.audit_records
+    ADD CONSTRAINT audit_records_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY public.endpoints
     ADD CONSTRAINT endpoints_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY public.endpoints
@@ -708,6 +750,8 @@ ALTER TABLE ONLY public.queue_pauses
     ADD CONSTRAINT queue_pauses_pkey PRIMARY KEY (user_id, queue);
 ALTER TABLE ONLY public.schedules
     ADD CONSTRAINT schedules_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY public.team_members
+    ADD CONSTRAINT team_members_pkey PRIMARY KEY (team_id, user_id);
 ALTER TABLE ONLY public.todo_deps
     ADD CONSTRAINT todo_deps_pkey PRIMARY KEY (todo_id, after_id);
 ALTER TABLE ONLY public.todo_successors
@@ -721,7 +765,11 @@ ALTER TABLE ONLY public.users
 ALTER TABLE ONLY public.watchers
     ADD CONSTRAINT watchers_pkey PRIMARY KEY (user_id, process);
 CREATE INDEX attempts_ended_brin ON public.attempts USING brin (ended_at) WITH (autosummarize='on');
+CREATE INDEX audit_records_at_idx ON public.audit_records USING btree (at);
+CREATE INDEX audit_records_space_idx ON public.audit_records USING btree (space_id, at DESC, id DESC);
+CREATE INDEX audit_records_todo_idx ON public.audit_records USING btree (todo_id, at) WHERE (todo_id IS NOT NULL);
 CREATE UNIQUE INDEX endpoints_one_live_grant ON public.endpoints USING btree (user_id, client_id) WHERE ((kind = 'oauth'::text) AND (revoked_at IS NULL));
+CREATE UNIQUE INDEX endpoints_team_space ON public.endpoints USING btree (user_id) WHERE (kind = 'team'::text);
 CREATE INDEX endpoints_user_idx ON public.endpoints USING btree (user_id);
 CREATE INDEX hook_events_delivered_brin ON public.hook_events USING brin (delivered_at);
 CREATE INDEX hook_events_due_idx ON public.hook_events USING btree (next_attempt_at) WHERE (delivered_at IS NULL);
@@ -730,6 +778,7 @@ CREATE INDEX oauth_tokens_endpoint_idx ON public.oauth_tokens USING btree (endpo
 CREATE INDEX oauth_tokens_expires_idx ON public.oauth_tokens USING btree (expires_at);
 CREATE INDEX schedules_due_idx ON public.schedules USING btree (next_at) WHERE (NOT paused);
 CREATE INDEX schedules_user_idx ON public.schedules USING btree (user_id, created_at);
+CREATE INDEX team_members_user_idx ON public.team_members USING btree (user_id, team_id);
 CREATE INDEX todo_counts_endpoint_idx ON public.todo_counts USING btree (endpoint_id);
 CREATE INDEX todo_deps_after_idx ON public.todo_deps USING btree (after_id);
 CREATE INDEX todo_successors_successor_idx ON public.todo_successors USING btree (successor_id);
@@ -755,6 +804,12 @@ ALTER TABLE ONLY public.attempt_notes
     ADD CONSTRAINT attempt_notes_todo_id_seq_fkey FOREIGN KEY (todo_id, seq) REFERENCES public.attempts(todo_id, seq) ON DELETE CASCADE;
 ALTER TABLE ONLY public.attempts
     ADD CONSTRAINT attempts_todo_id_fkey FOREIGN KEY (todo_id) REFERENCES public.todos(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.audit_records
+    ADD CONSTRAINT audit_records_actor_id_fkey FOREIGN KEY (actor_id) REFERENCES public.users(id) ON DELETE SET NULL;
+ALTER TABLE ONLY public.audit_records
+    ADD CONSTRAINT audit_records_space_id_fkey FOREIGN KEY (space_id) REFERENCES public.users(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.endpoints
+    ADD CONSTRAINT endpoints_space_id_fkey FOREIGN KEY (space_id) REFERENCES public.endpoints(id);
 ALTER TABLE ONLY public.endpoints
     ADD CONSTRAINT endpoints_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.oauth_codes
@@ -769,6 +824,10 @@ ALTER TABLE ONLY public.queue_pauses
     ADD CONSTRAINT queue_pauses_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.schedules
     ADD CONSTRAINT schedules_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.team_members
+    ADD CONSTRAINT team_members_team_id_fkey FOREIGN KEY (team_id) REFERENCES public.users(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.team_members
+    ADD CONSTRAINT team_members_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.todo_deps
     ADD CONSTRAINT todo_deps_after_id_fkey FOREIGN KEY (after_id) REFERENCES public.todos(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.todo_deps

@@ -36,4 +36,6 @@ if ! cmp -s tests/clients/package-lock.json tests/clients/node_modules/.installe
   npm install --prefix tests/clients --no-save --no-audit --no-fund --loglevel=error >/dev/null
   cp tests/clients/package-lock.json tests/clients/node_modules/.installed-package-lock.json
 fi
-exec .venv/bin/python -m pytest -n 2 "$@"
+# A temporary directory of this run's own: pytest's shared numbered ones are pruned by
+# whichever run starts next on the machine, even under a running fault test's database.
+exec .venv/bin/python -m pytest -n 2 --basetemp="$(mktemp -d -t switchboard-tests.XXXXXX)" "$@"

@@ -197,11 +197,13 @@ class Doorbell:
     # -- doorways ----------------------------------------------------------------------
 
     def open(self, agent: Agent, uris: frozenset[str] | None = None, session_id: str | None = None) -> Doorway:
-        doorway = Doorway(agent.endpoint_id, frozenset(agent.queues) if may_drain(agent) else frozenset(), uris,
+        # Keyed by the endpoint that owns the todos it hears of: a team endpoint's is the
+        # team's space endpoint (migration 0018).
+        doorway = Doorway(agent.space, frozenset(agent.queues) if may_drain(agent) else frozenset(), uris,
                           frozenset(agent.queues) if agent.allows("get_todo") else frozenset(), session_id,
                           seq=next(self._seq))
-        self._doorways.setdefault(agent.endpoint_id, set()).add(doorway)
-        self._endpoint_user[agent.endpoint_id] = agent.user_id
+        self._doorways.setdefault(agent.space, set()).add(doorway)
+        self._endpoint_user[agent.space] = agent.user_id
         doorway.user_id = agent.user_id
         if self.presence is not None:
             self.presence.hold(agent.user_id)

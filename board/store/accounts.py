@@ -7,8 +7,9 @@ from __future__ import annotations
 import secrets
 from datetime import datetime, timezone
 
-from board.errors import Invalid, NotFound
+from board.errors import Conflict, Invalid, NotFound
 from board.store import liveness
+from board.store.base import acts, space_user
 from board.store.inputs import AGENT_ID_PATTERN, USERNAME_PATTERN, hash_token, storable
 from board.store.queries import query
 from board.store.vocabulary import (AGENT_ID_MAX_CHARS, ENDPOINT_NAME_MAX_CHARS, QUEUE_PATTERN, QUEUE_RULE,
@@ -50,9 +51,11 @@ class Accounts:
     async def user_by_id(self, user_id: int) -> dict | None:
         return await self._fetch(query("user_by_id"), {"id": user_id}, op="user_get", one=True)
 
+    @acts("vend", "admin", todo=None, detail=("agent_id", "name"))
     async def endpoint_vend(self, user_id: int, *, name: str, agent_id: str, queues: list[str],
                             scope: list[str]) -> tuple[dict, str]:
         """A new endpoint credential; the token is returned once and only its hash stored."""
+        user_id = space_user(user_id)  # a person acting in the space, or its id
         problems = vend_problems(agent_id=agent_id, queues=queues, scope=scope)
         if problems:
             raise problems[0]
@@ -63,6 +66,9 @@ class Accounts:
         row = await self._fetch(query("endpoint_insert"), {"user_id": user_id, "name": name, "agent_id": agent_id,
                                                       "token_hash": hash_token(token), "scope": scope,
                                                       "queues": queues}, op="endpoint_vend", one=True)
+        if row is None:
+            raise Conflict(f"a live endpoint of this team already has the agent id {agent_id}; an agent id names "
+                           "one holder of the team's todos", argument="agent_id", op="endpoint_vend")
         return row, token
 
     async def endpoint_authenticate(self, token: str) -> Agent | None:
@@ -75,7 +81,7 @@ class Accounts:
         if row["stale_use"]:
             await self._fetch(query("endpoint_touch"), {"id": row["id"]}, op="auth_touch")
         return Agent(row["id"], row["agent_id"], row["user_id"], frozenset(row["scope"]), tuple(row["queues"]),
-                     expires_at=row["expires_at"], resource=row["resource"])
+                     expires_at=row["expires_at"], resource=row["resource"], space_id=row["space_id"])
 
     async def endpoints_of_user(self, user_id: int) -> list[dict]:
         return await self._fetch(query("endpoints_of_user"), {"user_id": user_id}, op="endpoints")
@@ -108,10 +114,12 @@ class Accounts:
         row = await self._fetch(query("endpoint_owner"), {"id": endpoint_id}, op="endpoint_owner", one=True)
         return row["user_id"] if row else None
 
+    @acts("revoke", "admin", todo=None, detail=("endpoint_id",), took=lambda row: bool(row and row["revoked"]))
     async def endpoint_revoke(self, endpoint_id: str, *, user_id: int | None = None, now=None) -> int:
         """Revoke an endpoint; its held todos -> failed dead letter, attempts closed
         revoked/dead_lettered. With user_id, only that user's endpoint. Returns how many
         todos were dead-lettered; raises NotFound when there was nothing to revoke."""
+        user_id = space_user(user_id)  # a person acting in the space, or its id
         try:
             import uuid
             uuid.UUID(str(endpoint_id))

@@ -11,7 +11,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from board.errors import Conflict, Forbidden, Invalid, NotFound, SwitchboardError
-from board.store.base import StoreBase, _translate, todo_out
+from board.store.base import StoreBase, _translate, acts, todo_out
 from board.store.inputs import (
     checked_todo_id,
     clean_key,
@@ -84,6 +84,7 @@ _KEY_RACES = 5
 
 
 class Adds(StoreBase):
+    @acts("add", todo=None)
     async def todo_add(self, caller: Caller, *, queue: Any, title: Any, payload: Any = None,
                        routing: Any = None, max_attempts: Any = None, endpoint_id: Any = None,
                        continues: Any = None, priority: Any = None, run_at: Any = None,
@@ -201,6 +202,7 @@ class Adds(StoreBase):
                             "todo can be continued", argument="continues", op="add_todo", todo_id=params["continues"])
         return not_granted  # a human with no live endpoint of the predecessor's granted the queue
 
+    @acts("add", todo=None)
     async def todos_add(self, caller: Agent, todos: Any, *, now: datetime | None = None) -> dict:
         """-> pending, up to TODOS_ADD_MAX todos in one statement, all or nothing: every item is
         checked first (an error names it, todos[i].field), then one statement inserts them all

@@ -18,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import hmac
+import inspect
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,11 +28,12 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 
 import psycopg
 from psycopg import errors as pgerrors
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from board import logs
 from board.config import Settings
-from board.errors import Conflict, Internal, Invalid, NotFound, SwitchboardError, Unavailable
+from board.errors import Conflict, Forbidden, Internal, Invalid, NotFound, SwitchboardError, Unavailable
 from board.store.inputs import hash_token, storable
 from board.store.queries import Query, execute, query
 from board.store.vocabulary import (
@@ -47,6 +50,7 @@ from board.store.vocabulary import (
     USERNAME_MAX_CHARS,
     Agent,
     Caller,
+    Human,
     Observer,
     Transition,
 )
@@ -160,6 +164,91 @@ def todo_out(row: dict) -> dict:
     return {k: row[k] for k in keys} | {"after": row["after"] or []}
 
 
+# -- who did what (migration 0018) ---------------------------------------------------
+
+@dataclass
+class Acting:
+    """A person's action under way: what the record of actions writes, in the transaction of
+    the first statement of the action that takes effect (never for one refused or missed)."""
+
+    human: Human
+    action: str
+    todo_id: str | None = None
+    queue: str | None = None
+    detail: dict = field(default_factory=dict)
+    took: Callable[[Any], bool] = bool  # whether a statement's result is the change
+    written: bool = False
+
+    def params(self, result: Any) -> dict:
+        rows = result if isinstance(result, list) else [result]
+        ids = [self.todo_id] if self.todo_id is not None else [
+            r.get("id") for r in rows if isinstance(r, dict) and isinstance(r.get("id"), str)] or [None]
+        queues = [self.queue or next((r.get("queue") for r in rows if isinstance(r, dict) and r.get("id") == i), None)
+                  for i in ids]
+        h = self.human
+        # no actor: the command line acting in a team's space as no one
+        actor = h.actor_id if h.actor_id is not None else (None if h.space_name else h.user_id)
+        return {"space_id": h.user_id, "actor_id": actor,
+                "actor_name": h.username or None, "action": self.action, "todo_ids": ids, "queues": queues,
+                "detail": Jsonb(self.detail), "source": h.via, "space_name": h.space_name}
+
+
+_ACTING: contextvars.ContextVar[Acting | None] = contextvars.ContextVar("switchboard_acting", default=None)
+
+ROLE_WORDS = {"operator": "act on todos", "admin": "manage this team"}
+
+
+def acts(action: str, role: str = "operator", *, todo: str | None = "todo_id", queue: str | None = None,
+         detail: tuple[str, ...] = (), took: Callable[[Any], bool] = bool):
+    """A store verb a person may call in a space: refused (Forbidden, nothing run) unless
+    their role there is at least `role`, and recorded as `action` with the first statement
+    that takes effect. The verb's first argument is the caller; an Agent is neither checked
+    here (its scope is) nor recorded. todo/queue/detail name the verb's arguments the record
+    keeps; a record of a verb that changes many todos has one row per todo."""
+
+    def wrap(fn):
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        async def run(self, caller, *args, **kwargs):
+            # the person: the first argument, or user_id (a verb keyed by the space's user)
+            person = caller if isinstance(caller, Human) else kwargs.get("user_id")
+            if not isinstance(person, Human) or _ACTING.get() is not None:
+                return await fn(self, caller, *args, **kwargs)
+            if not person.may(role):
+                raise Forbidden(f"a {person.role} of {person.space_name or 'this space'} may not "
+                                f"{ROLE_WORDS.get(role, action)}", op=action)
+            got = dict(sig.bind_partial(self, caller, *args, **kwargs).arguments)
+            for p in sig.parameters.values():
+                if p.kind is p.VAR_KEYWORD:
+                    got.update(got.pop(p.name, None) or {})
+            todo_id = got.get(todo) if todo else None
+            acting = Acting(person, action, todo_id=todo_id if isinstance(todo_id, str) else None,
+                            queue=got.get(queue) if queue and isinstance(got.get(queue), str) else None,
+                            detail={k: got[k] for k in detail if got.get(k) is not None and
+                                    isinstance(got[k], (str, int, float, bool))}, took=took)
+            token = _ACTING.set(acting)
+            try:
+                return await fn(self, caller, *args, **kwargs)
+            finally:
+                _ACTING.reset(token)
+
+        run.acts = (action, role)
+        return run
+
+    return wrap
+
+
+def space_user(space: "int | Human | None") -> int | None:
+    """The user id of a space given as a person acting in it or as the id itself."""
+    return space.user_id if isinstance(space, Human) else space
+
+
+def acting() -> Acting | None:
+    """The person's action under way in this task, if any (the record's context)."""
+    return _ACTING.get()
+
+
 # The statements that change nothing, so _fetch may run one again on a fresh connection when
 # its connection died under it (tests/unit/test_statements.py holds each to a plain SELECT).
 READS = frozenset((
@@ -214,11 +303,21 @@ class StoreBase:
         connection died under it runs once more on a fresh one; a write does not, as it may
         have committed (a fenced close retried by its agent is answered as a replay)."""
         params.setdefault("now", None)
+        record = _ACTING.get()
+        if record is not None and (record.written or sql in READS):
+            record = None
         for attempt in range(3):
             try:
                 async with self._connection() as conn:
-                    cur = await execute(conn, sql, params)
-                    rows = (await cur.fetchone()) if one else (await cur.fetchall())
+                    if record is None:
+                        cur = await execute(conn, sql, params)
+                        rows = (await cur.fetchone()) if one else (await cur.fetchall())
+                    else:  # a person's action: the change and its record commit together
+                        async with conn.transaction():
+                            cur = await execute(conn, sql, params)
+                            rows = (await cur.fetchone()) if one else (await cur.fetchall())
+                            wrote = await self._record(conn, record, rows)
+                        record.written = wrote  # committed
                 self._away = False
                 return rows
             except (pgerrors.DeadlockDetected, pgerrors.SerializationFailure) as err:
@@ -233,6 +332,14 @@ class StoreBase:
                     raise _translate(err, op, todo_id) from None
             except (psycopg.Error, UnicodeEncodeError) as err:
                 raise _translate(err, op, todo_id) from None
+
+    async def _record(self, conn, record: Acting, result: Any) -> bool:
+        """Write a person's action in the transaction of the statement whose result is
+        `result`, when that result is the change (a miss records nothing)."""
+        if record.written or not record.took(result):
+            return False
+        await execute(conn, query("audit_insert"), record.params(result) | {"now": None})
+        return True
 
     def _connection(self):
         """A pooled connection, waited for at most the pool's bounded wait; while the database
@@ -257,11 +364,14 @@ class StoreBase:
 
     def _params(self, caller: Caller, **extra) -> dict:
         if isinstance(caller, Agent):
-            params = {"endpoint_id": caller.endpoint_id, "queues": list(caller.queues), "owner": caller.owner,
-                      "user_id": caller.user_id}  # the owning human, whose queue pauses hold
+            # endpoint_id: the todos' endpoint, the team's space endpoint for a team endpoint
+            # (migration 0018); claimer_id: this endpoint, which an attempt names
+            params = {"endpoint_id": caller.space, "claimer_id": caller.endpoint_id, "queues": list(caller.queues),
+                      "owner": caller.owner, "user_id": caller.user_id}  # the space, whose queue pauses hold
         else:
-            # the owning human: no endpoint, every queue (migration 0014's caller rules)
-            params = {"endpoint_id": None, "queues": None, "user_id": caller.user_id, "owner": caller.owner}
+            # a person in a space: no endpoint, every queue (migration 0014's caller rules)
+            params = {"endpoint_id": None, "claimer_id": None, "queues": None, "user_id": caller.user_id,
+                      "owner": caller.owner}
         params.update(extra)
         params.setdefault("now", None)
         params["hook_urls"] = list(self.settings.hook_urls)

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from board.errors import Forbidden, Invalid
-from board.store.base import StoreBase, _parse_times, todo_out
+from board.store.base import StoreBase, _parse_times, acts, todo_out
 from board.store.inputs import checked_todo_id, clean_claimant, hash_token, positive_int, storable
 from board.store.queries import query
 from board.store.vocabulary import CLAIM_NEXT_LIMIT_MAX, PRIOR_ATTEMPTS, PRIOR_NOTES, Agent, Caller, Transition
@@ -23,6 +23,7 @@ def _continuation(raw: dict) -> dict:
 
 
 class Claims(StoreBase):
+    @acts("claim")
     async def todo_claim(self, caller: Caller, todo_id: Any, *, claimant: Any = None, require_fence: Any = False,
                          lease_seconds: Any = None, now: datetime | None = None) -> dict:
         """pending (or claimed with a lapsed lease) -> claimed, by id; opens an attempt. An
@@ -35,6 +36,7 @@ class Claims(StoreBase):
                                    1, claimant, require_fence, lease_seconds, now, op="claim", todo_id=todo_id)
         return claims[0]
 
+    @acts("claim", todo=None)
     async def todo_claim_next(self, caller: Agent, *, queue: Any = None, claimant: Any = None,
                               require_fence: Any = False, lease_seconds: Any = None,
                               now: datetime | None = None, limit: Any = None) -> dict:

@@ -12,7 +12,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from board.errors import Conflict, Invalid, SwitchboardError
-from board.store.base import StoreBase, _translate, todo_out
+from board.store.base import StoreBase, _translate, acts, todo_out
 from board.store.inputs import (
     checked_todo_id,
     clean_artifact,
@@ -179,12 +179,14 @@ class Closes(StoreBase):
                                  "disposition": closed["disposition"], "died": closed["died"]}
         return out
 
+    @acts("complete")
     async def todo_complete(self, caller: Caller, todo_id: Any, *, result=None, summary=None, artifact=None,
                             lease_token=None, usage=None, now=None) -> dict:
         """claimed -> done; closes the attempt completed/done (with the usage reported)."""
         return await self._close(caller, "complete", todo_id, result=result, summary=summary, artifact=artifact,
                                  lease_token=lease_token, usage=usage, now=now)
 
+    @acts("complete", todo=None)
     async def todos_complete(self, caller: Agent, todos: Any, *, now=None) -> dict:
         """claimed -> done for up to COMPLETE_TODOS_MAX held todos in one statement, all or
         nothing: every item is checked first (an error names it, todos[i].field), fenced
@@ -284,12 +286,14 @@ class Closes(StoreBase):
                    "token_checked": False}
         return checked, token, {k: v for k, v in usage.items() if v is not None}
 
+    @acts("fail")
     async def todo_fail(self, caller: Caller, todo_id: Any, *, result=None, summary=None, artifact=None,
                         lease_token=None, usage=None, now=None) -> dict:
         """claimed -> failed with a retry, or a dead letter at the cap; closes failed/..."""
         return await self._close(caller, "fail", todo_id, result=result, summary=summary, artifact=artifact,
                                  lease_token=lease_token, usage=usage, now=now)
 
+    @acts("release", detail=("delay_seconds",))
     async def todo_release(self, caller: Caller, todo_id: Any, *, summary=None, artifact=None, lease_token=None,
                            usage=None, delay_seconds=None, now=None) -> dict:
         """claimed -> pending, attempt counter unchanged; closes released/requeued (REQ-9).
@@ -297,6 +301,7 @@ class Closes(StoreBase):
         return await self._close(caller, "release", todo_id, summary=summary, artifact=artifact,
                                  lease_token=lease_token, usage=usage, delay_seconds=delay_seconds, now=now)
 
+    @acts("cancel")
     async def todo_cancel(self, caller: Caller, todo_id: Any, *, now=None) -> dict:
         """pending, held, or failed awaiting retry -> canceled; a held todo's attempt closes
         canceled/canceled."""
@@ -318,6 +323,7 @@ class Closes(StoreBase):
                                attempts_total=row["attempts_total"])])
         return todo_out(row)
 
+    @acts("retry")
     async def todo_retry(self, caller: Caller, todo_id: Any, *, now=None) -> dict:
         """Manual retry: dead letter -> pending with attempt = 0; every attempt kept (REQ-12)."""
         todo_id = checked_todo_id(todo_id)

@@ -8,7 +8,7 @@ import asyncio
 from typing import Any, Iterable
 
 from board.errors import Conflict, Forbidden, Invalid, NotFound, Unavailable
-from board.store.base import StoreBase
+from board.store.base import StoreBase, acts
 from board.store.inputs import checked_todo_id
 from board.store.queries import query
 from board.store.vocabulary import BULK_BATCH, BULK_CONCURRENCY, BULK_MAX, Human, Transition
@@ -86,6 +86,7 @@ class Deletes(StoreBase):
             counts["skipped"] += len(part) - len(changed)
         return counts
 
+    @acts("delete", todo=None)
     async def todos_delete(self, caller: Human, todo_ids: Iterable[Any]) -> dict:
         """The owning human deletes ended todos of theirs (done, canceled, dead letters) by
         id, in one statement that locks them first: their attempts and notes go with them

@@ -10,7 +10,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from board.errors import Conflict, Invalid
-from board.store.base import StoreBase, todo_out
+from board.store.base import StoreBase, acts, todo_out
 from board.store.inputs import answer_fence, checked_todo_id, clean_choice, clean_note, clean_question
 from board.store.queries import query
 from board.store.vocabulary import HOLDER_STATES, INTERRUPT_STATES, NOTE_MAX_BYTES, Agent, Caller, Human, Transition
@@ -31,6 +31,7 @@ class Holds(StoreBase):
                                attempts_total=row["attempts_total"])])
         return todo_out(row)
 
+    @acts("note")
     async def todo_note(self, caller: Caller, todo_id: Any, *, text: Any, lease_token: Any = None,
                         now: datetime | None = None) -> dict:
         """held -> held: a note appended to the open attempt (the lease is not extended; the
@@ -116,6 +117,7 @@ class Holds(StoreBase):
         out["answers"] = [dict(a) for a in answers]
         return out
 
+    @acts("answer", detail=("choice",))
     async def todo_answer(self, caller: Human, todo_id: Any, *, text: Any = None, choice: Any = None,
                           asked: Any = None, now: datetime | None = None) -> dict:
         """The owning human answers an interrupted todo: a note of kind answer on its open

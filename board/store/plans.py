@@ -8,13 +8,14 @@ from datetime import datetime
 from typing import Any
 
 from board.errors import Conflict, Forbidden, NotFound
-from board.store.base import StoreBase, todo_out
+from board.store.base import StoreBase, acts, todo_out
 from board.store.inputs import checked_todo_id
 from board.store.queries import query
 from board.store.vocabulary import Human, Transition
 
 
 class Plans(StoreBase):
+    @acts("drop_dependency", detail=("after_id",))
     async def todo_drop_dependency(self, caller: Human, todo_id: Any, after_id: Any, *,
                                    now: datetime | None = None) -> dict:
         """The owning human drops after_id from what todo_id waits for: -> the todo, claimable

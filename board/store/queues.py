@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 
 from board.errors import Invalid, NotFound
-from board.store.base import StoreBase
+from board.store.base import StoreBase, acts
 from board.store.queries import execute, query
 from board.store.vocabulary import QUEUE_PATTERN, QUEUE_RULE, Human
 
@@ -48,6 +48,7 @@ class Queues(StoreBase):
             raise Invalid(f"queue must be {QUEUE_RULE}", argument="queue", op=op)
         return queue
 
+    @acts("pause", "admin", todo=None, queue="queue")
     async def queue_pause(self, caller: Human, queue: Any, *, now: datetime | None = None) -> dict:
         """A queue of the human's endpoints -> paused: agents claim nothing in it until it is
         resumed. Pausing a paused queue changes nothing (changed: false)."""
@@ -63,6 +64,7 @@ class Queues(StoreBase):
             raise NotFound("no endpoint of this user is granted that queue", argument="queue", op="queue_pause")
         return {"queue": queue, "paused_at": state["paused_at"], "changed": False}
 
+    @acts("resume", "admin", todo=None, queue="queue")
     async def queue_resume(self, caller: Human, queue: Any) -> dict:
         """paused -> resumed; the doorbell rings the queue's ready todos (queue_resumed).
         Resuming a queue that is not paused changes nothing (changed: false)."""

@@ -23,7 +23,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import PoolTimeout
 
 from board.errors import Invalid, NotFound
-from board.store.base import StoreBase, _translate
+from board.store.base import StoreBase, _translate, acts, space_user
 from board.store.inputs import json_object, positive_int, priority_value, screen_secrets, storable
 from board.store.queries import execute, query
 from board.store.vocabulary import (
@@ -171,8 +171,10 @@ class Recurring(StoreBase):
             ticks.append(at.astimezone(zone))
         return ticks
 
+    @acts("schedule_add", "admin", todo=None, queue="queue", detail=("title",))
     async def schedule_add(self, user_id: int, *, now: datetime | None = None, **fields) -> dict:
         """A new schedule of the human's; its first tick is the first after now."""
+        user_id = space_user(user_id)  # a person acting in the space, or its id
         s = self.schedule_checked(**fields)
         at = _now(now)
         next_at = next_tick(s | {"created_at": at}, at)
@@ -185,12 +187,16 @@ class Recurring(StoreBase):
         rows = await self._fetch(query("schedules_of_user"), {"user_id": user_id, "id": None}, op="schedule")
         return [_schedule_out(r) for r in rows]
 
+    @acts("schedule_pause", "admin", todo=None, detail=("schedule_id",))
     async def schedule_pause(self, user_id: int | None, schedule_id: Any) -> bool:
         """Pauses the schedule (of the human's, unless user_id is None); returns whether it changed."""
+        user_id = space_user(user_id)  # a person acting in the space, or its id
         return await self._set_paused(user_id, schedule_id, True, None)
 
+    @acts("schedule_resume", "admin", todo=None, detail=("schedule_id",))
     async def schedule_resume(self, user_id: int | None, schedule_id: Any, *, now: datetime | None = None) -> bool:
         """Resumes the schedule at its first tick after now (ticks missed while paused add nothing)."""
+        user_id = space_user(user_id)  # a person acting in the space, or its id
         schedule_id = _schedule_id(schedule_id)
         rows = await self._fetch(query("schedules_of_user"), {"user_id": user_id, "id": schedule_id}, op="schedule")
         if not rows:
@@ -207,8 +213,10 @@ class Recurring(StoreBase):
             raise NotFound("no such schedule", argument="id", op="schedule")
         return False
 
+    @acts("schedule_remove", "admin", todo=None, detail=("schedule_id",))
     async def schedule_remove(self, user_id: int | None, schedule_id: Any) -> None:
         """Removes the schedule; the todos it added stay (their schedule_id becomes null)."""
+        user_id = space_user(user_id)  # a person acting in the space, or its id
         rows = await self._fetch(query("schedule_remove"), {"user_id": user_id, "id": _schedule_id(schedule_id)},
                                  op="schedule")
         if not rows:

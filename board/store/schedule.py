@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from board.errors import Conflict, Invalid, NotFound
-from board.store.base import StoreBase
+from board.store.base import StoreBase, acts, space_user
 from board.store.inputs import checked_todo_id, priority_value
 from board.store.queries import query
 from board.store.vocabulary import DUE_BATCH, QUEUE_LIMIT_MAX, QUEUE_PATTERN, QUEUE_RULE, Human, Transition
@@ -27,6 +27,7 @@ class Schedule(StoreBase):
         row = await self._fetch(query("todos_next_due"), {}, op="due", one=True)
         return None if row is None else row["run_at"]
 
+    @acts("start_now")
     async def todo_start_now(self, caller: Human, todo_id: Any, *, now: datetime | None = None) -> dict:
         """A scheduled todo of the human's -> claimable now (its run_at becomes now)."""
         todo_id = checked_todo_id(todo_id, op="start_now")
@@ -47,6 +48,7 @@ class Schedule(StoreBase):
     def _emit_due(self, rows: list[dict]) -> None:
         self._emit([Transition("due", r["id"], str(r["endpoint_id"]), r["queue"], r["state"]) for r in rows])
 
+    @acts("set_priority", todo=None, detail=("priority",))
     async def todos_set_priority(self, caller: Human, todo_ids: Any, priority: Any, *,
                                  now: datetime | None = None) -> list[str]:
         """The priority of the human's pending todos among todo_ids -> priority; returns the
@@ -61,9 +63,11 @@ class Schedule(StoreBase):
                     for r in rows])
         return [r["id"] for r in rows]
 
+    @acts("set_limit", "admin", todo=None, queue="queue", detail=("limit",))
     async def queue_limit_set(self, user_id: int, queue: Any, limit: Any) -> int | None:
         """How many todos of the human's queue may be held at once -> limit (0: no limit);
         returns the limit now in force (None: none)."""
+        user_id = space_user(user_id)  # a person acting in the space, or its id
         if not isinstance(queue, str) or not QUEUE_PATTERN.fullmatch(queue):
             raise Invalid(f"queue must be {QUEUE_RULE}", argument="queue", op="queue_limit")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= QUEUE_LIMIT_MAX:

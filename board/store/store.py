@@ -9,7 +9,8 @@ its own over the plumbing of board/store/base.py, named after the statement file
   (board.sql: pauses, the overview, the counts), schedule.py (schedule.sql: due todos,
   priorities, queue limits), plans.py (plans.sql: dependencies dropped, waiting counts), recurring.py (recurring.sql:
   schedules that add todos, and their timer's sweep);
-- accounts.py (accounts.sql: users, endpoints) and grants.py (oauth.sql: OAuth grants).
+- accounts.py (accounts.sql: users, endpoints), grants.py (oauth.sql: OAuth grants) and teams.py
+  (teams.sql: teams, members, the record of people's actions).
 
 Nothing outside the store catches psycopg errors (base.py's _translate is the one place a
 driver error becomes a domain error).
@@ -32,6 +33,7 @@ from board.store.reads import Reads
 from board.store.recurring import Recurring
 from board.store.schedule import Schedule
 from board.store.sweeps import Sweeps
+from board.store.teams import Teams
 from board.store.vocabulary import Agent, Caller, Human, Observer, Transition
 from board.store.watchers import Watchers
 
@@ -40,6 +42,6 @@ __all__ = ["Agent", "Caller", "Human", "Observer", "PausedQueues", "Store", "Tra
            "deadline_after", "hash_token", "todo_out"]
 
 
-class Store(Adds, Claims, Closes, Holds, Reads, Deletes, Sweeps, Watchers, Queues, Schedule, Plans, Recurring, Accounts, Grants,
+class Store(Adds, Claims, Closes, Holds, Reads, Deletes, Sweeps, Watchers, Queues, Schedule, Plans, Recurring, Teams, Accounts, Grants,
             StoreBase):
     """The store: its pool and settings (StoreBase's fields), every verb of its parts."""

@@ -95,6 +95,7 @@ class Sweeps(StoreBase):
                               op="retention")
             await self._fetch(query("attempt_counts_prune"), {"now": now}, op="retention")
             await self.oauth_prune(now=now)
+            await self.sweep_audit(now=now)
         return len(rows)
 
     # -- hook outbox ---------------------------------------------------------------------

@@ -61,6 +61,9 @@ QUEUE_KINDS = ("queue_paused", "queue_resumed", "queue_limited")
 # The kind of notification a schedule added, paused, resumed or removed sends (every
 # process's timer looks again).
 SCHEDULE_KINDS = ("schedules",)
+# Kinds of notifications about a team (migration 0018): a person's action recorded (who did
+# it, for the Board to say), a member's role changed, a member removed (their streams end).
+TEAM_KINDS = ("activity", "member_changed", "member_removed")
 # The kind of the transition each closing verb commits.
 CLOSED_BY = {"complete": "completed", "fail": "failed", "release": "released", "cancel": "canceled"}
 
@@ -184,10 +187,18 @@ class Agent:
     # None for a vended endpoint's token, which does not expire.
     expires_at: float | None = None
     resource: str | None = None
+    # A team endpoint's space: the team's space endpoint, which owns every todo of the team
+    # (migration 0018). None for a personal endpoint, whose own todos are its space.
+    space_id: str | None = None
 
     @property
     def owner(self) -> str:
         return f"agent:{self.agent_id}"
+
+    @property
+    def space(self) -> str:
+        """The endpoint whose todos this endpoint reads and claims."""
+        return self.space_id or self.endpoint_id
 
     def allows(self, verb: str) -> bool:
         if verb == "get_todo":  # REQ-8: an endpoint that may list may read one
@@ -202,17 +213,41 @@ class Agent:
         return replace(self, session_id=session_id)
 
 
+# A team member's roles, least first: a viewer sees everything of the team and changes
+# nothing; an operator also acts on todos; an admin also manages members, endpoints, pauses,
+# limits and schedules. A person is the admin of their own space.
+ROLES = ("viewer", "operator", "admin")
+AUDIT_SOURCES = ("board", "cli")
+
+
 @dataclass(frozen=True)
 class Human:
-    """A signed-in human on the Board: sees the todos of the endpoints they own, and is
-    exempt from the fence (REQ-6)."""
+    """A person acting in one space (migration 0018): their own (user_id is theirs) or a
+    team's (user_id is the team's), with their role there. Sees the todos of the space's
+    endpoints, and is exempt from the fence (REQ-6). actor_id is the person; via says where
+    they act from, for the record of actions."""
 
     user_id: int
     username: str
+    actor_id: int | None = None  # None: the space's own person
+    role: str = "admin"
+    via: str = "board"
+    space_name: str | None = None  # a team's name; None in a personal space
+
+    @property
+    def actor(self) -> int:
+        return self.user_id if self.actor_id is None else self.actor_id
 
     @property
     def owner(self) -> str:
-        return f"human:{self.user_id}"
+        return f"human:{self.actor}"
+
+    @property
+    def in_team(self) -> bool:
+        return self.actor_id is not None and self.actor_id != self.user_id
+
+    def may(self, role: str) -> bool:
+        return ROLES.index(self.role) >= ROLES.index(role)
 
 
 Caller = Agent | Human

@@ -310,7 +310,7 @@ async def test_claim_next_walks_only_claimable_todos_past_a_deep_schedule_and_ot
             text = "\n".join(await generic_plan(conn, QUERIES[name].sql))
             assert "Index Scan using todos_ready_idx on todos" in text, f"{name}:\n{text}"
             assert "Seq Scan on todos" not in text, f"{name}:\n{text}"
-        params = {"id": None, "endpoint_id": agent.endpoint_id, "queues": ["work"], "claim_queues": ["work"],
+        params = {"id": None, "endpoint_id": agent.endpoint_id, "claimer_id": agent.endpoint_id, "queues": ["work"], "claim_queues": ["work"],
                   "user_id": agent.user_id, "ignore_pauses": False, "limit": 1, "owner": agent.owner,
                   "claimant": None, "lease_seconds": 60.0, "history_max": 50, "claimer_session": None,
                   "token_hashes": None, "now": None, "prior_attempts": 5, "prior_notes": 3, "hook_urls": []}
@@ -345,7 +345,7 @@ async def test_claim_next_walks_only_claimable_todos_past_100000_waiting_ones(st
             text = "\n".join(await generic_plan(conn, QUERIES[name].sql))
             assert "Index Scan using todos_ready_idx on todos" in text, f"{name}:\n{text}"
             assert "Seq Scan on todos" not in text, f"{name}:\n{text}"
-        params = {"id": None, "endpoint_id": agent.endpoint_id, "queues": ["work"], "claim_queues": ["work"],
+        params = {"id": None, "endpoint_id": agent.endpoint_id, "claimer_id": agent.endpoint_id, "queues": ["work"], "claim_queues": ["work"],
                   "user_id": agent.user_id, "ignore_pauses": False, "limit": 1, "owner": agent.owner,
                   "claimant": None, "lease_seconds": 60.0, "history_max": 50, "claimer_session": None,
                   "token_hashes": None, "now": None, "prior_attempts": 5, "prior_notes": 3, "hook_urls": []}

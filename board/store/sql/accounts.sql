@@ -8,7 +8,7 @@ INSERT INTO users (username, password_hash) VALUES (%(username)s, %(password_has
 
 -- name: user_by_name
 -- description: A user with its password hash, by username
-SELECT id, username, password_hash FROM users WHERE username = %(username)s;
+SELECT id, username, password_hash FROM users WHERE username = %(username)s AND kind = 'person';
 
 -- name: user_by_id
 -- description: A user by id
@@ -16,18 +16,23 @@ SELECT id, username FROM users WHERE id = %(id)s;
 
 -- name: endpoint_insert
 -- description: Creates an endpoint (an agent's token) of a user
-INSERT INTO endpoints (user_id, name, agent_id, token_hash, scope, queues)
-VALUES (%(user_id)s, %(name)s, %(agent_id)s, %(token_hash)s, %(scope)s, %(queues)s)
+-- (nothing when a live endpoint of the same team has the agent id: a team's endpoints share its
+-- todos, and an agent id names one holder among them)
+INSERT INTO endpoints (user_id, name, agent_id, token_hash, scope, queues, space_id)
+SELECT %(user_id)s, %(name)s, %(agent_id)s, %(token_hash)s, %(scope)s, %(queues)s, s.id
+  FROM (SELECT (SELECT s.id FROM endpoints s WHERE s.user_id = %(user_id)s AND s.kind = 'team') AS id) s
+ WHERE s.id IS NULL OR NOT EXISTS (SELECT FROM endpoints o WHERE o.user_id = %(user_id)s AND o.agent_id = %(agent_id)s
+                                      AND o.revoked_at IS NULL AND o.kind <> 'team')
 RETURNING id::text, user_id, name, agent_id, scope, queues, created_at;
 
 -- name: endpoint_auth
 -- description: The live endpoint of a token hash (a vended endpoint's token, or an unexpired access token of an OAuth grant), and whether its last use is older than a minute
-SELECT id::text AS id, user_id, agent_id, scope, queues,
+SELECT id::text AS id, user_id, agent_id, scope, queues, space_id::text AS space_id,
        (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') AS stale_use,
        NULL::float8 AS expires_at, NULL::text AS resource
   FROM endpoints WHERE token_hash = %(token_hash)s AND revoked_at IS NULL
 UNION ALL
-SELECT e.id::text, e.user_id, e.agent_id, t.scope, e.queues,
+SELECT e.id::text, e.user_id, e.agent_id, t.scope, e.queues, e.space_id::text,
        (e.last_used_at IS NULL OR e.last_used_at < now() - interval '1 minute'),
        extract(epoch FROM t.expires_at)::float8, t.resource
   FROM oauth_tokens t JOIN endpoints e ON e.id = t.endpoint_id
@@ -41,7 +46,7 @@ UPDATE endpoints SET last_used_at = now() WHERE id = %(id)s RETURNING id;
 -- description: A user's endpoints, newest first
 SELECT id::text AS id, name, agent_id, scope, queues, created_at, last_used_at, revoked_at,
        kind, client_id, client_name, client_verified
-  FROM endpoints WHERE user_id = %(user_id)s ORDER BY created_at DESC;
+  FROM endpoints WHERE user_id = %(user_id)s AND kind <> 'team' ORDER BY created_at DESC;
 
 -- name: endpoint_owner
 -- description: The user an endpoint belongs to
@@ -51,14 +56,16 @@ SELECT user_id FROM endpoints WHERE id = %(id)s;
 -- description: Revokes an endpoint and dead-letters each of its held todos, closing the open attempt revoked
 WITH ep AS (
   UPDATE endpoints SET revoked_at = coalesce(%(now)s::timestamptz, now())
-   WHERE id = %(endpoint_id)s AND revoked_at IS NULL
+   WHERE id = %(endpoint_id)s AND revoked_at IS NULL AND kind <> 'team'
      AND (%(user_id)s::bigint IS NULL OR user_id = %(user_id)s)
-  RETURNING id
+  RETURNING id, space_id
 ),
-cand AS (
-  SELECT t.id, t.attempts_total FROM todos t
-   WHERE t.endpoint_id = %(endpoint_id)s AND EXISTS (SELECT 1 FROM ep)
+cand AS (  -- its held todos: a team endpoint's are those of the team's whose open attempt it claimed
+  SELECT t.id, t.attempts_total FROM todos t, ep
+   WHERE t.endpoint_id = coalesce(ep.space_id, ep.id)
      AND t.state IN ('claimed', 'input_required', 'auth_required')
+     AND (ep.space_id IS NULL OR EXISTS (SELECT FROM attempts a WHERE a.todo_id = t.id AND a.seq = t.attempts_total
+                                            AND a.outcome IS NULL AND a.claimer_endpoint_id = ep.id))
    FOR UPDATE OF t
 ),
 closed AS (
@@ -111,11 +118,12 @@ SELECT e.id::text AS id, e.name, e.agent_id, e.kind, e.client_name, e.queues, e.
              'answered_at', a.answered_at, 'question_expires_at', a.question_expires_at,
              'asked_at', (SELECT q.at FROM attempt_notes q WHERE q.todo_id = a.todo_id AND q.seq = a.seq
                              AND q.n = a.asked_n AND a.asked_n > a.waiting_n)) ORDER BY a.claimed_at, t.id) AS held
-      FROM (SELECT c.id FROM todos c WHERE c.endpoint_id = e.id AND c.state = 'claimed'
+      FROM (SELECT c.id FROM todos c WHERE c.endpoint_id = coalesce(e.space_id, e.id) AND c.state = 'claimed'
             UNION ALL
-            SELECT i.id FROM todos i WHERE i.endpoint_id = e.id AND i.state IN ('input_required', 'auth_required')) k
+            SELECT i.id FROM todos i WHERE i.endpoint_id = coalesce(e.space_id, e.id)
+               AND i.state IN ('input_required', 'auth_required')) k
       JOIN todos t ON t.id = k.id
       JOIN attempts a ON a.todo_id = t.id AND a.seq = t.attempts_total
-     WHERE a.outcome IS NULL AND a.claimer_kind = 'endpoint') h ON true
- WHERE e.user_id = %(user_id)s
+     WHERE a.outcome IS NULL AND a.claimer_kind = 'endpoint' AND a.claimer_endpoint_id = e.id) h ON true
+ WHERE e.user_id = %(user_id)s AND e.kind <> 'team'
  ORDER BY e.revoked_at IS NOT NULL, e.created_at DESC;

@@ -57,8 +57,8 @@ SELECT upd.id, upd.endpoint_id, upd.queue, upd.title, upd.state::text AS state, 
 
 -- name: todo_add_human
 -- description: The owning human adds a todo through one of their live endpoints granted the queue (the one named, else the oldest)
-WITH ep AS (
-  SELECT e.id FROM endpoints e
+WITH ep AS (  -- a team's todos belong to its space endpoint
+  SELECT coalesce(e.space_id, e.id) AS id FROM endpoints e
    WHERE e.user_id = %(user_id)s AND e.revoked_at IS NULL AND %(queue)s::text = ANY(e.queues)
      AND (%(endpoint_id)s::uuid IS NULL OR e.id = %(endpoint_id)s::uuid)
    ORDER BY e.created_at, e.id
@@ -142,9 +142,10 @@ WITH pred AS (
    FOR SHARE OF t
 ),
 ep AS (
-  SELECT e.id FROM endpoints e JOIN pred ON e.id = pred.endpoint_id
-   WHERE e.revoked_at IS NULL AND %(queue)s::text = ANY(e.queues)
+  SELECT pred.endpoint_id AS id FROM endpoints e JOIN pred ON coalesce(e.space_id, e.id) = pred.endpoint_id
+   WHERE e.user_id = %(user_id)s AND e.revoked_at IS NULL AND %(queue)s::text = ANY(e.queues)
      AND (%(endpoint_id)s::uuid IS NULL OR e.id = %(endpoint_id)s::uuid)
+   LIMIT 1
    FOR SHARE OF e
 ),
 link AS (

@@ -104,7 +104,7 @@ ins AS (
                         owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
   SELECT numbered.id, numbered.prev_total + 1, numbered.prev_attempt + 1,
          (CASE WHEN %(endpoint_id)s::uuid IS NULL THEN 'owner' ELSE 'endpoint' END)::attempt_claimer_kind,
-         %(endpoint_id)s::uuid, %(claimer_session)s::text, %(owner)s, %(claimant)s::text,
+         %(claimer_id)s::uuid, %(claimer_session)s::text, %(owner)s, %(claimant)s::text,
          coalesce(%(now)s::timestamptz, now()),
          coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second',
          (%(token_hashes)s::bytea[])[numbered.n]
@@ -237,7 +237,7 @@ ins AS (
                         owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
   SELECT upd.id, upd.attempts_total, upd.attempt,
          (CASE WHEN %(endpoint_id)s::uuid IS NULL THEN 'owner' ELSE 'endpoint' END)::attempt_claimer_kind,
-         %(endpoint_id)s::uuid, %(claimer_session)s::text, %(owner)s, %(claimant)s::text,
+         %(claimer_id)s::uuid, %(claimer_session)s::text, %(owner)s, %(claimant)s::text,
          coalesce(%(now)s::timestamptz, now()), upd.lease_expires_at, (%(token_hashes)s::bytea[])[upd.n]
     FROM upd
   RETURNING todo_id, seq, lease_token_hash

@@ -240,7 +240,7 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
   FROM todos t JOIN attempts a ON a.todo_id = t.id
  WHERE t.id = %(id)s AND todo_in_scope(t.endpoint_id, t.queue, %(endpoint_id)s, %(queues)s, %(user_id)s)
    AND a.outcome = %(outcome)s::attempt_outcome
-   AND a.claimer_endpoint_id = %(endpoint_id)s AND a.owner = %(owner)s AND a.lease_token_hash IS NOT NULL
+   AND a.claimer_endpoint_id = %(claimer_id)s AND a.owner = %(owner)s AND a.lease_token_hash IS NOT NULL
  ORDER BY a.seq DESC;
 
 -- name: attempts_fence_lookup_many

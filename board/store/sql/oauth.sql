@@ -43,9 +43,11 @@ code AS (
   RETURNING *
 ),
 ep AS (
-  INSERT INTO endpoints AS e (id, user_id, name, agent_id, kind, client_id, client_name, client_verified, scope, queues)
+  INSERT INTO endpoints AS e (id, user_id, name, agent_id, kind, client_id, client_name, client_verified, scope, queues,
+                              space_id)
   SELECT (SELECT id FROM new), user_id, left(client_name, 100), agent_id, 'oauth', client_id, client_name,
-         client_verified, scope, queues
+         client_verified, scope, queues,
+         (SELECT s.id FROM endpoints s WHERE s.user_id = code.user_id AND s.kind = 'team')  -- a grant for a team
     FROM code
   ON CONFLICT (id) DO UPDATE SET name = excluded.name, agent_id = excluded.agent_id,
          client_name = excluded.client_name, client_verified = excluded.client_verified, scope = excluded.scope,

@@ -76,8 +76,8 @@ WITH live AS (
    WHERE t.schedule_id = %(id)s::uuid AND NOT todo_ended(t.state, t.next_retry_at)
    LIMIT 1
 ),
-ep AS (
-  SELECT e.id FROM endpoints e
+ep AS (  -- a team's todos belong to its space endpoint
+  SELECT coalesce(e.space_id, e.id) AS id FROM endpoints e
    WHERE e.user_id = %(user_id)s AND e.revoked_at IS NULL AND %(queue)s::text = ANY(e.queues)
    ORDER BY e.created_at, e.id
    LIMIT 1
