@@ -1,5 +1,6 @@
-"""The `switchboard` command line: serve, migrate, user add, endpoint vend/revoke, queue
-pause/resume/limit, schedule add/list/pause/resume/remove, demo, and work (the worker, `switchboard_worker`, which is a client of the server
+"""The `switchboard` command line: serve, migrate, user add, team create/add/remove/list,
+endpoint vend/revoke, queue pause/resume/limit, schedule add/list/pause/resume/remove, audit,
+demo, and work (the worker, `switchboard_worker`, which is a client of the server
 and has a parser of its own)."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from board.store.auth import hash_password
 from board.config import Settings, from_env
 from board.store.db import DatabaseUnusable, MigrationError, reachable, unusable_reported
 from board.errors import Invalid, SwitchboardError
+from board.store.vocabulary import ROLES
 
 log = logging.getLogger("switchboard")
 
@@ -65,10 +67,39 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("name", help="the user's sign-in name")
     add.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
 
+    team = sub.add_parser("team", help="teams: spaces several people share, each with a role").add_subparsers(
+        dest="team_command", required=True)
+    create = team.add_parser("create", help="create a team; its owner is its first admin")
+    create.add_argument("name", help="the team's name (a person and a team cannot share a name)")
+    create.add_argument("--owner", required=True, help="the Board user who is its first admin")
+    member = team.add_parser("add", help="add a person to a team with a role, or change their role")
+    member.add_argument("name", help="the team's name")
+    member.add_argument("user", help="the Board user")
+    member.add_argument("--role", required=True, choices=ROLES,
+                        help="viewer: sees everything, changes nothing; operator: also acts on todos; "
+                             "admin: also manages members, endpoints, pauses, limits and schedules")
+    gone = team.add_parser("remove", help="remove a person from a team (its last admin stays)")
+    gone.add_argument("name", help="the team's name")
+    gone.add_argument("user", help="the Board user")
+    teams = team.add_parser("list", help="every team with its members and their roles")
+    teams.add_argument("--json", action="store_true", help="print JSON rather than a table")
+
+    audit = sub.add_parser("audit", help="the record of people's actions in a team (or a user's own space), "
+                                         "newest first")
+    whose = audit.add_mutually_exclusive_group(required=True)
+    whose.add_argument("--team", help="the team whose record to print")
+    whose.add_argument("--user", help="the Board user whose own space's record to print")
+    audit.add_argument("--since", help="only records from this time: an ISO 8601 date or time (UTC unless it "
+                                       "says), or an age such as 30m, 24h or 7d")
+    audit.add_argument("--limit", type=int, default=100, help="at most this many records (default: 100)")
+    audit.add_argument("--json", action="store_true", help="print JSON lines rather than a table")
+
     endpoint = sub.add_parser("endpoint", help="manage agent endpoints").add_subparsers(
         dest="endpoint_command", required=True)
     vend = endpoint.add_parser("vend", help="create an endpoint credential; prints its token once")
-    vend.add_argument("--user", required=True, help="the Board user who owns the endpoint")
+    owner = vend.add_mutually_exclusive_group(required=True)
+    owner.add_argument("--user", help="the Board user who owns the endpoint")
+    owner.add_argument("--team", help="the team whose todos the endpoint shares with the team's other endpoints")
     vend.add_argument("--agent-id", required=True, help="the agent's id, shown on the Board")
     vend.add_argument("--queue", action="append", required=True, dest="queues",
                       help="a queue the endpoint may use; repeat for more")
@@ -85,7 +116,9 @@ def _parser() -> argparse.ArgumentParser:
                            ("limit", "how many of the queue's todos may be held (claimed or waiting for a "
                                      "person) at once; 0 removes the limit")):
         q = queue.add_parser(verb, help=helptext)
-        q.add_argument("--user", required=True, help="the Board user whose queue it is")
+        whose = q.add_mutually_exclusive_group(required=True)
+        whose.add_argument("--user", help="the Board user whose queue it is")
+        whose.add_argument("--team", help="the team whose queue it is")
         q.add_argument("queue", help="the queue's name")
     queue.choices["limit"].add_argument("limit", metavar="N", help="the most held at once (0: no limit)")
 
@@ -94,7 +127,9 @@ def _parser() -> argparse.ArgumentParser:
         dest="schedule_command", required=True)
     add = schedule.add_parser("add", help="a schedule that adds a todo at each tick of a cron expression or "
                                           "every N seconds")
-    add.add_argument("--user", required=True, help="the Board user whose schedule it is")
+    whose = add.add_mutually_exclusive_group(required=True)
+    whose.add_argument("--user", help="the Board user whose schedule it is")
+    whose.add_argument("--team", help="the team whose schedule it is")
     add.add_argument("--queue", required=True, help="the queue its todos go to")
     add.add_argument("--title", required=True, help="the title of each todo it adds")
     when = add.add_mutually_exclusive_group(required=True)
@@ -108,7 +143,9 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--overlap", action="store_true",
                      help="add a tick's todo even while the previous one is live (default: skip the tick and count it)")
     listing = schedule.add_parser("list", help="a user's schedules, their next run and ticks added and skipped")
-    listing.add_argument("--user", required=True, help="the Board user whose schedules to list")
+    whose = listing.add_mutually_exclusive_group(required=True)
+    whose.add_argument("--user", help="the Board user whose schedules to list")
+    whose.add_argument("--team", help="the team whose schedules to list")
     listing.add_argument("--json", action="store_true", help="print JSON rather than a table")
     for verb, helptext in (("pause", "the schedule adds nothing until it is resumed"),
                            ("resume", "the schedule ticks again from its next run after now"),
@@ -144,10 +181,8 @@ async def _user_add(settings: Settings, name: str, password_stdin: bool) -> str:
 async def _endpoint_vend(settings: Settings, args) -> str:
     scope = [v.strip() for v in args.scope.split(",") if v.strip()]
     async with open_store(settings) as store:
-        user = await store.user_by_name(args.user)
-        if user is None:
-            raise CliError(f"no user named {args.user!r}; create one with `switchboard user add {args.user}`")
-        row, token = await store.endpoint_vend(user["id"], name=args.name or args.agent_id, agent_id=args.agent_id,
+        space = await _space(store, args)
+        row, token = await store.endpoint_vend(space, name=args.name or args.agent_id, agent_id=args.agent_id,
                                                queues=args.queues, scope=scope)
     if args.json:
         return json.dumps({"endpoint_id": row["id"], "token": token, "agent_id": row["agent_id"],
@@ -158,26 +193,26 @@ async def _endpoint_vend(settings: Settings, args) -> str:
 
 
 async def _endpoint_revoke(settings: Settings, endpoint_id: str) -> str:
+    from board.store.store import Human
+
     async with open_store(settings) as store:
-        n = await store.endpoint_revoke(endpoint_id)
+        owner = await store.endpoint_owner(endpoint_id) if _uuid(endpoint_id) else None
+        # recorded in the endpoint's space, as the command line's action
+        n = await store.endpoint_revoke(endpoint_id, user_id=None if owner is None else Human(owner, "", via="cli"))
     return f"revoked endpoint {endpoint_id}; {n} held todo(s) dead-lettered"
 
 
 async def _queue_toggle(settings: Settings, args) -> str:
-    from board.store.store import Human
-
     async with open_store(settings) as store:
-        user = await store.user_by_name(args.user)
-        if user is None:
-            raise CliError(f"no user named {args.user!r}")
-        human = Human(user["id"], user["username"])
+        human = await _space(store, args)
         if args.queue_command == "pause":
             done = await store.queue_pause(human, args.queue)
         else:
             done = await store.queue_resume(human, args.queue)
+    whose = args.team or args.user
     if not done["changed"]:
-        return f"queue {args.queue} of {args.user} was {'already' if args.queue_command == 'pause' else 'not'} paused"
-    return f"{args.queue_command}d queue {args.queue} of {args.user}"
+        return f"queue {args.queue} of {whose} was {'already' if args.queue_command == 'pause' else 'not'} paused"
+    return f"{args.queue_command}d queue {args.queue} of {whose}"
 
 
 async def _queue_limit(settings: Settings, args) -> str:
@@ -186,13 +221,11 @@ async def _queue_limit(settings: Settings, args) -> str:
     except ValueError:
         raise CliError(f"the limit must be a whole number, 0 to remove it (got {args.limit!r})") from None
     async with open_store(settings) as store:
-        user = await store.user_by_name(args.user)
-        if user is None:
-            raise CliError(f"no user named {args.user!r}")
-        now = await store.queue_limit_set(user["id"], args.queue, limit)
+        now = await store.queue_limit_set(await _space(store, args), args.queue, limit)
+    whose = args.team or args.user
     if now is None:
-        return f"queue {args.queue} of {args.user}: no limit"
-    return f"queue {args.queue} of {args.user}: at most {now} held at once"
+        return f"queue {args.queue} of {whose}: no limit"
+    return f"queue {args.queue} of {whose}: at most {now} held at once"
 
 
 def _whole(text: str | None, option: str) -> int | None:
@@ -216,9 +249,9 @@ async def _schedule_add(settings: Settings, args) -> str:
               "priority": _whole(args.priority, "--priority"),
               "max_attempts": _whole(args.max_attempts, "--max-attempts"), "overlap": args.overlap}
     async with open_store(settings) as store:
-        user = await _user_named(store, args.user)
+        space = await _space(store, args)
         try:
-            s = await store.schedule_add(user["id"], **fields)
+            s = await store.schedule_add(space, **fields)
         except Invalid as e:  # name the option as typed
             raise CliError(f"{e.message} (--{(e.argument or '').replace('_seconds', '').replace('_', '-')})") from None
     return f"schedule {s['id']} added: {_when(s)}, next run {_local(s['next_at'], s)}"
@@ -235,17 +268,94 @@ def _local(at, s: dict) -> str:
     return at.astimezone(ZoneInfo(s["timezone"])).isoformat(timespec="seconds")
 
 
-async def _user_named(store, name: str) -> dict:
-    user = await store.user_by_name(name)
+async def _space(store, args) -> "Human":  # noqa: F821
+    """The space a command acts in (--team, else --user), as the command line acting there:
+    for --user, that person (their own space); for --team, no one in particular."""
+    from board.store.store import Human
+
+    if getattr(args, "team", None):
+        return await store.team_space(args.team)
+    user = await store.user_by_name(args.user)
     if user is None:
-        raise CliError(f"no user named {name!r}")
-    return user
+        raise CliError(f"no user named {args.user!r}; create one with `switchboard user add {args.user}`")
+    return Human(user["id"], user["username"], via="cli")
+
+
+def _uuid(text: str) -> bool:
+    import uuid
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+async def _team(settings: Settings, args) -> str:
+    async with open_store(settings) as store:
+        if args.team_command == "create":
+            team = await store.team_create(args.name, owner=args.owner)
+            return f"created team {team['name']} (id {team['id']}); {args.owner} is its admin"
+        if args.team_command == "list":
+            teams = await store.teams_all()
+            if args.json:
+                return json.dumps([{"name": t["name"], "created_at": t["created_at"].isoformat(),
+                                    "members": t["members"]} for t in teams], indent=2)
+            if not teams:
+                return "no teams yet (switchboard team create NAME --owner USER)"
+            return "\n".join(f"{t['name']}: " + ", ".join(f"{m['username']} ({m['role']})" for m in t["members"])
+                             for t in teams)
+        space = await store.team_space(args.name)
+        if args.team_command == "add":
+            out = await store.team_member_set(space, args.user, args.role)
+            if out["was"] is None:
+                return f"added {args.user} to {args.name} as {out['role']}"
+            return f"{args.user} is {out['role']} of {args.name} (was {out['was']})"
+        out = await store.team_member_remove(space, args.user)
+        return f"removed {args.user} from {args.name} (was {out['was']})"
+
+
+def _since(text: str | None):
+    """--since: an ISO 8601 date or time (UTC unless it says), or an age (30m, 24h, 7d)."""
+    import re
+    from datetime import datetime, timedelta, timezone
+
+    if text is None:
+        return None
+    age = re.fullmatch(r"(\d{1,6})([smhd])", text.strip())
+    if age:
+        unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}[age.group(2)]
+        return datetime.now(timezone.utc) - timedelta(**{unit: int(age.group(1))})
+    try:
+        at = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise CliError(f"--since must be an ISO 8601 date or time, or an age such as 30m, 24h or 7d "
+                       f"(got {text!r})") from None
+    return at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+
+
+async def _audit(settings: Settings, args) -> str:
+    since = _since(args.since)
+    async with open_store(settings) as store:
+        space = await _space(store, args)
+        rows = await store.audit_list(space, since=since, limit=args.limit)
+    if args.json:
+        return "\n".join(json.dumps({"at": r["at"].isoformat(), "who": r["actor_name"], "action": r["action"],
+                                     "todo_id": r["todo_id"], "queue": r["queue"], "from": r["source"],
+                                     "detail": r["detail"]}) for r in rows)
+    if not rows:
+        return "no records"
+    table = [("AT", "WHO", "ACTION", "TODO", "QUEUE", "FROM", "DETAIL")]
+    for r in rows:
+        table.append((r["at"].isoformat(timespec="seconds"), logs.field(r["actor_name"]) if r["actor_name"] else "(command line)",
+                      r["action"], r["todo_id"] or "-", logs.field(r["queue"] or "-"), r["source"],
+                      " ".join(f"{k}={logs.field(str(v))}" for k, v in sorted(r["detail"].items()))))
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1] for row in table).rstrip()
 
 
 async def _schedule_list(settings: Settings, args) -> str:
     async with open_store(settings) as store:
-        user = await _user_named(store, args.user)
-        rows = await store.schedules_list(user["id"])
+        rows = await store.schedules_list((await _space(store, args)).user_id)
     if args.json:
         return json.dumps([r | {"next_at": _local(r["next_at"], r), "created_at": r["created_at"].isoformat(),
                                 "last_tick_at": r["last_tick_at"] and r["last_tick_at"].isoformat()}
@@ -325,6 +435,10 @@ def main(argv: list[str] | None = None) -> int:
             out = asyncio.run(_schedule_list(settings, args))
         elif args.command == "schedule":
             out = asyncio.run(_schedule_toggle(settings, args))
+        elif args.command == "team":
+            out = asyncio.run(_team(settings, args))
+        elif args.command == "audit":
+            out = asyncio.run(_audit(settings, args))
         elif args.command == "endpoint" and args.endpoint_command == "vend":
             out = asyncio.run(_endpoint_vend(settings, args))
         else:
