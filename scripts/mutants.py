@@ -926,6 +926,25 @@ MUTANTS: tuple[Mutant, ...] = (
            "WHERE username = %(username)s AND kind = 'person';", "WHERE username = %(username)s;",
            (TEAMS + "::test_a_team_cannot_be_signed_in_as_nor_take_a_person_s_name",),
            "a team's name signs in (or is taken as a person)", statement="user_by_name"),
+    # -- plans: todos that wait for others (claims.sql, closes.sql, adds.sql, deletes.sql, migration 0016) --
+    Mutant("plans-waiting-claimable", "plans", SQL + "claims.sql",
+           "AND NOT t.scheduled AND t.waits = 0", "AND NOT t.scheduled",
+           (DEPENDENCIES + "::test_a_waiting_todo_of_the_highest_priority_is_passed_over_until_its_dependency_is_done",),
+           "claim_next takes a todo before what it waits for is done", statement=("todo_claim_fast", "todo_claim"),
+           times=2),
+    Mutant("plans-never-released", "plans", SQL + "closes.sql",
+           "CASE WHEN t.waited_on", "CASE WHEN false",
+           (DEPENDENCIES + "::test_a_three_step_plan_is_claimed_in_its_order",),
+           "completing a todo leaves what waits on it waiting for ever", statement=("todo_complete", "todos_complete"),
+           times=2),
+    Mutant("plans-not-marked", "plans", SQL + "adds.sql",
+           "UPDATE todos t SET waited_on = true", "UPDATE todos t SET waited_on = t.waited_on",
+           (DEPENDENCIES + "::test_a_todo_waiting_on_two_is_claimable_only_after_both_complete",),
+           "a todo named in after is not marked, so its complete never releases its waiters", statement="todos_add"),
+    Mutant("plans-delete-waited-on", "plans", SQL + "deletes.sql",
+           "AND (t.state = 'done' OR NOT EXISTS (", "AND (true OR NOT EXISTS (",
+           (DEPENDENCIES + "::test_deleting_a_todo_others_wait_on_is_refused_with_its_waiters_unless_deleted_with_it",),
+           "deleting a canceled todo others wait on leaves them waiting on nothing", statement="todos_delete_human"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the

@@ -49,6 +49,19 @@ async def test_a_three_step_plan_is_claimed_in_its_order(store):
                                                       "review it"]
 
 
+async def test_a_waiting_todo_of_the_highest_priority_is_passed_over_until_its_dependency_is_done(store):
+    agent = await make_agent(store)
+    plan = await store.todos_add(agent, [
+        {"queue": "q", "title": "reproduce the bug", "priority": 4},
+        {"queue": "q", "title": "ship the fix", "priority": 0, "after": ["#0"]},
+    ])
+    repro, ship = plan["todos"]
+    assert (await store.todo_claim_next(agent))["todo"]["id"] == repro["id"]
+    assert (await store.todo_claim_next(agent))["todo"] is None
+    await store.todo_complete(agent, repro["id"])
+    assert (await store.todo_claim_next(agent))["todo"]["id"] == ship["id"]
+
+
 async def test_a_todo_waiting_on_two_is_claimable_only_after_both_complete(store):
     agent = await make_agent(store)
     a = await store.todo_add(agent, queue="q", title="a")
