@@ -28,6 +28,9 @@ class Deletes(StoreBase):
         changed, skipped, not_tried."""
         if not isinstance(caller, Human):
             raise Forbidden("bulk actions are the Board's", op=f"bulk_{kind}")
+        if not caller.may("operator"):  # refused whole, not skipped todo by todo
+            raise Forbidden(f"a {caller.role} of {caller.space_name or 'this space'} may not act on todos",
+                            op=f"bulk_{kind}")
         ids = list(dict.fromkeys(todo_ids))
         if kind == "delete":
             return await self._bulk_delete(caller, ids, batch)

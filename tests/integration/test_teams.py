@@ -190,6 +190,20 @@ async def test_each_role_may_take_an_action_only_at_or_above_the_role_it_needs_a
         assert len(got) == (2 if action == "complete" else 1), got
 
 
+async def test_a_viewer_s_bulk_action_is_refused_whole_and_an_operator_s_records_each_todo(store, db_url):
+    team = await make_team(store)
+    ids = [await _pending(store, team) for _ in range(3)]
+    before = await snapshot(db_url)
+    for kind in ("cancel", "priority", "delete"):
+        with pytest.raises(Forbidden):
+            await store.todos_bulk(team.people["viewer"], kind, ids, priority=0)
+    assert await snapshot(db_url) == before
+    counts = await store.todos_bulk(team.people["operator"], "cancel", ids)
+    assert counts["changed"] == 3
+    got = await records(db_url, actor_id=team.people["operator"].actor)
+    assert sorted(r["todo_id"] for r in got) == sorted(ids) and {r["action"] for r in got} == {"cancel"}
+
+
 async def test_a_record_names_the_todo_and_queue_and_never_holds_a_summary_or_a_token(store, db_url):
     team = await make_team(store)
     todo_id = await _claimed(store, team)
