@@ -47,7 +47,8 @@ from board.store.store import Human, call_deadline, deadline_after
 from board.store.vocabulary import QUEUE_KINDS
 from board.live.fanout import RESYNC
 from board.tasks import FreshReads, cancel_and_wait, shared_future
-from board.web.context import ATTEMPTS_SHOWN, Filters, app_single, require_human, runtime, web_state
+from board.web.context import Filters, app_single, drawer_todo, require_human, runtime, web_state
+from board.view.records import activity_sentence
 from board.web.overview import RefreshSchedule, chart_window_of, overview_reads, render_overview
 from board.web.templating import render
 
@@ -287,6 +288,54 @@ def _overview_renders(app) -> OverviewRenders:
     return app_single(app, "board_overview_renders", OverviewRenders)
 
 
+class ActivityWords:
+    """What a Board announces of an `activity` notification ("Bob canceled todo Fix the
+    build"): worked out once per notification, for every stream of its space that says it
+    (one read of the todo's title, not one per member)."""
+
+    def __init__(self, size: int = 256):
+        self.size = size
+        self._entries: OrderedDict[int, tuple[dict, asyncio.Future]] = OrderedDict()
+
+    def get(self, store, human: Human, event: dict) -> asyncio.Future:
+        entry = self._entries.get(id(event))
+        if entry is not None and entry[0] is event:  # the same notification, not a reused id
+            return entry[1]
+        words = shared_future(self._sentence(store, human, event), log, "an activity's words", ())
+        self._entries[id(event)] = (event, words)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+        return words
+
+    @staticmethod
+    async def _sentence(store, human: Human, event: dict) -> str:
+        todos = event.get("todos") or []
+        title = None
+        if len(todos) == 1 and event.get("count") == 1 and event.get("action") != "delete":
+            try:  # the todo's title, read in the space the stream shows; its short id when it cannot be
+                row = await store.todo_list_row(human, todos[0])
+                title = row["title"] if row else None
+            except (NotFound, Invalid, Unavailable):
+                pass
+        return activity_sentence(event, title)
+
+
+def _activity_words(app) -> ActivityWords:
+    return app_single(app, "board_activity_words", ActivityWords)
+
+
+def heard_from_another(event: dict, human: Human) -> bool:
+    """Whether an `activity` notification is for this stream to announce: an action in the
+    space it shows by someone else (the actor had their own flash)."""
+    return event.get("space") == human.user_id and event.get("actor_id") != human.actor
+
+
+def ends_for(event: dict, human: Human) -> bool:
+    """Whether a member change ends this stream: the person it shows a team to was removed
+    from it (or their role changed: the stream comes back with it)."""
+    return event.get("team") == human.user_id and event.get("user") == human.actor
+
+
 def message(event: str, data: dict) -> ServerSentEventMessage:
     return ServerSentEventMessage(event=event, data=json.dumps(data, separators=(",", ":")))
 
@@ -296,7 +345,7 @@ async def render_todo(store, human: Human, todo_id: str, filters: Filters, watch
     stream's filters), and its drawer when it is watched."""
     try:
         row = await store.todo_list_row(human, todo_id, **filters.store_filters())
-        todo = await store.todo_get(human, todo_id, attempts_limit=ATTEMPTS_SHOWN) if watched and row else None
+        todo = await drawer_todo(store, human, todo_id) if watched and row else None
     except (NotFound, Invalid):
         row = None
     if row is None:
@@ -350,6 +399,7 @@ async def events(request: Request) -> ServerSentEvent:
     overviews = overview_reads(request.app)
     snapshots = _snapshots(request.app)
     renders = _overview_renders(request.app)
+    activity = _activity_words(request.app)
     window = chart_window_of(request)
     back = "/" + filters.query()
 
@@ -417,6 +467,15 @@ async def events(request: Request) -> ServerSentEvent:
                     elif kind == "resync":
                         yield (await asyncio.shield(first_snapshot(me.watching))).message("snapshot", csrf)
                         overview.sent(loop.time())
+                    elif kind == "activity" and heard_from_another(event, human):
+                        said = await asyncio.shield(activity.get(store, human, event))
+                        yield message("activity", {"text": said, "todos": event.get("todos") or []})
+                    elif kind == "member_removed" and ends_for(event, human):
+                        # No longer a member: this stream of the team ends, and says why.
+                        yield message("removed", {"team": human.space_name or ""})
+                        return
+                    elif kind == "member_changed" and ends_for(event, human):
+                        return  # a new role: the browser reconnects and the stream shows it
                     elif kind in QUEUE_KINDS and event.get("user") == human.user_id:
                         # One of this human's queues paused or resumed.
                         overviews.forget(human.user_id)
