@@ -224,3 +224,81 @@ async def test_a_refused_or_missed_action_writes_no_record(live_server):
         assert r.status_code == 303
     assert (await store.todo_get(agent, todo["id"]))["state"] == "pending"
     assert await records_of(store) == before
+
+
+# -- a team's Board, live -----------------------------------------------------------------
+
+async def next_event(stream: EventStream, kind: str) -> dict:
+    """Skips to the next event of that kind."""
+    while True:
+        event, data = await stream.next()
+        if event == kind:
+            return data
+
+
+async def test_two_members_each_see_a_team_change_live_and_only_the_other_hears_who_made_it(live_server):
+    store = live_server.store
+    await make_human(store, "ada"), await make_human(store, "bob")
+    team = await team_of(store, "ops", "ada", bob="operator")
+    agent = await make_agent(store, user=await store.team_space("ops"), agent_id="deployer", queues=("deploys",))
+    todo = await store.todo_add(agent, queue="deploys", title="Deploy the API")
+    other = await store.todo_add(agent, queue="deploys", title="Deploy the web app")
+    carol = await make_human(store, "carol")  # not a member: her own space only, even naming the team's
+    carols_agent = await make_agent(store, user=carol, agent_id="hers", queues=("q",))
+    hers = await store.todo_add(carols_agent, queue="q", title="Carol's own")
+    async with client_for(live_server) as a, client_for(live_server) as b, client_for(live_server) as c:
+        ada_csrf = await signed_in_team(a, "ada", team)
+        bob_csrf = await signed_in_team(b, "bob", team)
+        await signed_in_team(c, "carol", team)
+        async with open_stream(a) as ada_stream, open_stream(b) as bob_stream, open_stream(c) as carol_stream:
+            assert todo["id"] not in carol_stream.snapshot["rows"] and hers["id"] in carol_stream.snapshot["rows"]
+            assert todo["id"] in ada_stream.snapshot["rows"] and todo["id"] in bob_stream.snapshot["rows"]
+            r = await b.post(f"/todos/{todo['id']}/cancel", data={"csrf_token": bob_csrf})
+            assert r.status_code == 303
+            # Ada hears who did it, once, before the row it changed.
+            said = [await ada_stream.next()]
+            while said[-1][0] != "todo":
+                said.append(await ada_stream.next())
+            assert [e for e, _ in said].count("activity") == 1, said
+            heard = next(d for e, d in said if e == "activity")
+            assert heard == {"text": "Bob canceled todo Deploy the API", "todos": [todo["id"]]}
+            assert said[-1][1]["id"] == todo["id"] and "state-canceled" in said[-1][1]["row"]
+            # Bob sees the row change too, but is not told what he did himself: the next
+            # activity he hears is Ada's, made after his.
+            assert "state-canceled" in (await bob_stream.next_todo(todo["id"]))["row"]
+            r = await a.post(f"/todos/{other['id']}/priority", data={"csrf_token": ada_csrf, "priority": "0"})
+            assert r.status_code == 303
+            assert (await next_event(bob_stream, "activity"))["text"] == "Ada set the priority of todo Deploy the web app"
+            # Carol heard nothing of the team before her own todo's change, made after theirs.
+            await store.todo_claim(carols_agent, hers["id"])
+            heard = [await carol_stream.next()]
+            while heard[-1][0] != "todo":
+                heard.append(await carol_stream.next())
+            assert heard[-1][1]["id"] == hers["id"] and "activity" not in [e for e, _ in heard], heard
+
+
+async def test_a_removed_member_has_their_stream_of_the_team_ended_by_a_removal_in_another_process(live_server,
+                                                                                                    store):
+    """`store` is not the server's: its removal reaches the server only through LISTEN, as
+    another process's would."""
+    server = live_server.store
+    await make_human(server, "ada"), await make_human(server, "bob")
+    team = await team_of(server, "ops", "ada", bob="operator")
+    agent = await make_agent(server, user=await server.team_space("ops"), agent_id="w", queues=("q",))
+    await server.todo_add(agent, queue="q", title="Watch me")
+    async with client_for(live_server) as a, client_for(live_server) as b:
+        await signed_in_team(a, "ada", team)
+        await signed_in_team(b, "bob", team)
+        async with open_stream(a) as ada_stream, open_stream(b) as bob_stream:
+            await store.team_member_remove(await store.team_space("ops"), "bob")
+            assert await next_event(bob_stream, "removed") == {"team": "ops"}
+            try:
+                event = await bob_stream.next()
+            except EOFError:
+                event = None
+            assert event is None, event  # the stream ended
+            # Ada stays, and hears of it.
+            assert (await next_event(ada_stream, "activity"))["text"] == "The command line removed a member"
+        # Bob's next request finds the team gone: his Board is his own space again.
+        again = await b.get("/activity")
+        assert again.status_code == 200 and "Nothing recorded yet." in again.text
