@@ -64,6 +64,7 @@ DEPENDENCIES = "tests/integration/test_dependencies.py"
 CLAIM_ORDER_BOARD = "tests/acceptance/test_board_claim_order.py"
 SCHEDULES = "tests/integration/test_schedules.py"
 PLANS_BOARD = "tests/acceptance/test_board_plans.py"
+BOARD_ACTIVITY = "tests/acceptance/test_board_activity.py"
 REDIRECTS = (OAUTH + "::test_a_loopback_redirect_matches_whatever_its_port_and_nothing_else_does",
              OAUTH + "::test_a_redirect_a_browser_would_run_or_a_plain_http_host_is_refused_at_registration",
              OAUTH + "::test_a_private_use_redirect_registers_and_authorizes_to_the_consent_screen")
@@ -876,6 +877,50 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("plans-board-bulk-kept", "plans-board", "board/web/bulk.py",
            'counts.get("refused")', 'None',
            (PLANS_BOARD,), "a bulk delete does not name the todos it kept for their waiters"),
+    # -- teams-live: the record on the Board and a team's live Board (board/web/events.py,
+    # -- activity.py, context.py) ---------------------------------------------------------------
+    Mutant("teams-live-said-to-actor", "teams-live", "board/web/events.py",
+           ' and event.get("actor_id") != human.actor', "",
+           (BOARD_ACTIVITY + "::test_two_members_each_see_a_team_change_live_and_only_the_other_hears_who_made_it",),
+           "the person who acted is told what they did, beside their flash"),
+    Mutant("teams-live-said-in-any-space", "teams-live", "board/web/events.py",
+           'return event.get("space") == human.user_id and', "return",
+           (BOARD_ACTIVITY + "::test_two_members_each_see_a_team_change_live_and_only_the_other_hears_who_made_it",),
+           "a Board of another space (a non-member's own) hears what a team member did"),
+    Mutant("teams-live-removal-ends-nothing", "teams-live", "board/web/events.py",
+           'elif kind == "member_removed" and ends_for(event, human):', 'elif kind == "member_removed" and False:',
+           (BOARD_ACTIVITY + "::test_a_removed_member_has_their_stream_of_the_team_ended_by_a_removal_in_another_process",),
+           "a member removed from a team keeps watching it live"),
+    Mutant("teams-live-removal-ends-everyone", "teams-live", "board/web/events.py",
+           'return event.get("team") == human.user_id and event.get("user") == human.actor',
+           'return event.get("team") == human.user_id',
+           (BOARD_ACTIVITY + "::test_a_removed_member_has_their_stream_of_the_team_ended_by_a_removal_in_another_process",),
+           "a member's removal ends every member's stream of the team"),
+    Mutant("teams-live-drawer-no-records", "teams-live", "board/web/context.py",
+           '"records": await store.audit_of_todo(human, todo["id"])', '"records": []',
+           (BOARD_ACTIVITY + "::test_the_drawer_lists_who_did_what_to_a_team_todo_after_board_and_command_line_actions",),
+           "the drawer says nothing of what people did to the todo"),
+    Mutant("teams-live-activity-any-space", "teams-live", SQL + "teams.sql",
+           " WHERE r.space_id = %(space_id)s\n", " WHERE true\n",
+           (BOARD_ACTIVITY + "::test_the_activity_page_lists_the_spaces_records_newest_first_with_filters",),
+           "the Activity page lists other spaces' records", "audit_list"),
+    Mutant("teams-live-activity-person-ignored", "teams-live", "board/web/activity.py",
+           "actor=filters.person,", "actor=None,",
+           (BOARD_ACTIVITY + "::test_the_activity_page_lists_the_spaces_records_newest_first_with_filters",),
+           "the Activity page's person filter is ignored"),
+    Mutant("teams-live-activity-cursor-ignored", "teams-live", "board/web/activity.py",
+           "cursor=filters.cursor)", "cursor=None)",
+           (BOARD_ACTIVITY + "::test_the_activity_page_pages_back_through_records_made_in_one_transaction",),
+           "the Activity page's older records repeat the newest"),
+    Mutant("teams-live-activity-bad-action", "teams-live", "board/web/activity.py",
+           'if values["action"] not in ACTIONS:', "if False:",
+           (BOARD_ACTIVITY + "::test_a_bad_activity_filter_is_a_400_naming_it_never_a_500",),
+           "an action the record has no words for is searched for, not refused"),
+    Mutant("teams-live-space-unchecked", "teams-live", "board/web/context.py",
+           "return await runtime(request).store.human_in(person, int(raw)) or person",
+           "return Human(int(raw), person.username, actor_id=person.actor)",
+           (BOARD_ACTIVITY + "::test_two_members_each_see_a_team_change_live_and_only_the_other_hears_who_made_it",),
+           "a request naming a team's space acts in it without its person being a member"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the
