@@ -65,6 +65,7 @@ CLAIM_ORDER_BOARD = "tests/acceptance/test_board_claim_order.py"
 SCHEDULES = "tests/integration/test_schedules.py"
 PLANS_BOARD = "tests/acceptance/test_board_plans.py"
 BOARD_ACTIVITY = "tests/acceptance/test_board_activity.py"
+BOARD_ROWS = "tests/integration/test_board_rows.py"
 REDIRECTS = (OAUTH + "::test_a_loopback_redirect_matches_whatever_its_port_and_nothing_else_does",
              OAUTH + "::test_a_redirect_a_browser_would_run_or_a_plain_http_host_is_refused_at_registration",
              OAUTH + "::test_a_private_use_redirect_registers_and_authorizes_to_the_consent_screen")
@@ -921,6 +922,16 @@ MUTANTS: tuple[Mutant, ...] = (
            "return Human(int(raw), person.username, actor_id=person.actor)",
            (BOARD_ACTIVITY + "::test_two_members_each_see_a_team_change_live_and_only_the_other_hears_who_made_it",),
            "a request naming a team's space acts in it without its person being a member"),
+    Mutant("teams-live-streams-by-person", "teams-live", "board/web/events.py",
+           "self._streams.setdefault(stream.human.user_id, set()).add(stream)",
+           "self._streams.setdefault(stream.human.actor, set()).add(stream)",
+           (BOARD_ROWS + "::test_a_team_change_is_read_once_for_every_members_stream_and_rendered_for_each",),
+           "a member's stream of a team is keyed by the person, and hears none of the team's changes"),
+    Mutant("teams-live-read-per-member", "teams-live", "board/web/events.py",
+           "members = [(s, (s.row_key, s.watching == todo_id)) for s in",
+           "members = [(s, (s.row_key, s.watching == todo_id, s.human.actor)) for s in",
+           (BOARD_ROWS + "::test_a_team_change_is_read_once_for_every_members_stream_and_rendered_for_each",),
+           "a team's change is read once per member watching, not once per view"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the

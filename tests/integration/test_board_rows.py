@@ -190,3 +190,38 @@ async def test_a_delivery_that_fails_unexpectedly_is_logged_once_and_the_next_ch
     assert unretrieved == []
     failures = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert failures == ["an endpoint's owner read failed: RuntimeError"]
+
+
+async def test_a_team_change_is_read_once_for_every_members_stream_and_rendered_for_each(store, db_url, settings):
+    """A team's streams are keyed by its space: a change of its todos reaches each member's
+    stream, from one read of the row per view, not one per member; each member is handed a
+    frame rendered for them (the person and their role)."""
+
+    class CountingReads:
+        def __init__(self):
+            self.reads = 0
+
+        def __getattr__(self, name):
+            return getattr(store, name)
+
+        async def todo_list_row(self, *args, **kwargs):
+            self.reads += 1
+            return await store.todo_list_row(*args, **kwargs)
+
+    ada, bob, zed = await make_user(store, "ada"), await make_user(store, "bob"), await make_user(store, "zed")
+    team = await store.team_create("ops", owner="ada")
+    await store.team_member_set(await store.team_space("ops"), "bob", "viewer")
+    ada_in, bob_in = await store.human_in(ada, team["id"]), await store.human_in(bob, team["id"])
+    agent = await make_agent(store, user=await store.team_space("ops"), agent_id="deployer")
+    counting = CountingReads()
+    async with board_rows(store, db_url, settings, rows_store=counting) as (fanout, presence, rows), \
+            presence.listening(team["id"], 10), presence.listening(zed.user_id, 10):
+        ada_stream, bob_stream = stream_of(rows, fanout, ada_in), stream_of(rows, fanout, bob_in)
+        zeds = stream_of(rows, fanout, zed)
+        todo = await store.todo_add(agent, queue="q", title="Deploy the API")
+        ada_frame, bob_frame = await next_event(ada_stream), await next_event(bob_stream)
+        for frame in (ada_frame, bob_frame):
+            assert frame["todo"] == todo["id"] and "Deploy the API" in frame["encoded"].data["row"]
+        assert counting.reads == 1
+        assert ada_frame["encoded"] is not bob_frame["encoded"]  # rendered for each viewer
+        assert nothing_waiting(zeds)
