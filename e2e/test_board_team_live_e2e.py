@@ -11,10 +11,11 @@ from contextlib import asynccontextmanager
 from playwright.async_api import Page, expect
 
 from board.web.context import SPACE_COOKIE
-from e2e.conftest import ARTIFACTS, assert_accessible, live_on, make_human, no_csp_errors, sign_in
+from e2e.conftest import live_on, no_csp_errors, sign_in
+from e2e.test_board_deletes_e2e import accessible_in_both_schemes
 from e2e.test_board_e2e import tab_to
 from e2e.test_board_screen_reader_e2e import screen_reader_script, spoken
-from tests.conftest import make_agent
+from tests.acceptance.test_board_activity import person, team_of
 
 # What the page itself put into its two logs of news, beside what the simulator says.
 RECORD_ACTIVITY = """
@@ -63,11 +64,7 @@ async def said(page: Page, text: str) -> list[str]:
 async def test_a_members_cancel_reaches_another_members_board_live_and_is_heard_once_naming_them(browser,
                                                                                                  live_server):
     store = live_server.store
-    await make_human(store, "ada"), await make_human(store, "bob")
-    team = await store.team_create("ops", owner="ada")
-    space = await store.team_space("ops")
-    await store.team_member_set(space, "bob", "operator")
-    agent = await make_agent(store, user=space, agent_id="deployer", queues=("deploys",))
+    team, agent = await team_of(store, bob="operator")
     api = await store.todo_add(agent, queue="deploys", title="Deploy the API")
     web = await store.todo_add(agent, queue="deploys", title="Deploy the web app")
     await store.todo_claim(agent, web["id"], claimant="deployer/run-1")
@@ -106,14 +103,10 @@ async def test_a_members_cancel_reaches_another_members_board_live_and_is_heard_
 
 async def test_the_activity_page_filters_by_keyboard_alone_and_is_accessible_in_both_schemes(page: Page, live_server):
     store = live_server.store
-    await make_human(store, "ada"), await make_human(store, "bob")
-    team = await store.team_create("ops", owner="ada")
-    space = await store.team_space("ops")
-    await store.team_member_set(space, "bob", "operator")
-    agent = await make_agent(store, user=space, agent_id="deployer", queues=("deploys", "builds"))
+    team, agent = await team_of(store, ("deploys", "builds"), bob="operator")
     api = await store.todo_add(agent, queue="deploys", title="Deploy the API")
     build = await store.todo_add(agent, queue="builds", title="Build")
-    bob = await store.human_in(await store_person(store, "bob"), team["id"])
+    bob = await store.human_in(await person(store, "bob"), team["id"])
     await store.todo_cancel(bob, api["id"])
     await store.todos_set_priority(bob, [build["id"]], 0)
     await sign_in(page, "ada")
@@ -146,18 +139,3 @@ async def test_the_activity_page_filters_by_keyboard_alone_and_is_accessible_in_
     await expect(page.get_by_label("Since")).to_have_attribute("aria-invalid", "true")
     await accessible_in_both_schemes(page, "the Activity page with a bad filter", "board-activity-error")
     no_csp_errors(page)
-
-
-async def store_person(store, name: str):
-    from board.store.store import Human
-    row = await store.user_by_name(name)
-    return Human(row["id"], row["username"])
-
-
-async def accessible_in_both_schemes(page: Page, what: str, shot: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    for scheme in ("light", "dark"):
-        await page.emulate_media(color_scheme=scheme)
-        await assert_accessible(page, f"{what}, {scheme}")
-        await page.screenshot(path=str(ARTIFACTS / f"{shot}-{scheme}.png"), full_page=True)
-    await page.emulate_media(color_scheme="light")

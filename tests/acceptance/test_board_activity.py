@@ -20,13 +20,16 @@ from tests.conftest import make_agent
 SUMMARY = "the deploy key is in the vault under ops/deploy"
 
 
-async def team_of(store, name: str, owner: str, **members: str) -> dict:
-    """A team owned by `owner` (its admin) with each member at the role given."""
-    team = await store.team_create(name, owner=owner)
-    space = await store.team_space(name)
+async def team_of(store, queues: tuple[str, ...] = ("deploys",), **members: str) -> tuple[dict, object]:
+    """The team ops, made by ada (its admin), with each member (made too) at the role given,
+    and an endpoint of the team's granted the queues."""
+    for username in ("ada", *members):
+        await make_human(store, username)
+    team = await store.team_create("ops", owner="ada")
+    space = await store.team_space("ops")
     for username, role in members.items():
         await store.team_member_set(space, username, role)
-    return team
+    return team, await make_agent(store, user=space, agent_id="deployer", queues=queues)
 
 
 async def signed_in_team(client, username: str, team: dict) -> str:
@@ -52,9 +55,7 @@ def drawer_lines(html: str) -> list[str]:
 
 async def test_the_drawer_lists_who_did_what_to_a_team_todo_after_board_and_command_line_actions(live_server):
     store = live_server.store
-    await make_human(store, "ada"), await make_human(store, "bob")
-    team = await team_of(store, "ops", "ada", bob="operator")
-    agent = await make_agent(store, user=await store.team_space("ops"), agent_id="deployer", queues=("deploys",))
+    team, agent = await team_of(store, bob="operator")
     todo = await store.todo_add(agent, queue="deploys", title="Deploy the API")
     other = await store.todo_add(agent, queue="deploys", title="Deploy the web app")
     async with client_for(live_server) as bob, client_for(live_server) as ada:
@@ -113,10 +114,8 @@ def activity_rows(html: str) -> list[dict]:
 
 async def test_the_activity_page_lists_the_spaces_records_newest_first_with_filters(live_server):
     store = live_server.store
-    await make_human(store, "ada"), await make_human(store, "bob")
-    team = await team_of(store, "ops", "ada", bob="operator")
+    team, deployer = await team_of(store, ("deploys", "builds"), bob="operator")
     space = await store.team_space("ops")
-    deployer = await make_agent(store, user=space, agent_id="deployer", queues=("deploys", "builds"))
     deploy = await store.todo_add(deployer, queue="deploys", title="Deploy")
     build = await store.todo_add(deployer, queue="builds", title="Build")
     await store.todo_cancel(await store.human_in(await person(store, "bob"), team["id"]), deploy["id"])
@@ -208,11 +207,9 @@ async def test_a_record_never_holds_a_token_a_summary_or_an_artifact(live_server
 
 async def test_a_refused_or_missed_action_writes_no_record(live_server):
     store = live_server.store
-    await make_human(store, "ada"), await make_human(store, "carol")
-    team = await team_of(store, "ops", "ada", carol="viewer")
-    agent = await make_agent(store, user=await store.team_space("ops"), agent_id="w", queues=("q",))
-    todo = await store.todo_add(agent, queue="q", title="Keep running")
-    done = await store.todo_add(agent, queue="q", title="Already done")
+    team, agent = await team_of(store, carol="viewer")
+    todo = await store.todo_add(agent, queue="deploys", title="Keep running")
+    done = await store.todo_add(agent, queue="deploys", title="Already done")
     await store.todo_cancel(agent, done["id"])
     before = await records_of(store)  # the team's making
     async with client_for(live_server) as viewer, client_for(live_server) as admin:
@@ -238,9 +235,7 @@ async def next_event(stream: EventStream, kind: str) -> dict:
 
 async def test_two_members_each_see_a_team_change_live_and_only_the_other_hears_who_made_it(live_server):
     store = live_server.store
-    await make_human(store, "ada"), await make_human(store, "bob")
-    team = await team_of(store, "ops", "ada", bob="operator")
-    agent = await make_agent(store, user=await store.team_space("ops"), agent_id="deployer", queues=("deploys",))
+    team, agent = await team_of(store, bob="operator")
     todo = await store.todo_add(agent, queue="deploys", title="Deploy the API")
     other = await store.todo_add(agent, queue="deploys", title="Deploy the web app")
     carol = await make_human(store, "carol")  # not a member: her own space only, even naming the team's
@@ -285,10 +280,8 @@ async def test_a_removed_member_has_their_stream_of_the_team_ended_by_a_removal_
     """`store` is not the server's: its removal reaches the server only through LISTEN, as
     another process's would."""
     server = live_server.store
-    await make_human(server, "ada"), await make_human(server, "bob")
-    team = await team_of(server, "ops", "ada", bob="operator")
-    agent = await make_agent(server, user=await server.team_space("ops"), agent_id="w", queues=("q",))
-    await server.todo_add(agent, queue="q", title="Watch me")
+    team, agent = await team_of(server, bob="operator")
+    await server.todo_add(agent, queue="deploys", title="Watch me")
     async with client_for(live_server) as a, client_for(live_server) as b:
         await signed_in_team(a, "ada", team)
         await signed_in_team(b, "bob", team)
