@@ -932,6 +932,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "members = [(s, (s.row_key, s.watching == todo_id, s.human.actor)) for s in",
            (BOARD_ROWS + "::test_a_team_change_is_read_once_for_every_members_stream_and_rendered_for_each",),
            "a team's change is read once per member watching, not once per view"),
+    Mutant("teams-live-new-role-kept", "teams-live", "board/web/events.py",
+           'elif kind == "member_changed" and ends_for(event, human):', 'elif kind == "member_changed" and False:',
+           (BOARD_ACTIVITY + "::test_a_members_new_role_ends_their_stream_so_it_comes_back_with_it",),
+           "a member's stream goes on showing the team with the role they no longer have"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the

@@ -298,3 +298,22 @@ async def test_a_removed_member_has_their_stream_of_the_team_ended_by_a_removal_
         # Bob's next request finds the team gone: his Board is his own space again.
         again = await b.get("/activity")
         assert again.status_code == 200 and "Nothing recorded yet." in again.text
+
+
+async def test_a_members_new_role_ends_their_stream_so_it_comes_back_with_it(live_server):
+    store = live_server.store
+    team, agent = await team_of(store, bob="operator")
+    await store.todo_add(agent, queue="deploys", title="Watch me")
+    async with client_for(live_server) as a, client_for(live_server) as b:
+        await signed_in_team(a, "ada", team)
+        await signed_in_team(b, "bob", team)
+        async with open_stream(a) as ada_stream, open_stream(b) as bob_stream:
+            await store.team_member_set(await store.team_space("ops"), "bob", "viewer")
+            events = []
+            try:
+                while True:
+                    events.append((await bob_stream.next())[0])
+            except EOFError:
+                pass
+            assert "removed" not in events, events  # ended, not removed: the browser reconnects
+            assert (await next_event(ada_stream, "activity"))["text"] == "The command line set a member's role"
