@@ -7,6 +7,7 @@ team has their stream of it ended, whichever process removed them."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from datetime import datetime, timedelta, timezone
 
@@ -275,32 +276,9 @@ async def test_two_members_each_see_a_team_change_live_and_only_the_other_hears_
             assert heard[-1][1]["id"] == hers["id"] and "activity" not in [e for e, _ in heard], heard
 
 
-async def test_a_removed_member_has_their_stream_of_the_team_ended_by_a_removal_in_another_process(live_server,
-                                                                                                    store):
-    """`store` is not the server's: its removal reaches the server only through LISTEN, as
-    another process's would."""
-    server = live_server.store
-    team, agent = await team_of(server, bob="operator")
-    await server.todo_add(agent, queue="deploys", title="Watch me")
-    async with client_for(live_server) as a, client_for(live_server) as b:
-        await signed_in_team(a, "ada", team)
-        await signed_in_team(b, "bob", team)
-        async with open_stream(a) as ada_stream, open_stream(b) as bob_stream:
-            await store.team_member_remove(await store.team_space("ops"), "bob")
-            assert await next_event(bob_stream, "removed") == {"team": "ops"}
-            try:
-                event = await bob_stream.next()
-            except EOFError:
-                event = None
-            assert event is None, event  # the stream ended
-            # Ada stays, and hears of it.
-            assert (await next_event(ada_stream, "activity"))["text"] == "The command line removed a member"
-        # Bob's next request finds the team gone: his Board is his own space again.
-        again = await b.get("/activity")
-        assert again.status_code == 200 and "Nothing recorded yet." in again.text
-
-
-async def test_a_members_new_role_ends_their_stream_so_it_comes_back_with_it(live_server):
+@contextlib.asynccontextmanager
+async def ada_and_bob_watching(live_server):
+    """Ada (admin) and Bob (operator) each watching the team ops live: Bob's client and both streams."""
     store = live_server.store
     team, agent = await team_of(store, bob="operator")
     await store.todo_add(agent, queue="deploys", title="Watch me")
@@ -308,12 +286,37 @@ async def test_a_members_new_role_ends_their_stream_so_it_comes_back_with_it(liv
         await signed_in_team(a, "ada", team)
         await signed_in_team(b, "bob", team)
         async with open_stream(a) as ada_stream, open_stream(b) as bob_stream:
-            await store.team_member_set(await store.team_space("ops"), "bob", "viewer")
-            events = []
-            try:
-                while True:
-                    events.append((await bob_stream.next())[0])
-            except EOFError:
-                pass
-            assert "removed" not in events, events  # ended, not removed: the browser reconnects
-            assert (await next_event(ada_stream, "activity"))["text"] == "The command line set a member's role"
+            yield b, ada_stream, bob_stream
+
+
+async def test_a_removed_member_has_their_stream_of_the_team_ended_by_a_removal_in_another_process(live_server,
+                                                                                                    store):
+    """`store` is not the server's: its removal reaches the server only through LISTEN, as
+    another process's would."""
+    async with ada_and_bob_watching(live_server) as (b, ada_stream, bob_stream):
+        await store.team_member_remove(await store.team_space("ops"), "bob")
+        assert await next_event(bob_stream, "removed") == {"team": "ops"}
+        try:
+            event = await bob_stream.next()
+        except EOFError:
+            event = None
+        assert event is None, event  # the stream ended
+        # Ada stays, and hears of it.
+        assert (await next_event(ada_stream, "activity"))["text"] == "The command line removed a member"
+        # Bob's next request finds the team gone: his Board is his own space again.
+        again = await b.get("/activity")
+        assert again.status_code == 200 and "Nothing recorded yet." in again.text
+
+
+async def test_a_members_new_role_ends_their_stream_so_it_comes_back_with_it(live_server):
+    store = live_server.store
+    async with ada_and_bob_watching(live_server) as (_, ada_stream, bob_stream):
+        await store.team_member_set(await store.team_space("ops"), "bob", "viewer")
+        events = []
+        try:
+            while True:
+                events.append((await bob_stream.next())[0])
+        except EOFError:
+            pass
+        assert "removed" not in events, events  # ended, not removed: the browser reconnects
+        assert (await next_event(ada_stream, "activity"))["text"] == "The command line set a member's role"
