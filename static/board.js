@@ -16,7 +16,8 @@
     moved: {},        // rows changed in place that would sort elsewhere: id -> true
     announce: null,   // the pending notice update
     said: "",         // the notice's text now, and when it last changed
-    saidAt: 0
+    saidAt: 0,
+    saidBy: {}        // todos whose change another member's action was just said for: id -> timer
   };
 
   function byId(id) { return document.getElementById(id); }
@@ -538,6 +539,7 @@
     list.querySelectorAll(".notes > li").forEach(function (li) { hadNote[li.id] = true; });
     var attempts = Array.prototype.slice.call(freshList.children);
     patchChildren(list, attempts);
+    var said = state.saidBy[d.dataset.todo];
     // Each attempt that opened or closed, and each new note on an attempt already shown, is
     // one short line in the log, oldest first.
     attempts.slice().reverse().forEach(function (li) {
@@ -551,10 +553,30 @@
         announceAttempt(d, li.dataset.announce);
       }
     });
+    if (said) { clearTimeout(said); delete state.saidBy[d.dataset.todo]; }
   }
 
   function announceAttempt(d, text) {
-    var log = d.querySelector("#attempts-news");
+    if (state.saidBy[d.dataset.todo]) return;  // its change was said already, naming who made it
+    sayIn(d.querySelector("#attempts-news"), text);
+  }
+
+  // Another member's action, said once naming them ("Bob canceled todo 42"): in the drawer's
+  // log while it is open (the page behind a modal dialog is inert), else the page's. The
+  // drawer's next update for that todo is the same change: its attempt lines are not said.
+  var SAID_BY_MS = 5000;
+
+  function announceActivity(data) {
+    var d = drawer(), open = d && d.open;
+    sayIn(open ? d.querySelector("#attempts-news") : byId("activity-news"), data.text);
+    if (open && (data.todos || []).indexOf(d.dataset.todo) >= 0) {
+      var id = d.dataset.todo;
+      clearTimeout(state.saidBy[id]);
+      state.saidBy[id] = setTimeout(function () { delete state.saidBy[id]; }, SAID_BY_MS);
+    }
+  }
+
+  function sayIn(log, text) {
     if (!log || !text) return;
     var line = document.createElement("p");
     line.textContent = text;
@@ -736,6 +758,17 @@
       var data = JSON.parse(ev.data);
       applyRow(data);
       if (data.id === state.drawerId && (data.drawer || data.gone)) applyDrawer(data.drawer, data.gone);
+    });
+    es.addEventListener("activity", function (ev) {
+      announceActivity(JSON.parse(ev.data));
+    });
+    // Removed from the team this Board shows: its stream ended; nothing more comes of it.
+    es.addEventListener("removed", function (ev) {
+      es.close();
+      state.source = null;
+      var team = JSON.parse(ev.data).team;
+      setLive("removed", "Live updates: stopped. You are no longer a member of " + (team || "this team")
+        + "; reload the page to see your own space.");
     });
     es.addEventListener("overview", function (ev) {
       applyOverview(JSON.parse(ev.data).overview);

@@ -144,7 +144,28 @@ async def require_human(request: Request) -> tuple[Human, Session]:
     if len(names) > 10000:
         names.clear()
     names[user["id"]] = user["username"]
-    return Human(user["id"], user["username"]), session
+    return await space_of_request(request, Human(user["id"], user["username"])), session
+
+
+async def drawer_todo(store, human: Human, todo_id: str) -> dict:
+    """A todo as its drawer shows it: its read with its attempts, and what people did to it
+    (the record of actions, in the space the todo is seen in)."""
+    todo = await store.todo_get(human, todo_id, attempts_limit=ATTEMPTS_SHOWN)
+    return todo | {"records": await store.audit_of_todo(human, todo["id"])}
+
+
+# The space a request acts in, until the Board has its space switcher: a cookie naming a
+# space the person may use (their own, or a team of theirs); any other value, their own.
+SPACE_COOKIE = "sb_space"
+
+
+async def space_of_request(request: Request, person: Human) -> Human:
+    """The person acting in the space the request names (SPACE_COOKIE), checked with
+    store.human_in; their own space when it names none they may use."""
+    raw = request.cookies.get(SPACE_COOKIE)
+    if not raw or not raw.isdigit() or len(raw) > 18 or int(raw) == person.user_id:
+        return person
+    return await runtime(request).store.human_in(person, int(raw)) or person
 
 
 def known_human(request: Request) -> tuple[Human | None, Session | None]:

@@ -22,10 +22,14 @@ human. A read that finds the database away ends the stream cleanly with a `retry
 hint; the browser's reconnect starts with a snapshot again.
 
 A notification about a todo does not wake every stream: one task per process (BoardRows)
-consumes them, maps each endpoint to its human, reads and renders the changed row once per
-(filters, watched) among that human's streams, with the human as the caller, and hands each
-of those streams its frame ready. A stream then only writes it; another human's streams
-never hear of it.
+consumes them, maps each endpoint to its space (a person's own, or a team's: every member's
+streams of it are keyed by the space), reads the changed row once per (filters, watched)
+among that space's streams, renders it per viewer, and hands each of those streams its
+frame ready. A stream then only writes it; another space's streams never hear of it.
+
+A space's `activity` notification (a person's action, recorded) is announced by its other
+members' streams ("Bob canceled todo Fix the build"), never the actor's, who had their own
+flash; a `member_removed` one ends the removed person's streams of the team, in every process.
 """
 
 from __future__ import annotations
@@ -47,7 +51,8 @@ from board.store.store import Human, call_deadline, deadline_after
 from board.store.vocabulary import QUEUE_KINDS
 from board.live.fanout import RESYNC
 from board.tasks import FreshReads, cancel_and_wait, shared_future
-from board.web.context import ATTEMPTS_SHOWN, Filters, app_single, require_human, runtime, web_state
+from board.web.context import Filters, app_single, drawer_todo, require_human, runtime, web_state
+from board.view.records import activity_sentence
 from board.web.overview import RefreshSchedule, chart_window_of, overview_reads, render_overview
 from board.web.templating import render
 
@@ -133,9 +138,9 @@ class OverviewRenders:
 
 
 def row_read(make) -> asyncio.Future:
-    """A changed row's read and rendering, encoded once for every stream it goes to: a
+    """A changed row's read, shared by every stream of the space and view it goes to: a
     failure other than the database being away is logged once, never left unretrieved."""
-    return shared_future(encoded(make()), log, "a live update's read", (Unavailable,))
+    return shared_future(make(), log, "a live update's read", (Unavailable,))
 
 
 # What BoardRows hands a stream: its row's frame ready ("encoded", for the watched drawer
@@ -157,10 +162,11 @@ class RowStream:
 class BoardRows:
     """The one consumer of todos' notifications for a process's Board streams.
 
-    For each notification it finds the endpoint's human (cached), and if that human has live
-    streams here, reads and renders the todo's row (and drawer, for streams that have it
-    open) once per (filters, watched) among them, then puts the frame into each of those
-    streams' subscriptions, where it waits behind what they were sent before. Reads start
+    For each notification it finds the endpoint's space (cached: a person's own, or a team's),
+    and if that space has live streams here, whichever members' they are, reads the todo's
+    row (and drawer, for streams that have it open) once per (filters, watched) among them,
+    renders it once per viewer (the person and their role), then puts the frame into each of
+    those streams' subscriptions, where it waits behind what they were sent before. Reads start
     at once; frames of one endpoint are handed over in the order of its notifications. A
     read that meets the database away ends the streams it was for (they come back)."""
 
@@ -237,24 +243,48 @@ class BoardRows:
         else:
             # Each stream's key as it stands now: a drawer closed meanwhile still gets this frame.
             members = [(s, (s.row_key, s.watching == todo_id)) for s in self._streams.get(owner, ())]
-            reads = {}
+            reads = {}  # one read per view among the space's streams, whoever's they are
             for stream, key in members:
                 if key not in reads:
                     reads[key] = row_read(lambda f=key[0], w=key[1], h=stream.human:
-                                          render_todo(self.store, h, todo_id, f, w, CSRF_SLOT))
+                                          read_todo(self.store, h, todo_id, f, w))
         if reads:
             await asyncio.wait(reads.values())
         if before is not None and not before.done():
             await asyncio.wait([before])  # the endpoint's earlier frames first
-        frames = {None: ROW_UNAVAILABLE}
-        for key, read in (reads or {}).items():
-            failed = read.exception() if not read.cancelled() else asyncio.CancelledError()
-            frames[key] = ROW_UNAVAILABLE if isinstance(failed, Unavailable) else None if failed else {
-                "kind": ROW, "todo": todo_id, "watched": key[1], "encoded": read.result()}
+        frames = {}
         for stream, key in members:
-            frame = frames[key]
-            if frame is not None:  # None: the read failed otherwise, and row_read logged it
+            # Rendered once per view and viewer: what a page shows may differ by the person
+            # and their role in the space (who holds a todo, which actions they may take).
+            frame_key = (key, viewer(stream.human))
+            if frame_key not in frames:
+                frames[frame_key] = self._frame(reads, key, stream.human, todo_id)
+            frame = frames[frame_key]
+            if frame is not None:  # None: the read or its rendering failed otherwise, and was logged
                 stream.sub.put(frame)
+
+    @staticmethod
+    def _frame(reads: dict | None, key, human: Human, todo_id: str) -> dict | None:
+        if key is None:
+            return ROW_UNAVAILABLE
+        read = reads[key]
+        failed = read.exception() if not read.cancelled() else asyncio.CancelledError()
+        if isinstance(failed, Unavailable):
+            return ROW_UNAVAILABLE
+        if failed:
+            return None
+        try:
+            encoded_row = Encoded(render_read(read.result(), human, key[0], CSRF_SLOT))
+        except Exception as err:  # a fault of ours: logged, and this change is lost for these streams
+            log.error("a live update's rendering failed: %s", type(err).__name__, exc_info=err)
+            return None
+        return {"kind": ROW, "todo": todo_id, "watched": key[1], "encoded": encoded_row}
+
+
+def viewer(human: Human) -> tuple[int, str]:
+    """What of the person a page's rendering depends on, beyond the space: who they are and
+    their role there."""
+    return human.actor, human.role
 
 
 class SnapshotReads:
@@ -287,25 +317,85 @@ def _overview_renders(app) -> OverviewRenders:
     return app_single(app, "board_overview_renders", OverviewRenders)
 
 
+class ActivityWords:
+    """What a Board announces of an `activity` notification ("Bob canceled todo Fix the
+    build"): worked out once per notification, for every stream of its space that says it
+    (one read of the todo's title, not one per member)."""
+
+    def __init__(self, size: int = 256):
+        self.size = size
+        self._entries: OrderedDict[int, tuple[dict, asyncio.Future]] = OrderedDict()
+
+    def get(self, store, human: Human, event: dict) -> asyncio.Future:
+        entry = self._entries.get(id(event))
+        if entry is not None and entry[0] is event:  # the same notification, not a reused id
+            return entry[1]
+        words = shared_future(self._sentence(store, human, event), log, "an activity's words", ())
+        self._entries[id(event)] = (event, words)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+        return words
+
+    @staticmethod
+    async def _sentence(store, human: Human, event: dict) -> str:
+        todos = event.get("todos") or []
+        title = None
+        if len(todos) == 1 and event.get("count") == 1 and event.get("action") != "delete":
+            try:  # the todo's title, read in the space the stream shows; its short id when it cannot be
+                row = await store.todo_list_row(human, todos[0])
+                title = row["title"] if row else None
+            except (NotFound, Invalid, Unavailable):
+                pass
+        return activity_sentence(event, title)
+
+
+def _activity_words(app) -> ActivityWords:
+    return app_single(app, "board_activity_words", ActivityWords)
+
+
+def heard_from_another(event: dict, human: Human) -> bool:
+    """Whether an `activity` notification is for this stream to announce: an action in the
+    space it shows by someone else (the actor had their own flash)."""
+    return event.get("space") == human.user_id and event.get("actor_id") != human.actor
+
+
+def ends_for(event: dict, human: Human) -> bool:
+    """Whether a member change ends this stream: the person it shows a team to was removed
+    from it (or their role changed: the stream comes back with it)."""
+    return event.get("team") == human.user_id and event.get("user") == human.actor
+
+
 def message(event: str, data: dict) -> ServerSentEventMessage:
     return ServerSentEventMessage(event=event, data=json.dumps(data, separators=(",", ":")))
 
 
-async def render_todo(store, human: Human, todo_id: str, filters: Filters, watched: bool, csrf: str) -> dict:
-    """The fragments for one changed todo: its list row (with whether it still matches the
-    stream's filters), and its drawer when it is watched."""
+async def read_todo(store, human: Human, todo_id: str, filters: Filters, watched: bool) -> dict:
+    """One changed todo as the space's streams of a view show it: its list row (with whether
+    it still matches the filters), and its drawer's read when it is watched; None when it is
+    gone (or not the space's)."""
     try:
         row = await store.todo_list_row(human, todo_id, **filters.store_filters())
-        todo = await store.todo_get(human, todo_id, attempts_limit=ATTEMPTS_SHOWN) if watched and row else None
+        todo = await drawer_todo(store, human, todo_id) if watched and row else None
     except (NotFound, Invalid):
         row = None
+    return {"id": todo_id, "row": row, "todo": todo, "watched": watched}
+
+
+def render_read(read: dict, human: Human, filters: Filters, csrf: str) -> dict:
+    """The fragments of a read_todo for one person: the row, and the drawer when watched."""
+    row = read["row"]
     if row is None:
-        return {"id": todo_id, "gone": True}
-    out = {"id": todo_id, "gone": False, "matches": row["matches"],
+        return {"id": read["id"], "gone": True}
+    out = {"id": read["id"], "gone": False, "matches": row["matches"],
            "row": render("_todo_row.html", todo=row, human=human, filters=filters)}
-    if watched:
-        out["drawer"] = render("_drawer.html", todo=todo, human=human, csrf=csrf, flash=None)
+    if read["watched"]:
+        out["drawer"] = render("_drawer.html", todo=read["todo"], human=human, csrf=csrf, flash=None)
     return out
+
+
+async def render_todo(store, human: Human, todo_id: str, filters: Filters, watched: bool, csrf: str) -> dict:
+    """The fragments for one changed todo, read and rendered for one stream."""
+    return render_read(await read_todo(store, human, todo_id, filters, watched), human, filters, csrf)
 
 
 async def snapshot(store, human: Human, filters: Filters, watched: str | None, csrf: str, overview) -> dict:
@@ -350,6 +440,7 @@ async def events(request: Request) -> ServerSentEvent:
     overviews = overview_reads(request.app)
     snapshots = _snapshots(request.app)
     renders = _overview_renders(request.app)
+    activity = _activity_words(request.app)
     window = chart_window_of(request)
     back = "/" + filters.query()
 
@@ -358,7 +449,7 @@ async def events(request: Request) -> ServerSentEvent:
         the streams of this human and view (and its overview with every stream of the
         human's)."""
         since = snapshots.stamp()
-        return snapshots.get((human.user_id, filters.query(), watching, window.key), since,
+        return snapshots.get((human.user_id, viewer(human), filters.query(), watching, window.key), since,
                              lambda: snapshot(store, human, filters, watching, CSRF_SLOT,
                                               overviews.get(store, human, window, since=since)))
 
@@ -417,6 +508,15 @@ async def events(request: Request) -> ServerSentEvent:
                     elif kind == "resync":
                         yield (await asyncio.shield(first_snapshot(me.watching))).message("snapshot", csrf)
                         overview.sent(loop.time())
+                    elif kind == "activity" and heard_from_another(event, human):
+                        said = await asyncio.shield(activity.get(store, human, event))
+                        yield message("activity", {"text": said, "todos": event.get("todos") or []})
+                    elif kind == "member_removed" and ends_for(event, human):
+                        # No longer a member: this stream of the team ends, and says why.
+                        yield message("removed", {"team": human.space_name or ""})
+                        return
+                    elif kind == "member_changed" and ends_for(event, human):
+                        return  # a new role: the browser reconnects and the stream shows it
                     elif kind in QUEUE_KINDS and event.get("user") == human.user_id:
                         # One of this human's queues paused or resumed.
                         overviews.forget(human.user_id)

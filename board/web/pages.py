@@ -24,12 +24,12 @@ from board.store.store import Human
 from board.store.inputs import int_text
 from board.store.vocabulary import NOTE_MAX_BYTES, PRIORITY_MAX, PRIORITY_MIN
 from board.web.auth import new_session, safe_next
-from board.web.context import (ATTEMPTS_SHOWN, NO_STORE, SCHEMES, Filters, SignInRequired, bad_request,
+from board.web.context import (NO_STORE, SCHEMES, Filters, SignInRequired, bad_request,
                                checked_form, client_of, client_snippet, mcp_url, not_found, page, query_text,
                                read_session, redirect, require_human, runtime, scheme_cookie, web_state,
                                worker_command)
 from board.store.accounts import vend_problems
-from board.web.context import known_human, ticked_of, view_query
+from board.web.context import drawer_todo, known_human, ticked_of, view_query
 from board.web.templating import DEFAULT_VERBS, VERB_PRESETS, sentence
 
 log = logging.getLogger("switchboard.web")
@@ -152,7 +152,7 @@ async def todo_page(request: Request, todo_id: FromPath[str]) -> Response:
     human, session = await require_human(request)
     store = runtime(request).store
     try:
-        todo = await store.todo_get(human, todo_id, attempts_limit=ATTEMPTS_SHOWN)
+        todo = await drawer_todo(store, human, todo_id)
     except (NotFound, Invalid):
         return not_found(request, session, human)
     filters = Filters.of(request.query_params)
@@ -166,7 +166,7 @@ async def drawer_fragment(request: Request, todo_id: FromPath[str]) -> Response:
     """The drawer alone, for opening it in the page; the same partial the page uses."""
     human, session = await require_human(request)
     try:
-        todo = await runtime(request).store.todo_get(human, todo_id, attempts_limit=ATTEMPTS_SHOWN)
+        todo = await drawer_todo(runtime(request).store, human, todo_id)
     except (NotFound, Invalid):
         return not_found(request, session, human)
     return page(request, "_drawer.html", session=session, human=human, todo=todo, show_flash=False)
@@ -196,7 +196,7 @@ async def todo_note(request: Request, human: Human, session, todo_id: str, form)
         return not_found(request, session, human)
     except Invalid as e:
         try:
-            todo = await store.todo_get(human, todo_id, attempts_limit=ATTEMPTS_SHOWN)
+            todo = await drawer_todo(store, human, todo_id)
         except (NotFound, Invalid):
             return not_found(request, session, human)
         ctx = await board_context(request, human, Filters.of(request.query_params))

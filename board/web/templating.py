@@ -21,6 +21,7 @@ from board.store.vocabulary import BOARD_PAGE_SIZES, BOARD_SORTS, LIST_SORTS, DE
 from board.view.todo_detail import (DISPOSITION_WORDS, OUTCOME_WORDS, SUMMARY_START_CHARS,  # noqa: F401 (re-exported)
                                     attempt_sentence, duration_words, fmt_iso, fmt_relative, fmt_when,
                                     state_label, summary_start, todo_detail, usage_text)
+from board.view.records import record_line
 
 
 
@@ -187,7 +188,7 @@ def row_cursor(todo: dict, sort: str) -> str:
 
 LIMITS_SHOWN = ("TITLE_MAX_CHARS", "MAX_ATTEMPTS_MAX", "NOTE_MAX_BYTES", "SUMMARY_MAX_BYTES", "AGENT_ID_MAX_CHARS",
                 "ENDPOINT_NAME_MAX_CHARS", "SEARCH_MAX_CHARS", "PRIORITY_DEFAULT", "KEY_MAX_BYTES",
-                "QUEUE_LIMIT_MAX")
+                "QUEUE_LIMIT_MAX", "USERNAME_MAX_CHARS")
 
 
 def _env() -> Environment:
@@ -208,7 +209,7 @@ def _env() -> Environment:
                        STATES=STATES, DIED_OUTCOMES=DIED_OUTCOMES,
                        BOARD_SORTS=BOARD_SORTS, BOARD_PAGE_SIZES=BOARD_PAGE_SIZES,
                        LIST_COLUMNS=LIST_COLUMNS, sort_label=sort_label, row_cursor=row_cursor, VERB_GROUPS=VERB_GROUPS, VERB_HELP=VERB_HELP,
-                       VERB_PRESETS=VERB_PRESETS)
+                       VERB_PRESETS=VERB_PRESETS, record_line=record_line)
     # The bounds of arguments, for the forms' maxlength and help text (board/store/vocabulary.py).
     env.globals.update({name: getattr(vocabulary, name) for name in LIMITS_SHOWN})
     return env

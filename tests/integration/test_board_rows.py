@@ -51,6 +51,20 @@ async def next_event(me: RowStream):
     return await asyncio.wait_for(me.sub.get(), 10)
 
 
+class CountingReads:
+    """The store, counting its row reads."""
+
+    def __init__(self, store):
+        self.store, self.reads = store, 0
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+    async def todo_list_row(self, *args, **kwargs):
+        self.reads += 1
+        return await self.store.todo_list_row(*args, **kwargs)
+
+
 def nothing_waiting(me: RowStream) -> bool:
     return me.sub._events is None
 
@@ -88,18 +102,11 @@ async def test_a_stream_ends_showing_the_todos_latest_state_when_an_earlier_read
     order of its notifications: when the first change's read comes back after the second's,
     the stream still ends with the second's."""
 
-    class FirstReadSlow:
+    class FirstReadSlow(CountingReads):
         """The store, except that the first row read comes back late, with what it read."""
 
-        def __init__(self):
-            self.reads = 0
-
-        def __getattr__(self, name):
-            return getattr(store, name)
-
         async def todo_list_row(self, *args, **kwargs):
-            self.reads += 1
-            row = await store.todo_list_row(*args, **kwargs)
+            row = await super().todo_list_row(*args, **kwargs)
             if self.reads == 1:
                 await asyncio.sleep(0.3)
             return row
@@ -107,7 +114,7 @@ async def test_a_stream_ends_showing_the_todos_latest_state_when_an_earlier_read
     human = await make_user(store)
     agent = await make_agent(store, user=human)
     todo = await store.todo_add(agent, queue="q", title="Ship the release")
-    slow = FirstReadSlow()
+    slow = FirstReadSlow(store)
     async with board_rows(store, db_url, settings, rows_store=slow) as (fanout, presence, rows), \
             presence.listening(human.user_id, 10):
         me = stream_of(rows, fanout, human)
@@ -190,3 +197,27 @@ async def test_a_delivery_that_fails_unexpectedly_is_logged_once_and_the_next_ch
     assert unretrieved == []
     failures = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert failures == ["an endpoint's owner read failed: RuntimeError"]
+
+
+async def test_a_team_change_is_read_once_for_every_members_stream_and_rendered_for_each(store, db_url, settings):
+    """A team's streams are keyed by its space: a change of its todos reaches each member's
+    stream, from one read of the row per view, not one per member; each member is handed a
+    frame rendered for them (the person and their role)."""
+
+    ada, bob, zed = await make_user(store, "ada"), await make_user(store, "bob"), await make_user(store, "zed")
+    team = await store.team_create("ops", owner="ada")
+    await store.team_member_set(await store.team_space("ops"), "bob", "viewer")
+    ada_in, bob_in = await store.human_in(ada, team["id"]), await store.human_in(bob, team["id"])
+    agent = await make_agent(store, user=await store.team_space("ops"), agent_id="deployer")
+    counting = CountingReads(store)
+    async with board_rows(store, db_url, settings, rows_store=counting) as (fanout, presence, rows), \
+            presence.listening(team["id"], 10), presence.listening(zed.user_id, 10):
+        ada_stream, bob_stream = stream_of(rows, fanout, ada_in), stream_of(rows, fanout, bob_in)
+        zeds = stream_of(rows, fanout, zed)
+        todo = await store.todo_add(agent, queue="q", title="Deploy the API")
+        ada_frame, bob_frame = await next_event(ada_stream), await next_event(bob_stream)
+        for frame in (ada_frame, bob_frame):
+            assert frame["todo"] == todo["id"] and "Deploy the API" in frame["encoded"].data["row"]
+        assert counting.reads == 1
+        assert ada_frame["encoded"] is not bob_frame["encoded"]  # rendered for each viewer
+        assert nothing_waiting(zeds)
