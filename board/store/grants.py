@@ -1,7 +1,8 @@
 """OAuth grants (board/oauth/ drives them): registered clients, authorization codes, and the
 access and refresh tokens of grants. A grant is an endpoint of kind 'oauth', created when its
 code is exchanged, so it authenticates, is scoped and is revoked exactly as a vended endpoint
-(accounts.py). A person has at most one live grant per client: a second consent's code
+(accounts.py). A person has at most one live grant per client (a team one per client and agent id,
+since its agents are told apart by agent id): a second consent's code
 updates it. Codes and tokens are random (a rotated pair is derived from the refresh token it
 replaces, see rotated_pair), returned once, and stored as SHA-256 only. A mixin of
 board.store.store.Store; its statements are in board/store/sql/oauth.sql."""

@@ -158,7 +158,7 @@ async def connect(server, token: str | None, generation: str = "modern", *, inbo
 async def call(client: Client, tool: str, args: dict | None = None) -> dict:
     """Call a tool that must succeed; returns its structured content."""
     result = await client.call_tool(tool, args or {})
-    assert not result.is_error, f"{tool} failed: {result.structured_content}"
+    assert not result.is_error, f"{tool} failed: {result.structured_content or result.content}"
     return result.structured_content
 
 

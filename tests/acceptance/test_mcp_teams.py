@@ -49,9 +49,10 @@ async def test_a_planners_todos_are_drained_by_the_teams_pool_each_holding_what_
         first = await call(p, "add_todo", {"queue": "q", "title": "first"})
         second = await call(p, "add_todo", {"queue": "q", "title": "second", "after": [first["id"]]})
         third = await call(p, "add_todo", {"queue": "q", "title": "third"})
-        assert first["endpoint_id"] == second["endpoint_id"] != planner.endpoint_id  # the team's, not the planner's
         listed = await call(a, "list_todos", {})
         assert {t["id"] for t in listed["todos"]} == {first["id"], second["id"], third["id"]}
+        space = await space_of(live_server, planner.endpoint_id)
+        assert {t["endpoint_id"] for t in listed["todos"]} == {space} != {planner.endpoint_id}  # the team's todos
 
         held_a = await call(a, "claim_next", {"require_fence": True})
         held_b = await call(b, "claim_next", {"require_fence": True})
@@ -63,7 +64,7 @@ async def test_a_planners_todos_are_drained_by_the_teams_pool_each_holding_what_
         assert (await call_error(a, "release", {"id": theirs, "lease_token": held_a["lease_token"]}))["code"] == \
             "conflict"
         await call(a, "note", {"id": held_a["todo"]["id"], "text": "halfway", "lease_token": held_a["lease_token"]})
-        await call(b, "fail", {"id": theirs, "lease_token": held_b["lease_token"], "summary": "b could not"})
+        await call(b, "release", {"id": theirs, "lease_token": held_b["lease_token"], "summary": "b hands it back"})
         await call(a, "complete", {"id": held_a["todo"]["id"], "lease_token": held_a["lease_token"],
                                    "summary": "a did it"})
 
@@ -72,8 +73,9 @@ async def test_a_planners_todos_are_drained_by_the_teams_pool_each_holding_what_
         assert read["state"] == "done" and read["attempts"][0]["summary"] == "a did it"
         assert [n["text"] for n in read["attempts"][0]["notes"]] == ["halfway"]
         again = await call(a, "claim", {"id": theirs})
-        assert again["prior_attempts"][0]["summary"] == "b could not"
-        await call(a, "release", {"id": theirs, "summary": "a hands it back"})
+        assert again["prior_attempts"][0]["summary"] == "b hands it back"
+        await call(a, "fail", {"id": theirs, "summary": "a could not"})
+        assert (await call(p, "get_todo", {"id": theirs}))["attempts"][0]["summary"] == "a could not"  # newest first
         # the plan: second became claimable once first was done, by any worker of the team
         nxt = await call(b, "claim", {"id": second["id"]})
         assert nxt["todo"]["id"] == second["id"] if "todo" in nxt else nxt["id"] == second["id"]
@@ -133,8 +135,7 @@ async def test_a_team_endpoints_question_is_answered_by_a_person_of_the_team_and
         await call(client, "interrupt", {"id": todo["id"], "question": "Deploy now?", "choices": ["yes", "no"]})
         operator = await store.team_space(f"answering-{generation}")
         await store.todo_answer(operator, todo["id"], choice="yes")
-        await inbox.wait_for(uri(todo["id"]))
-        assert inbox.uris.count(uri(todo["id"])) == 2  # the add, then the answer
+        await wait_until(lambda: inbox.uris.count(uri(todo["id"])) == 2)  # the add, then the answer
         resumed = await call(client, "resume", {"id": todo["id"]})
         assert [a["choice"] for a in resumed["answers"]] == ["yes"]
 
