@@ -109,6 +109,22 @@ async def test_a_team_endpoint_and_a_personal_endpoint_never_see_each_others_tod
         assert await call(t, "claim_next", {}) == {"todo": None}
 
 
+async def test_an_agent_id_names_one_live_endpoint_of_a_team(live_server):
+    """A team's endpoints tell their holders apart by agent id (owner agent:<id>): a second
+    live one with the same agent id is refused; a person's endpoints keep theirs as before."""
+    from board.errors import Conflict
+
+    team = await make_team(live_server.store)
+    first = await vend(live_server.store, user_id=team, agent_id="same")
+    with pytest.raises(Conflict):
+        await vend(live_server.store, user_id=team, agent_id="same")
+    await vend(live_server.store, user_id=first.user_id, agent_id="other")
+    person = await vend(live_server.store, agent_id="same")
+    await vend(live_server.store, user_id=person.user_id, agent_id="same")  # a person's two: allowed, as before
+    await live_server.store.endpoint_revoke(first.endpoint_id, user_id=team)
+    await vend(live_server.store, user_id=team, agent_id="same")  # revoked: the agent id is free again
+
+
 async def test_a_team_endpoint_sees_only_its_granted_queues_of_the_teams_todos(live_server):
     team = await make_team(live_server.store)
     wide = await vend(live_server.store, user_id=team, agent_id="wide", queues=("q", "r"))

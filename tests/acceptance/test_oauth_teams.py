@@ -11,7 +11,7 @@ import re
 import pytest
 
 from board.store.store import Human
-from tests.acceptance.mcp_helpers import call, connect, vend
+from tests.acceptance.mcp_helpers import call, connect, credential, vend
 from tests.acceptance.oauth_helpers import (HttpConsent, MemoryStorage, approve, authorize, authorize_params, pkce,
                                             public_client, sdk_provider, sdk_session)
 from tests.acceptance.test_board_auth import client_for, make_human, sign_in
@@ -110,3 +110,17 @@ async def test_a_forged_choice_of_a_team_the_person_is_not_an_admin_of_is_refuse
         assert "choose your own space or a team you are an admin of" in refused.text.lower()
     assert await grants(live_server) == []
     assert await sql_rows(live_server.settings.database_url, "SELECT 1 FROM oauth_codes") == []
+
+
+async def test_a_code_for_an_agent_id_another_endpoint_of_the_team_has_grants_nothing(live_server):
+    """The exchange holds the rule the consent screen checks: an agent id names one agent of a
+    team, so a code approved for one another live endpoint of the team has makes no grant."""
+    team, _ = await a_team(live_server, "taken", "tess")
+    await vend(live_server.store, user_id=team, agent_id="planner")
+    code = await live_server.store.oauth_code_issue(
+        team, client_id="test-client", client_name="Test Host", client_verified=False, agent_id="planner",
+        scope=list(VERBS), queues=["q"], redirect_uri="http://127.0.0.1:9/callback", redirect_uri_explicit=True,
+        code_challenge="unused-here", resource=live_server.url + "/mcp")
+    assert await live_server.store.oauth_code_exchange(code, access_seconds=60, refresh_seconds=60) is None
+    assert await grants(live_server) == []
+    assert (await credential(live_server, "oauth", user_id=team, agent_id="other")).token
