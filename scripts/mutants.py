@@ -68,6 +68,7 @@ TEAMS_MCP = "tests/acceptance/test_mcp_teams.py"
 TEAMS_OAUTH = "tests/acceptance/test_oauth_teams.py"
 TEAM_POOL = TEAMS_MCP + "::test_a_planners_todos_are_drained_by_the_teams_pool_each_holding_what_it_claimed[modern-vended]"
 TEAMS_SHARE = "tests/acceptance/test_mcp_attempts.py::test_two_endpoints_of_one_team_share_its_todos"
+TEAM_REVOKE = TEAMS_MCP + "::test_revoking_a_team_endpoint_dead_letters_only_what_it_held"
 REDIRECTS = (OAUTH + "::test_a_loopback_redirect_matches_whatever_its_port_and_nothing_else_does",
              OAUTH + "::test_a_redirect_a_browser_would_run_or_a_plain_http_host_is_refused_at_registration",
              OAUTH + "::test_a_private_use_redirect_registers_and_authorizes_to_the_consent_screen")
@@ -900,11 +901,11 @@ MUTANTS: tuple[Mutant, ...] = (
            ("todo_claim_fast", "todo_claim"), 2),
     Mutant("teams-mcp-revoke-dead-letters-the-teams", "teams-mcp", SQL + "accounts.sql",
            "AND (ep.space_id IS NULL OR EXISTS", "AND (true OR EXISTS",
-           (TEAMS_MCP + "::test_revoking_a_team_endpoint_dead_letters_only_what_it_held",),
+           (TEAM_REVOKE,),
            "revoking one endpoint of a team dead-letters every held todo of the team", "endpoint_revoke"),
     Mutant("teams-mcp-revoke-misses-the-teams", "teams-mcp", SQL + "accounts.sql",
            "WHERE t.endpoint_id = coalesce(ep.space_id, ep.id)", "WHERE t.endpoint_id = ep.id",
-           (TEAMS_MCP + "::test_revoking_a_team_endpoint_dead_letters_only_what_it_held",),
+           (TEAM_REVOKE,),
            "revoking a team endpoint leaves what it held claimed until its lease lapses", "endpoint_revoke"),
     Mutant("teams-mcp-doorbell-by-credential", "teams-mcp", "board/mcp/doorbell.py",
            "self._doorways.setdefault(agent.space, set()).add(doorway)",
