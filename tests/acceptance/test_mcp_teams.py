@@ -8,13 +8,14 @@ test_mcp_attempts.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
 from tests.acceptance.mcp_helpers import (CREDENTIALS, GENERATIONS, Inbox, call, call_error, connect, credential,
                                           doorbell, make_team, space_of, vend, wait_until)
-from tests.conftest import sql_rows
+from tests.conftest import LOAD_SLACK_SECONDS, sql_rows
 
 TODOS = "switchboard://todos"
 
@@ -175,10 +176,13 @@ async def test_a_todo_one_team_endpoint_adds_rings_another_team_endpoints_listen
             async with connect(live_server, worker.token) as w, w.listen(resource_subscriptions=[TODOS]) as sub:
                 await call(o, "add_todo", {"queue": "q", "title": "not the team's"})
                 todo = await call(p, "add_todo", {"queue": "q", "title": "for the pool"})
-                async for event in sub:
-                    rings.append(event.uri)
-                    if event.uri == uri(todo["id"]):
-                        break
+
+                async def heard() -> None:
+                    async for event in sub:
+                        rings.append(event.uri)
+                        if event.uri == uri(todo["id"]):
+                            return
+                await asyncio.wait_for(heard(), timeout=5 + LOAD_SLACK_SECONDS)
     assert rings == [uri(todo["id"])]  # the outsider's todo never rang the team's listener
 
 
