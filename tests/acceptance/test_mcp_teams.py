@@ -192,7 +192,16 @@ async def test_a_team_todos_a2ui_resource_reads_for_every_team_endpoint_and_not_
     async with connect(live_server, planner.token) as p, connect(live_server, worker.token) as w, \
             connect(live_server, outsider.token) as o:
         todo = await call(p, "add_todo", {"queue": "q", "title": "viewed"})
-        await call(w, "claim", {"id": todo["id"]})
+        watched = f"{uri(todo['id'])}/a2ui"
+        # the planner watches the view; the worker's claim (another endpoint of the team) rings it
+        async with connect(live_server, planner.token) as watcher, \
+                watcher.listen(resource_subscriptions=[watched]) as sub:
+            await call(w, "claim", {"id": todo["id"]})
+
+            async def heard() -> str:
+                async for event in sub:
+                    return event.uri
+            assert await asyncio.wait_for(heard(), timeout=5 + LOAD_SLACK_SECONDS) == watched
         for client in (p, w):
             [content] = (await client.read_resource(f"{uri(todo['id'])}/a2ui")).contents
             assert "viewed" in content.text
