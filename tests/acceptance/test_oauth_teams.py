@@ -82,7 +82,6 @@ async def test_two_admins_connecting_one_client_for_a_team_get_a_grant_each_by_a
         rows = await grants(live_server)
         assert sorted(g["agent_id"] for g in rows if g["live"]) == ["host-ada", "host-bob"]
         # an agent id another agent of the team has is refused, naming it
-        third = HttpConsent(bob, verbs=VERBS, agent_id="planner", space=team)
         await vend(live_server.store, user_id=team, agent_id="planner")
         r = await authorize(bob, authorize_params(storage.client_info.client_id, pkce(),
                                                   redirect_uri=str(storage.client_info.redirect_uris[0])))
@@ -90,7 +89,6 @@ async def test_two_admins_connecting_one_client_for_a_team_get_a_grant_each_by_a
         assert refused.status_code == 400
         assert "another agent of pool has the agent id planner" in " ".join(refused.text.split()).lower(), \
             re.findall(r"field-error.*", refused.text)
-        del third
 
 
 @pytest.mark.parametrize("role", ["operator", "outsider"])
