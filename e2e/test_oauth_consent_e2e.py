@@ -196,3 +196,48 @@ async def test_a_desktop_hosts_private_use_redirect_and_its_cleaned_name_are_sho
     await expect(shown).to_have_text(redirect)
     await assert_accessible(page, "the consent screen for a desktop host")
     no_csp_errors(page)
+
+
+async def test_an_admin_of_a_team_chooses_the_team_on_the_consent_screen_by_keyboard(page, live_server):
+    """A person who is an admin of a team is asked where the application works: their own
+    space (chosen at first) or the team; choosing the team by keyboard, the code is the
+    team's. The screen is accessible in both schemes."""
+    import httpx
+
+    from e2e.conftest import sign_in
+    from tests.acceptance.oauth_helpers import authorize, authorize_params, pkce, register
+    from tests.conftest import sql_rows
+
+    await make_human(live_server.store, "ada")
+    team = (await live_server.store.team_create("ops", owner="ada"))["id"]
+    async with httpx.AsyncClient(base_url=live_server.url) as c:
+        r = await register(c, name="Team Host")
+        r = await authorize(c, authorize_params(r.json()["client_id"], pkce()))
+        assert r.status_code == 302, r.text
+    returned: asyncio.Future = asyncio.get_event_loop().create_future()
+
+    async def back(route):
+        if not returned.done():
+            returned.set_result(route.request.url)
+        await route.fulfill(status=200, content_type="text/html", body="<!doctype html><title>Connected</title>")
+    await page.context.route(REDIRECT + "*", back)
+    await sign_in(page, "ada")
+    await page.goto(r.headers["location"])
+    where = page.get_by_role("group", name="Where it works")
+    own, ops = where.get_by_role("radio", name="Your own space"), where.get_by_role("radio", name="The team ops")
+    await expect(own).to_be_checked()
+    await expect(ops).not_to_be_checked()
+    await assert_accessible(page, "the consent screen with a team to choose, light")
+    await page.emulate_media(color_scheme="dark")
+    await assert_accessible(page, "the consent screen with a team to choose, dark")
+    await tab_to(page, own)
+    await page.keyboard.press("ArrowDown")
+    await expect(ops).to_be_checked()
+    await tab_to(page, page.get_by_label("Queue names"))
+    await page.keyboard.type("builds")
+    await tab_to(page, page.get_by_role("button", name="Allow Team Host"))
+    await page.keyboard.press("Enter")
+    assert "code=" in await asyncio.wait_for(returned, timeout=30)
+    rows = await sql_rows(live_server.settings.database_url, "SELECT user_id, queues FROM oauth_codes")
+    assert rows == [{"user_id": team, "queues": ["builds"]}]
+    no_csp_errors(page)

@@ -40,6 +40,17 @@ ALTER TABLE endpoints ADD CONSTRAINT endpoints_queues_check CHECK (cardinality(q
 -- One space endpoint per team.
 CREATE UNIQUE INDEX endpoints_team_space ON endpoints (user_id) WHERE kind = 'team';
 
+-- A team's OAuth grants: several people (or hosts) of a team connect the same client, each as
+-- an agent of its own, so the team's live grants are one per client and agent id; a consent
+-- with an agent id the team's live grant of that client has updates it (as a person's
+-- consent updates their one live grant of a client, migration 0013). A person's grants keep
+-- migration 0013's rule. (space_id is set exactly for a team's endpoints.)
+DROP INDEX IF EXISTS endpoints_one_live_grant;  -- (absent only where a test lends this migration to an older build)
+CREATE UNIQUE INDEX endpoints_one_live_grant ON endpoints (user_id, client_id)
+  WHERE kind = 'oauth' AND revoked_at IS NULL AND space_id IS NULL;
+CREATE UNIQUE INDEX endpoints_one_live_team_grant ON endpoints (user_id, client_id, agent_id)
+  WHERE kind = 'oauth' AND revoked_at IS NULL AND space_id IS NOT NULL;
+
 -- The record of human actions. Written in the transaction of the change it records; never
 -- for a refused or missed action; never holding a token, a summary or an artifact. It
 -- outlives the todo it names (no foreign key) and keeps the actor's name if they are gone.

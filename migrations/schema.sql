@@ -768,7 +768,8 @@ CREATE INDEX attempts_ended_brin ON public.attempts USING brin (ended_at) WITH (
 CREATE INDEX audit_records_at_idx ON public.audit_records USING btree (at);
 CREATE INDEX audit_records_space_idx ON public.audit_records USING btree (space_id, at DESC, id DESC);
 CREATE INDEX audit_records_todo_idx ON public.audit_records USING btree (todo_id, at) WHERE (todo_id IS NOT NULL);
-CREATE UNIQUE INDEX endpoints_one_live_grant ON public.endpoints USING btree (user_id, client_id) WHERE ((kind = 'oauth'::text) AND (revoked_at IS NULL));
+CREATE UNIQUE INDEX endpoints_one_live_grant ON public.endpoints USING btree (user_id, client_id) WHERE ((kind = 'oauth'::text) AND (revoked_at IS NULL) AND (space_id IS NULL));
+CREATE UNIQUE INDEX endpoints_one_live_team_grant ON public.endpoints USING btree (user_id, client_id, agent_id) WHERE ((kind = 'oauth'::text) AND (revoked_at IS NULL) AND (space_id IS NOT NULL));
 CREATE UNIQUE INDEX endpoints_team_space ON public.endpoints USING btree (user_id) WHERE (kind = 'team'::text);
 CREATE INDEX endpoints_user_idx ON public.endpoints USING btree (user_id);
 CREATE INDEX hook_events_delivered_brin ON public.hook_events USING brin (delivered_at);

@@ -67,6 +67,11 @@ PLANS_BOARD = "tests/acceptance/test_board_plans.py"
 TEAMS = "tests/integration/test_teams.py"
 BOARD_ACTIVITY = "tests/acceptance/test_board_activity.py"
 BOARD_ROWS = "tests/integration/test_board_rows.py"
+TEAMS_MCP = "tests/acceptance/test_mcp_teams.py"
+TEAMS_OAUTH = "tests/acceptance/test_oauth_teams.py"
+TEAM_POOL = TEAMS_MCP + "::test_a_planners_todos_are_drained_by_the_teams_pool_each_holding_what_it_claimed[modern-vended]"
+TEAMS_SHARE = "tests/acceptance/test_mcp_attempts.py::test_two_endpoints_of_one_team_share_its_todos"
+TEAM_REVOKE = TEAMS_MCP + "::test_revoking_a_team_endpoint_dead_letters_only_what_it_held"
 REDIRECTS = (OAUTH + "::test_a_loopback_redirect_matches_whatever_its_port_and_nothing_else_does",
              OAUTH + "::test_a_redirect_a_browser_would_run_or_a_plain_http_host_is_refused_at_registration",
              OAUTH + "::test_a_private_use_redirect_registers_and_authorizes_to_the_consent_screen")
@@ -641,7 +646,7 @@ MUTANTS: tuple[Mutant, ...] = (
            (OAUTH_FORGED_CONSENT,),
            "a consent form posted without the session's CSRF token approves"),
     Mutant("oauth-consent-binding-unchecked", "oauth", "board/web/consent.py",
-           'if not oauth.check_binding(signed, human.user_id, form.get("binding")):', "if False:",
+           'if not oauth.check_binding(signed, human.actor, form.get("binding")):', "if False:",
            (OAUTH_FORGED_CONSENT,),
            "a person approves a consent form shown to someone else"),
     Mutant("oauth-consent-binding-any-value", "oauth", "board/oauth/server.py",
@@ -1005,6 +1010,53 @@ MUTANTS: tuple[Mutant, ...] = (
            'elif kind == "member_changed" and ends_for(event, human):', 'elif kind == "member_changed" and False:',
            (BOARD_ACTIVITY + "::test_a_members_new_role_ends_their_stream_so_it_comes_back_with_it",),
            "a member's stream goes on showing the team with the role they no longer have"),
+    # -- teams-mcp: the scope of a team's endpoints (migration 0018, accounts.sql, oauth.sql,
+    # claims.sql, base.py's caller parameters, the doorbell's doorways)
+    Mutant("teams-mcp-scope-by-credential", "teams-mcp", "board/store/base.py",
+           '"endpoint_id": caller.space,', '"endpoint_id": caller.endpoint_id,',
+           (TEAMS_SHARE, TEAM_POOL), "a team endpoint reads and claims only the todos it added itself"),
+    Mutant("teams-mcp-vend-personal", "teams-mcp", SQL + "accounts.sql",
+           "%(scope)s, %(queues)s, s.id", "%(scope)s, %(queues)s, NULL",
+           (TEAMS_SHARE, TEAM_POOL), "an endpoint vended for a team is not the team's: it sees none of its todos",
+           "endpoint_insert"),
+    Mutant("teams-mcp-vend-agent-id-twice", "teams-mcp", SQL + "accounts.sql",
+           "WHERE s.id IS NULL OR NOT EXISTS", "WHERE true OR NOT EXISTS",
+           (TEAMS_MCP + "::test_an_agent_id_names_one_live_endpoint_of_a_team",),
+           "two live endpoints of a team share an agent id, so each may act on what the other holds",
+           "endpoint_insert"),
+    Mutant("teams-mcp-attempt-names-the-team", "teams-mcp", SQL + "claims.sql",
+           "%(claimer_id)s::uuid, %(claimer_session)s::text", "%(endpoint_id)s::uuid, %(claimer_session)s::text",
+           (TEAM_POOL,), "an attempt of a team endpoint names the team's space, not the endpoint that claimed",
+           ("todo_claim_fast", "todo_claim"), 2),
+    Mutant("teams-mcp-revoke-dead-letters-the-teams", "teams-mcp", SQL + "accounts.sql",
+           "AND (ep.space_id IS NULL OR EXISTS", "AND (true OR EXISTS",
+           (TEAM_REVOKE,),
+           "revoking one endpoint of a team dead-letters every held todo of the team", "endpoint_revoke"),
+    Mutant("teams-mcp-revoke-misses-the-teams", "teams-mcp", SQL + "accounts.sql",
+           "WHERE t.endpoint_id = coalesce(ep.space_id, ep.id)", "WHERE t.endpoint_id = ep.id",
+           (TEAM_REVOKE,),
+           "revoking a team endpoint leaves what it held claimed until its lease lapses", "endpoint_revoke"),
+    Mutant("teams-mcp-doorbell-by-credential", "teams-mcp", "board/mcp/doorbell.py",
+           "self._doorways.setdefault(agent.space, set()).add(doorway)",
+           "self._doorways.setdefault(agent.endpoint_id, set()).add(doorway)",
+           (TEAMS_MCP + "::test_a_todo_one_team_endpoint_adds_rings_another_team_endpoints_listener",),
+           "a team endpoint's listener never hears what another endpoint of the team adds"),
+    Mutant("teams-mcp-grant-personal", "teams-mcp", SQL + "oauth.sql",
+           "(SELECT s.id FROM endpoints s WHERE s.user_id = code.user_id AND s.kind = 'team')", "NULL",
+           (TEAMS_OAUTH + "::test_an_admin_connects_the_sdk_client_for_a_team_and_it_drains_the_teams_queue",),
+           "a grant consented for a team is not the team's: it sees none of its todos", "oauth_code_exchange"),
+    Mutant("teams-mcp-one-grant-per-team-client", "teams-mcp", SQL + "oauth.sql",
+           "AND (e.space_id IS NULL OR e.agent_id = c.agent_id)", "",
+           (TEAMS_OAUTH + "::test_two_admins_connecting_one_client_for_a_team_get_a_grant_each_by_agent_id",),
+           "a second admin's consent of a client for a team takes over the first's grant", "oauth_code_exchange"),
+    Mutant("teams-mcp-grant-agent-id-taken", "teams-mcp", SQL + "oauth.sql",
+           " AND NOT EXISTS (SELECT FROM taken)", "",
+           (TEAMS_OAUTH + "::test_a_code_for_an_agent_id_another_endpoint_of_the_team_has_grants_nothing",),
+           "a grant takes an agent id another endpoint of the team has", "oauth_code_exchange"),
+    Mutant("teams-mcp-consent-any-role", "teams-mcp", "board/web/consent.py",
+           'if s["role"] == "admin"]', 'if s["role"]]',
+           (TEAMS_OAUTH + "::test_a_forged_choice_of_a_team_the_person_is_not_an_admin_of_is_refused",),
+           "the consent screen offers a team the person is not an admin of"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the

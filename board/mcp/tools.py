@@ -416,7 +416,8 @@ LIST_OUT = _object(
     {
         "todos": {"type": "array",
                   "items": {"type": "object", "properties": TODO_PROPERTIES | {
-                      "endpoint_id": {"type": "string", "description": "The owning endpoint (the caller's own)."}},
+                      "endpoint_id": {"type": "string", "description": "The owning endpoint: the caller's own, "
+                                                                       "or for an endpoint of a team the team's."}},
                       "required": _TODO_REQUIRED},
                   "description": "The caller's todos, newest first."},
         "next_cursor": _or_null(_STRING, "Pass as cursor for the next page; null at the end."),

@@ -109,6 +109,7 @@ _CONSTRAINT_ERRORS: dict[str, Callable[[], SwitchboardError]] = {
     "todos_continues_fixed": lambda: Conflict("a todo's continues never changes", argument="continues"),
     "endpoints_user_id_fkey": lambda: NotFound("no such user"),
     "endpoints_one_live_grant": lambda: Conflict("the person already has a live grant of this client"),
+    "endpoints_one_live_team_grant": lambda: Conflict("the team already has a live grant of this client and agent id"),
     "todos_priority_check": lambda: Invalid(f"priority must be an integer from {PRIORITY_MIN} to {PRIORITY_MAX}",
                                             argument="priority"),
     "todos_key_check": lambda: Invalid(f"key must be a string of 1 to {KEY_MAX_BYTES} bytes", argument="key"),

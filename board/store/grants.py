@@ -1,7 +1,8 @@
 """OAuth grants (board/oauth/ drives them): registered clients, authorization codes, and the
 access and refresh tokens of grants. A grant is an endpoint of kind 'oauth', created when its
 code is exchanged, so it authenticates, is scoped and is revoked exactly as a vended endpoint
-(accounts.py). A person has at most one live grant per client: a second consent's code
+(accounts.py). A person has at most one live grant per client (a team one per client and agent id,
+since its agents are told apart by agent id): a second consent's code
 updates it. Codes and tokens are random (a rotated pair is derived from the refresh token it
 replaces, see rotated_pair), returned once, and stored as SHA-256 only. A mixin of
 board.store.store.Store; its statements are in board/store/sql/oauth.sql."""
@@ -16,8 +17,10 @@ import secrets
 
 from board.errors import Conflict
 from board.store.accounts import vend_problems
+from board.store.base import acts, space_user
 from board.store.inputs import hash_token
 from board.store.queries import query
+from board.store.vocabulary import Human
 
 # Prefixes say what a token is when one turns up where it should not (a log, a note).
 ACCESS_PREFIX, REFRESH_PREFIX, CODE_PREFIX = "sba_", "sbr_", "sbc_"
@@ -53,11 +56,15 @@ class Grants:
         """A registered client: its metadata and its secret's hash (None for a public client)."""
         return await self._fetch(query("oauth_client_get"), {"client_id": client_id}, op="oauth_client", one=True)
 
-    async def oauth_code_issue(self, user_id: int, *, client_id: str, client_name: str, client_verified: bool,
-                               agent_id: str, scope: list[str], queues: list[str], redirect_uri: str,
-                               redirect_uri_explicit: bool, code_challenge: str, resource: str) -> str:
-        """A code for what the human approved; Invalid (naming agent_id, queues or scope)
-        when the approval could not be vended as an endpoint."""
+    @acts("vend", "admin", todo=None, detail=("agent_id", "client_name"))
+    async def oauth_code_issue(self, user_id: "int | Human", *, client_id: str, client_name: str,
+                               client_verified: bool, agent_id: str, scope: list[str], queues: list[str],
+                               redirect_uri: str, redirect_uri_explicit: bool, code_challenge: str,
+                               resource: str) -> str:
+        """A code for what the human approved, for the space they approved it in (their own,
+        or a team they are an admin of: its grant is an endpoint of the team); Invalid (naming
+        agent_id, queues or scope) when the approval could not be vended as an endpoint."""
+        user_id = space_user(user_id)  # a person acting in the space, or its id
         problems = vend_problems(agent_id=agent_id, queues=queues, scope=scope)
         if problems:
             raise problems[0]

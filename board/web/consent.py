@@ -4,8 +4,11 @@ signed). Approving records a code for exactly what the human ticked (verbs, queu
 and sends the browser back to the client; the grant is created when the client exchanges the
 code, an endpoint like a vended one, or, when the person has a live grant of that client
 already, that grant is updated (the screen says which, and says when an earlier grant was
-revoked, so that this one is new). The form is bound to the human it was shown to and
-carries the session's CSRF token."""
+revoked, so that this one is new). The person chooses the space the grant works in: their
+own, or a team they are an admin of (its grant is an endpoint of the team, reading and
+claiming the team's todos; a team's grant of a client is one per agent id, and an agent id
+another live endpoint of the team has is refused). The form is bound to the human it was
+shown to and carries the session's CSRF token."""
 
 from __future__ import annotations
 
@@ -77,6 +80,26 @@ def _connections(endpoints: list[dict], client_id: str) -> tuple[dict | None, di
     return live, (None if live else next(iter(mine), None))
 
 
+async def _spaces(request: Request, human) -> list[dict]:
+    """The spaces the person may connect an application for: their own, and the teams they
+    are an admin of."""
+    return [s for s in await runtime(request).store.spaces_of(human) if s["role"] == "admin"]
+
+
+def _space_chosen(value, spaces: list[dict]) -> dict | None:
+    """The space a form names (its id), among those offered; the first (their own) by default."""
+    if value in (None, ""):
+        return spaces[0]
+    return next((s for s in spaces if str(s["id"]) == str(value)), None)
+
+
+def _agent_id_taken(endpoints: list[dict], agent_id: str, client_id: str) -> bool:
+    """A team's live endpoint other than its grant of this client with this agent id has it
+    (an agent id names one holder among a team's endpoints)."""
+    return any(e["revoked_at"] is None and e["agent_id"] == agent_id
+               and not (e["kind"] == "oauth" and e["client_id"] == client_id) for e in endpoints)
+
+
 def _queues_of(form) -> list[str]:
     """The queues ticked among the person's, then those typed (commas or spaces between)."""
     ticked = [q for q in form["_multi"].getall("queue", []) if isinstance(q, str)]
@@ -85,23 +108,31 @@ def _queues_of(form) -> list[str]:
 
 
 async def _render(request: Request, human, session, signed: str, req: ConsentRequest, client, *, status=200,
-                  errors=None, values=None) -> Response:
+                  errors=None, values=None, space: dict | None = None) -> Response:
     redirect_host = redirect_shown(req.redirect_uri)
-    endpoints = await runtime(request).store.endpoints_of_user(human.user_id)
+    spaces = await _spaces(request, human)
+    space = space or spaces[0]
+    endpoints = await runtime(request).store.endpoints_of_user(space["id"])
     existing, revoked = _connections(endpoints, req.client_id)
+    if space["kind"] == "team":  # a team's grant of a client is one per agent id
+        wanted = (values or {}).get("agent_id")
+        existing = next((e for e in endpoints if e["kind"] == "oauth" and e["client_id"] == req.client_id
+                         and e["revoked_at"] is None and e["agent_id"] == wanted), None)
+        revoked = None
     values = values or {"agent_id": existing["agent_id"] if existing else _agent_id_from(client_name(client)),
                         "queues": "", "queue": list(existing["queues"]) if existing else [],
                         "verbs": _defaults(req, existing)}
+    values.setdefault("space", space["id"])
     known_queues = sorted({q for e in endpoints if e["revoked_at"] is None for q in e["queues"]}
                           | set(values["queue"]))
     asked = _asked(req)
     response = page(request, "consent.html", session=session, human=human, status=status,
                     title=f"Connect {client_name(client)}", client_name=client_name(client),
                     client_id=req.client_id, redirect_host=redirect_host, verified=client_verified(client),
-                    signed=signed, binding=_oauth(request).approval_binding(signed, human.user_id),
+                    signed=signed, binding=_oauth(request).approval_binding(signed, human.actor),
                     offered=VERBS, asked=asked, read_only=all(v in READ_VERBS for v in asked), errors=errors or {},
                     values=values, known_queues=known_queues, existing=existing, revoked=revoked,
-                    active="endpoints")
+                    spaces=spaces, space=space, active="endpoints")
     response.headers[FORM_ACTION_HEADER] = _form_action(request, req)
     return response
 
@@ -140,7 +171,7 @@ async def consent_submit(request: Request) -> Response:
     req = oauth.consent_request(signed)
     if req is None:
         return _expired(request, session)
-    if not oauth.check_binding(signed, human.user_id, form.get("binding")):
+    if not oauth.check_binding(signed, human.actor, form.get("binding")):
         # Shown to another human (or forged): nobody approves on someone else's behalf.
         return page(request, "error.html", session=session, human=human, status=403, title="Not yours to approve",
                     show_flash=False, heading="This approval belongs to someone else",
@@ -150,7 +181,7 @@ async def consent_submit(request: Request) -> Response:
     if client is None:
         return bad_request(request, session, "The application asking to connect is no longer known.")
     if form.get("decision") != "approve":
-        log.info("oauth consent denied: client=%s user=%s", logs.field(req.client_id), human.user_id)
+        log.info("oauth consent denied: client=%s user=%s", logs.field(req.client_id), human.actor)
         target = construct_redirect_uri(req.redirect_uri, error="access_denied",
                                         error_description="the person denied the request", state=req.state)
         return _away(request, session, target, req)
@@ -159,12 +190,25 @@ async def consent_submit(request: Request) -> Response:
     queues = _queues_of(form)
     verbs = [v for v in multi.getall("verbs", []) if isinstance(v, str)]
     values = {"agent_id": agent_id, "queues": str(form.get("queues") or ""),
-              "queue": [q for q in multi.getall("queue", []) if isinstance(q, str)], "verbs": verbs}
+              "queue": [q for q in multi.getall("queue", []) if isinstance(q, str)], "verbs": verbs,
+              "space": form.get("space")}
+    store = runtime(request).store
+    spaces = await _spaces(request, human)
+    space = _space_chosen(form.get("space"), spaces)
     problems = vend_problems(agent_id=agent_id, queues=queues, scope=verbs)
+    acting = await store.human_in(human, space["id"]) if space is not None else None
+    if acting is None or not acting.may("admin"):
+        # a forged or stale choice: a team the person is not (or no longer) an admin of
+        problems.insert(0, Invalid("choose your own space or a team you are an admin of", argument="space"))
+        space = None
+    elif space["kind"] == "team" and not problems and _agent_id_taken(
+            await store.endpoints_of_user(space["id"]), agent_id, req.client_id):
+        problems.append(Invalid(f"another agent of {space['name']} has the agent id {agent_id}; an agent id names "
+                                "one agent of a team: choose another", argument="agent_id"))
     if not problems:
         try:
-            code = await runtime(request).store.oauth_code_issue(
-                human.user_id, client_id=req.client_id, client_name=client_name(client),
+            code = await store.oauth_code_issue(
+                acting, client_id=req.client_id, client_name=client_name(client),
                 client_verified=client_verified(client), agent_id=agent_id, scope=verbs, queues=queues,
                 redirect_uri=req.redirect_uri, redirect_uri_explicit=req.redirect_uri_explicit,
                 code_challenge=req.code_challenge, resource=req.resource)
@@ -172,9 +216,10 @@ async def consent_submit(request: Request) -> Response:
             problems = [e]
     if problems:
         errors = {p.argument or "general": sentence(p.message) for p in problems}
-        return await _render(request, human, session, signed, req, client, status=400, errors=errors, values=values)
-    log.info("oauth consent approved: client=%s user=%s verbs=%s", logs.field(req.client_id), human.user_id,
-             logs.field(",".join(verbs)))
+        return await _render(request, human, session, signed, req, client, status=400, errors=errors, values=values,
+                             space=space)
+    log.info("oauth consent approved: client=%s user=%s space=%s verbs=%s", logs.field(req.client_id), human.actor,
+             acting.user_id, logs.field(",".join(verbs)))
     base = request.app.state.settings.public_url or f"{request.url.scheme}://{request.url.netloc}"
     return _away(request, session, construct_redirect_uri(req.redirect_uri, code=code, state=req.state, iss=base),
                  req)

@@ -85,6 +85,23 @@ async def credential(server, kind: str = "vended", *, user_id: int | None = None
     return Vended(tokens["endpoint_id"], tokens["access_token"], user_id)
 
 
+async def make_team(store, name: str | None = None) -> int:
+    """A new team (its first admin a new person); returns its id, the user id its endpoints
+    are vended for: every endpoint vended with it reads and claims the team's todos."""
+    n = next(_names)
+    owner = await store.user_insert(f"teamadmin{n}", "not-a-real-hash")
+    return (await store.team_create(name or f"team{n}", owner=owner["username"]))["id"]
+
+
+async def space_of(server, endpoint_id: str) -> str:
+    """The endpoint whose todos an endpoint reads: a team endpoint's team space, else itself
+    (the doorbell keys doorways by it)."""
+    from tests.conftest import sql_rows
+    [row] = await sql_rows(server.settings.database_url,
+                           "SELECT coalesce(space_id, id)::text AS space FROM endpoints WHERE id = %s", (endpoint_id,))
+    return row["space"]
+
+
 class McpApps(ClientExtension):
     """A client that says it is an MCP Apps host (the io.modelcontextprotocol/ui extension)."""
 
@@ -141,7 +158,7 @@ async def connect(server, token: str | None, generation: str = "modern", *, inbo
 async def call(client: Client, tool: str, args: dict | None = None) -> dict:
     """Call a tool that must succeed; returns its structured content."""
     result = await client.call_tool(tool, args or {})
-    assert not result.is_error, f"{tool} failed: {result.structured_content}"
+    assert not result.is_error, f"{tool} failed: {result.structured_content or result.content}"
     return result.structured_content
 
 

@@ -76,10 +76,11 @@ async def consent_form(board: httpx.AsyncClient, consent_url: str) -> tuple[str,
 
 
 async def approve(board: httpx.AsyncClient, consent_url: str, *, verbs, queues="q", agent_id="host-agent",
-                  decision="approve") -> httpx.Response:
+                  decision="approve", space: int | None = None) -> httpx.Response:
+    """Approve on the consent screen; `space`: the team to connect it for (else their own)."""
     _, fields = await consent_form(board, consent_url)
     data = [*fields.items(), ("decision", decision), ("queues", queues), ("agent_id", agent_id),
-            *(("verbs", v) for v in verbs)]
+            *(("verbs", v) for v in verbs), *((("space", str(space)),) if space is not None else ())]
     return await board.post("/consent", content=urlencode(data),
                             headers={"content-type": "application/x-www-form-urlencoded"})
 
@@ -142,8 +143,9 @@ class HttpConsent:
     in for the person's browser: it follows the authorization URL to the consent screen,
     approves `verbs`, and hands the code on the redirect back to the SDK."""
 
-    def __init__(self, board: httpx.AsyncClient, *, verbs, queues="q", agent_id="sdk-host"):
+    def __init__(self, board: httpx.AsyncClient, *, verbs, queues="q", agent_id="sdk-host", space: int | None = None):
         self.board, self.verbs, self.queues, self.agent_id = board, list(verbs), queues, agent_id
+        self.space = space
         self.redirects: list[str] = []
         self.pages: list[str] = []  # each consent screen as shown, whitespace folded
         self.back: str | None = None
@@ -154,7 +156,7 @@ class HttpConsent:
         assert r.status_code == 302, r.text
         self.pages.append(" ".join((await self.board.get(r.headers["location"])).text.split()))
         done = await approve(self.board, r.headers["location"], verbs=self.verbs, queues=self.queues,
-                             agent_id=self.agent_id)
+                             agent_id=self.agent_id, space=self.space)
         assert done.status_code == 303, done.text
         self.back = done.headers["location"]
 

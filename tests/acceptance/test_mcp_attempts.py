@@ -11,7 +11,7 @@ import httpx2
 import mcp_types as types
 import pytest
 
-from tests.acceptance.mcp_helpers import CREDENTIALS, GENERATIONS, auth, call, call_error, connect, credential, error_body, mcp_server, vend  # noqa: F401 (mcp_server is a fixture)
+from tests.acceptance.mcp_helpers import CREDENTIALS, GENERATIONS, auth, call, call_error, connect, credential, error_body, make_team, mcp_server, vend  # noqa: F401 (mcp_server is a fixture)
 from tests.conftest import run_server, sql_rows
 
 
@@ -384,15 +384,33 @@ async def test_only_the_lease_holder_may_release(mcp_server):
 FOREIGN_VERBS = ["get_todo", "claim", "heartbeat", "complete", "fail", "release", "cancel", "interrupt", "resume"]
 
 
+# Whose endpoints A and B are: two persons' (REQ-10 as written), two teams', a team's and a
+# person's either way. The scenario "Foreign todo" holds for each pair.
+OWNERS = [("person", "person"), ("team", "other-team"), ("team", "person"), ("person", "team")]
+OWNER_IDS = ["personal", "two-teams", "team-vs-personal", "personal-vs-team"]
+
+
+async def owners(server, pair: tuple[str, str]) -> tuple[int | None, int | None]:
+    """The user ids A's and B's endpoints are vended for (None: a new person each)."""
+    teams: dict[str, int] = {}
+    for side in pair:
+        if side != "person" and side not in teams:
+            teams[side] = await make_team(server.store)
+    return tuple(teams.get(side) for side in pair)
+
+
+@pytest.mark.parametrize("owner", OWNERS, ids=OWNER_IDS)
 @pytest.mark.parametrize("kinds", [("vended", "oauth"), ("oauth", "vended"), ("oauth", "oauth")],
                          ids=["oauth-reads-vended", "vended-reads-oauth", "oauth-reads-oauth"])
 @pytest.mark.parametrize("generation", GENERATIONS)
-async def test_a_foreign_todo_and_a_random_id_give_byte_identical_not_found(mcp_server, generation, kinds):
+async def test_a_foreign_todo_and_a_random_id_give_byte_identical_not_found(mcp_server, generation, kinds, owner):
     """REQ-10: WHEN endpoint B calls get_todo with the id of endpoint A's todo, THEN B receives
     not_found with a body byte-identical to the response for a random id, whichever kind of
-    credential (vended token or OAuth grant) each holds."""
-    a = await credential(mcp_server, kinds[0])
-    b = await credential(mcp_server, kinds[1])
+    credential (vended token or OAuth grant) each holds, and whether each is a person's or a
+    team's (B of another team, or a person's, than A's)."""
+    user_a, user_b = await owners(mcp_server, owner)
+    a = await credential(mcp_server, kinds[0], user_id=user_a)
+    b = await credential(mcp_server, kinds[1], user_id=user_b)
     async with connect(mcp_server, a.token) as client_a:
         todo = await call(client_a, "add_todo", {"queue": "q", "title": "A's"})
         await call(client_a, "claim", {"id": todo["id"]})
@@ -404,12 +422,28 @@ async def test_a_foreign_todo_and_a_random_id_give_byte_identical_not_found(mcp_
             assert foreign.is_error and error_body(foreign) == {
                 "error": {"code": "not_found", "message": "no such todo"}}, verb
             assert foreign.model_dump_json() == random.model_dump_json(), verb
+        assert (await call(client_b, "list_todos", {}))["todos"] == []
+        assert await call(client_b, "claim_next", {}) == {"todo": None}
 
 
+@pytest.mark.parametrize("kinds", [("vended", "oauth"), ("oauth", "oauth")], ids=["vended-and-oauth", "two-oauth"])
+async def test_two_endpoints_of_one_team_share_its_todos(mcp_server, kinds):
+    """REQ-10's widening to a team: B of A's team reads and claims what A added."""
+    team = await make_team(mcp_server.store)
+    a = await credential(mcp_server, kinds[0], user_id=team, agent_id="a")
+    b = await credential(mcp_server, kinds[1], user_id=team, agent_id="b")
+    async with connect(mcp_server, a.token) as client_a, connect(mcp_server, b.token) as client_b:
+        todo = await call(client_a, "add_todo", {"queue": "q", "title": "A's"})
+        assert (await call(client_b, "get_todo", {"id": todo["id"]}))["title"] == "A's"
+        assert (await call(client_b, "claim_next", {}))["todo"]["id"] == todo["id"]
+
+
+@pytest.mark.parametrize("owner", OWNERS, ids=OWNER_IDS)
 @pytest.mark.parametrize("kind", CREDENTIALS)
-async def test_a_foreign_todo_is_byte_identical_on_the_wire(mcp_server, kind):
-    a = await vend(mcp_server.store)
-    b = await credential(mcp_server, kind)
+async def test_a_foreign_todo_is_byte_identical_on_the_wire(mcp_server, kind, owner):
+    user_a, user_b = await owners(mcp_server, owner)
+    a = await vend(mcp_server.store, user_id=user_a)
+    b = await credential(mcp_server, kind, user_id=user_b)
     async with connect(mcp_server, a.token) as client_a:
         todo = await call(client_a, "add_todo", {"queue": "q", "title": "A's"})
 

@@ -11,6 +11,7 @@ import contextlib
 import httpx
 
 from board.store.vocabulary import WORKER_SCOPE
+from tests.acceptance.mcp_helpers import call, connect, vend
 from tests.acceptance.oauth_helpers import REDIRECT, approve, consent_form, query_of
 from tests.acceptance.test_board_auth import client_for, csrf_of, make_human, sign_in
 from tests.acceptance.third_party import CLIENTS, DRIVER, Threw, TsClient, node, ok
@@ -131,3 +132,28 @@ async def test_a_second_consent_by_the_same_typescript_sdk_client_updates_its_gr
     rows = await sql_rows(live_server.settings.database_url,
                           "SELECT revoked_at FROM endpoints WHERE kind = 'oauth' AND client_name = 'TS Host'")
     assert rows == [{"revoked_at": None}]
+
+
+async def test_the_typescript_sdk_client_consented_for_a_team_claims_what_the_teams_planner_added(live_server):
+    await make_human(live_server.store, "tina")
+    team = (await live_server.store.team_create("ts-team", owner="tina"))["id"]
+    planner = await vend(live_server.store, user_id=team, agent_id="planner", queues=("ts",))
+    mine = await vend(live_server.store, user_id=None, agent_id="planner", queues=("ts",))  # someone else's
+    async with connect(live_server, planner.token) as p, connect(live_server, mine.token) as o:
+        todo = await call(p, "add_todo", {"queue": "ts", "title": "for the team's pool"})
+        await call(o, "add_todo", {"queue": "ts", "title": "not the team's"})
+    async with client_for(live_server) as board, ts_process() as ts:
+        await sign_in(board, "tina")
+        started = await ts.request("connectOAuth", url=live_server.url + "/mcp", redirectUrl=REDIRECT)
+        r = await board.get(started["authorizationUrl"])
+        done = await approve(board, r.headers["location"], verbs=["list_todos", "claim_next", "complete"],
+                             queues="ts", agent_id="ts-host", space=team)
+        assert done.status_code == 303
+        await ts.request("finishAuth", code=query_of(done.headers["location"])["code"])
+        assert [t["id"] for t in ok(await ts.call_tool("list_todos", {}))["todos"]] == [todo["id"]]
+        held = ok(await ts.call_tool("claim_next", {"require_fence": True}))
+        assert held["todo"]["id"] == todo["id"]
+        ok(await ts.call_tool("complete", {"id": todo["id"], "lease_token": held["lease_token"]}))
+    [grant] = await sql_rows(live_server.settings.database_url,
+                             "SELECT user_id, space_id IS NOT NULL AS team FROM endpoints WHERE kind = 'oauth'")
+    assert grant == {"user_id": team, "team": True}

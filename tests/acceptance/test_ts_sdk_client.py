@@ -11,7 +11,7 @@ import pytest
 
 from board.config import Settings
 from board.store.vocabulary import VERBS
-from tests.acceptance.mcp_helpers import vend
+from tests.acceptance.mcp_helpers import make_team, vend
 from tests.acceptance.third_party import Threw, ok, tool_error, ts_client
 from tests.conftest import create_database, drop_database, run_server, sql_rows
 
@@ -160,9 +160,13 @@ async def test_every_error_code_reaches_the_typescript_client_as_a_readable_tool
         assert error["argument"] == "queue"
 
 
-async def test_a_foreign_todo_and_a_never_minted_id_look_the_same_to_the_typescript_client(ts_server):
-    a = await vend(ts_server.store)
-    b = await vend(ts_server.store)
+@pytest.mark.parametrize("owners", [("person", "person"), ("team", "other-team"), ("team", "person"),
+                                    ("person", "team")],
+                         ids=["personal", "two-teams", "team-vs-personal", "personal-vs-team"])
+async def test_a_foreign_todo_and_a_never_minted_id_look_the_same_to_the_typescript_client(ts_server, owners):
+    teams = {side: await make_team(ts_server.store) for side in set(owners) - {"person"}}
+    a = await vend(ts_server.store, user_id=teams.get(owners[0]))
+    b = await vend(ts_server.store, user_id=teams.get(owners[1]))
     async with ts_client(ts_server, a.token) as client_a:
         theirs = ok(await client_a.call_tool("add_todo", {"queue": "q", "title": "a's"}))
     async with ts_client(ts_server, b.token) as client_b:
@@ -171,6 +175,30 @@ async def test_a_foreign_todo_and_a_never_minted_id_look_the_same_to_the_typescr
             never = await client_b.call_tool(verb, {"id": "01JRANDOM-never-minted"})
             assert foreign == never, verb
             assert tool_error(foreign) == {"code": "not_found", "message": "no such todo"}, verb
+        assert ok(await client_b.call_tool("list_todos", {}))["todos"] == []
+
+
+async def test_two_endpoints_of_a_team_share_its_todos_through_the_typescript_client(ts_server):
+    """A planner of a team adds, a worker of the team claims and completes with its lease:
+    every result passes the client's output-schema checks; a person's endpoint sees none of it."""
+    team = await make_team(ts_server.store)
+    planner = await vend(ts_server.store, user_id=team, agent_id="planner")
+    worker = await vend(ts_server.store, user_id=team, agent_id="worker")
+    person = await vend(ts_server.store)
+    async with ts_client(ts_server, planner.token) as p, ts_client(ts_server, worker.token) as w, \
+            ts_client(ts_server, person.token) as o:
+        todo = ok(await p.call_tool("add_todo", {"queue": "q", "title": "for the team"}))
+        mine = ok(await o.call_tool("add_todo", {"queue": "q", "title": "the person's"}))
+        assert [t["id"] for t in ok(await w.call_tool("list_todos", {}))["todos"]] == [todo["id"]]
+        claim = ok(await w.call_tool("claim_next", {"require_fence": True}))
+        assert claim["todo"]["id"] == todo["id"]
+        ok(await w.call_tool("note", {"id": todo["id"], "text": "on it", "lease_token": claim["lease_token"]}))
+        ok(await w.call_tool("complete", {"id": todo["id"], "lease_token": claim["lease_token"], "summary": "done"}))
+        read = ok(await p.call_tool("get_todo", {"id": todo["id"]}))
+        assert read["state"] == "done" and read["attempts"][0]["summary"] == "done"
+        assert tool_error(await w.call_tool("get_todo", {"id": mine["id"]}))["code"] == "not_found"
+        assert tool_error(await o.call_tool("get_todo", {"id": todo["id"]}))["code"] == "not_found"
+        assert [t["id"] for t in ok(await o.call_tool("list_todos", {}))["todos"]] == [mine["id"]]
 
 
 async def test_the_typescript_client_without_a_token_is_refused_with_401(ts_server):

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.acceptance.mcp_helpers import call, connect, vend
+from tests.acceptance.mcp_helpers import call, connect, make_team, vend
 from tests.acceptance.worker_helpers import (PipedWorker, WorkerProcess, kill_pid_in, worker_argv, worker_env, working,
                                              write_command)
 from tests.conftest import LOAD_SLACK_SECONDS, ROOT
@@ -301,6 +301,25 @@ async def test_two_slots_run_two_commands_at_once_and_reaching_max_todos_lets_th
         assert (await call(client, "get_todo", {"id": extra["id"]}))["attempts_total"] == 0
     assert "slot 0:" in worker.output and "slot 1:" in worker.output
     assert "2 claimed, 2 completed, 0 failed, 0 released, 0 lost" in worker.output
+
+
+async def test_a_worker_with_a_team_endpoints_token_drains_what_the_teams_planner_added(live_server, tmp_path):
+    """A team's planner endpoint adds; `switchboard work` with another endpoint of the team
+    claims and completes every one of them (and nothing a person's endpoint added)."""
+    team = await make_team(live_server.store)
+    planner = await vend(live_server.store, user_id=team, agent_id="planner")
+    worker_ep = await vend(live_server.store, user_id=team, agent_id="worker")
+    person = await vend(live_server.store)
+    async with connect(live_server, planner.token) as p, connect(live_server, person.token) as o:
+        todos = [await add(p, f"team {i}", {}) for i in range(3)]
+        theirs = await add(o, "a person's", {})
+        async with working(live_server.url, worker_ep.token, write_command(tmp_path), "--max-todos", "3") as worker:
+            assert await worker.wait(60) == 0, worker.output
+        for todo in todos:
+            got = await settled(p, todo["id"], "done")
+            assert [a["outcome"] for a in got["attempts"]] == ["completed"]
+        assert (await call(o, "get_todo", {"id": theirs["id"]}))["state"] == "pending"
+    assert "3 claimed, 3 completed, 0 failed, 0 released, 0 lost" in worker.output
 
 
 async def test_a_title_with_terminal_escapes_is_printed_escaped(live_server, tmp_path):

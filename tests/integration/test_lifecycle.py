@@ -506,9 +506,23 @@ async def test_an_endpoint_with_list_todos_may_get_todo(store):
 
 # REQ-10 ------------------------------------------------------------------------------
 
-async def test_foreign_todo_is_not_found_exactly_like_a_random_id(store):
-    a = await make_agent(store, agent_id="a")
-    b = await make_agent(store, agent_id="b")
+async def _space(store, side: str, teams: dict):
+    """A person's space (a new person), or a team's (the same for the same name)."""
+    if side == "person":
+        return None
+    if side not in teams:
+        owner = await make_user(store)
+        team = await store.team_create(f"{side}{owner.user_id}", owner=owner.username)
+        teams[side] = st.Human(team["id"], side)
+    return teams[side]
+
+
+@pytest.mark.parametrize("owners", [("person", "person"), ("team", "other"), ("team", "person"), ("person", "team")],
+                         ids=["personal", "two-teams", "team-vs-personal", "personal-vs-team"])
+async def test_foreign_todo_is_not_found_exactly_like_a_random_id(store, owners):
+    teams: dict = {}
+    a = await make_agent(store, agent_id="a", user=await _space(store, owners[0], teams))
+    b = await make_agent(store, agent_id="b", user=await _space(store, owners[1], teams))
     todo = await add(store, a)
     await store.todo_claim(a, todo["id"])
     errors = []

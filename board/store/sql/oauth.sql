@@ -30,16 +30,24 @@ SELECT client_id, scope, redirect_uri, redirect_uri_explicit, code_challenge, re
   FROM oauth_codes WHERE code_hash = %(code_hash)s;
 
 -- name: oauth_code_exchange
--- description: Uses a code once: updates the person's live grant of the client (verbs, queues, agent id) or creates one (an oauth endpoint), ends the grant's earlier tokens and issues a new access and refresh token
-WITH live AS (  -- the person's live grant of this client (one at most: endpoints_one_live_grant)
+-- description: Uses a code once: updates the person's live grant of the client (verbs, queues, agent id; a team's: of the client and agent id) or creates one (an oauth endpoint), ends the grant's earlier tokens and issues a new access and refresh token; nothing when another live endpoint of the team has the agent id
+WITH live AS (  -- the person's live grant of this client (one at most: endpoints_one_live_grant); a team's of
+               -- this client and agent id (endpoints_one_live_team_grant)
   SELECT e.id FROM oauth_codes c
     JOIN endpoints e ON e.user_id = c.user_id AND e.client_id = c.client_id AND e.kind = 'oauth' AND e.revoked_at IS NULL
+                    AND (e.space_id IS NULL OR e.agent_id = c.agent_id)
+   WHERE c.code_hash = %(code_hash)s
+),
+taken AS (  -- another live endpoint of the team has the agent id, which names one holder among them: no grant
+  SELECT FROM oauth_codes c
+    JOIN endpoints o ON o.user_id = c.user_id AND o.agent_id = c.agent_id AND o.revoked_at IS NULL
+                    AND o.space_id IS NOT NULL AND o.id NOT IN (SELECT id FROM live)
    WHERE c.code_hash = %(code_hash)s
 ),
 new AS (SELECT coalesce((SELECT id FROM live), gen_random_uuid()) AS id, EXISTS (SELECT FROM live) AS existing),
 code AS (
   UPDATE oauth_codes SET used_at = now(), endpoint_id = (SELECT id FROM new)
-   WHERE code_hash = %(code_hash)s AND used_at IS NULL AND expires_at > now()
+   WHERE code_hash = %(code_hash)s AND used_at IS NULL AND expires_at > now() AND NOT EXISTS (SELECT FROM taken)
   RETURNING *
 ),
 ep AS (
