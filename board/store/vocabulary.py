@@ -174,8 +174,9 @@ BULK_MAX = 1000
 
 @dataclass(frozen=True)
 class Agent:
-    """An endpoint credential calling over MCP. Its reads are scoped to its own todos in
-    its granted queues (ADR-0022); its claims write owner = agent:<agent_id>."""
+    """An endpoint credential calling over MCP. Its reads are scoped to its space's todos in
+    its granted queues (ADR-0022): its own, or a team's for an endpoint of a team (migration
+    0018); its claims write owner = agent:<agent_id>."""
 
     endpoint_id: str
     agent_id: str
