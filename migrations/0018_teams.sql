@@ -28,6 +28,15 @@ CREATE TABLE team_members (
 CREATE INDEX team_members_user_idx ON team_members (user_id, team_id);
 
 ALTER TABLE endpoints ADD COLUMN space_id uuid REFERENCES endpoints (id);
+-- The space endpoint is a third kind: no token, no client.
+ALTER TABLE endpoints DROP CONSTRAINT endpoints_kind_check;
+ALTER TABLE endpoints ADD CONSTRAINT endpoints_kind_check CHECK (
+  (kind = 'vended' AND token_hash IS NOT NULL AND client_id IS NULL)
+  OR (kind = 'oauth' AND token_hash IS NULL AND client_id IS NOT NULL AND client_name IS NOT NULL)
+  OR (kind = 'team' AND token_hash IS NULL AND client_id IS NULL AND space_id IS NULL));
+-- It is granted no queue: no add through a person's endpoints picks it.
+ALTER TABLE endpoints DROP CONSTRAINT endpoints_queues_check;
+ALTER TABLE endpoints ADD CONSTRAINT endpoints_queues_check CHECK (cardinality(queues) > 0 OR kind = 'team');
 -- One space endpoint per team.
 CREATE UNIQUE INDEX endpoints_team_space ON endpoints (user_id) WHERE kind = 'team';
 

@@ -548,8 +548,8 @@ CREATE TABLE public.endpoints (
     client_verified boolean DEFAULT false NOT NULL,
     space_id uuid,
     CONSTRAINT endpoints_agent_id_check CHECK ((agent_id ~ '^[A-Za-z0-9_.:/-]{1,128}$'::text)),
-    CONSTRAINT endpoints_kind_check CHECK ((((kind = 'vended'::text) AND (token_hash IS NOT NULL) AND (client_id IS NULL)) OR ((kind = 'oauth'::text) AND (token_hash IS NULL) AND (client_id IS NOT NULL) AND (client_name IS NOT NULL)))),
-    CONSTRAINT endpoints_queues_check CHECK ((cardinality(queues) > 0))
+    CONSTRAINT endpoints_kind_check CHECK ((((kind = 'vended'::text) AND (token_hash IS NOT NULL) AND (client_id IS NULL)) OR ((kind = 'oauth'::text) AND (token_hash IS NULL) AND (client_id IS NOT NULL) AND (client_name IS NOT NULL)) OR ((kind = 'team'::text) AND (token_hash IS NULL) AND (client_id IS NULL) AND (space_id IS NULL)))),
+    CONSTRAINT endpoints_queues_check CHECK (((cardinality(queues) > 0) OR (kind = 'team'::text)))
 );
 CREATE TABLE public.hook_events (
     id uuid DEFAULT gen_random_uuid() NOT NULL,

@@ -159,7 +159,12 @@ async def watchers_lent(url: str):
             await conn.execute("DROP TABLE audit_records, team_members")
             await conn.execute("DROP TYPE audit_source, team_role")
             await conn.execute("DROP INDEX endpoints_team_space")
-            await conn.execute("ALTER TABLE endpoints DROP COLUMN space_id")
+            await conn.execute("ALTER TABLE endpoints DROP CONSTRAINT endpoints_kind_check, DROP COLUMN space_id,"
+                               " DROP CONSTRAINT endpoints_queues_check,"
+                               " ADD CONSTRAINT endpoints_queues_check CHECK (cardinality(queues) > 0)")
+            await conn.execute("ALTER TABLE endpoints ADD CONSTRAINT endpoints_kind_check CHECK ("
+                               "(kind = 'vended' AND token_hash IS NOT NULL AND client_id IS NULL) OR (kind = 'oauth'"
+                               " AND token_hash IS NULL AND client_id IS NOT NULL AND client_name IS NOT NULL))")
             await conn.execute("ALTER TABLE users DROP COLUMN kind")
             await conn.execute("ALTER TABLE todos DROP CONSTRAINT todos_schedule_id_fkey")
             await conn.execute("DROP TABLE watchers, queue_limits, todo_deps, schedules")

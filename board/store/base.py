@@ -186,8 +186,8 @@ class Acting:
         queues = [self.queue or next((r.get("queue") for r in rows if isinstance(r, dict) and r.get("id") == i), None)
                   for i in ids]
         h = self.human
-        # no actor: the command line acting in a team's space as no one
-        actor = h.actor_id if h.actor_id is not None else (None if h.space_name else h.user_id)
+        # no actor: the command line acting in a space as no one in particular (no name)
+        actor = None if h.via == "cli" and not h.username else h.actor
         return {"space_id": h.user_id, "actor_id": actor,
                 "actor_name": h.username or None, "action": self.action, "todo_ids": ids, "queues": queues,
                 "detail": Jsonb(self.detail), "source": h.via, "space_name": h.space_name}
