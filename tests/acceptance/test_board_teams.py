@@ -227,7 +227,7 @@ async def test_a_non_member_gets_exactly_what_a_never_minted_id_gets(live_server
 
 
 async def first_frame(c, todo_id: str) -> str:
-    async with c.stream("GET", f"/events?todo={todo_id}") as r:
+    async with c.stream("GET", f"/events?todo={todo_id}" if todo_id else "/events") as r:
         assert r.status_code == 200
         async for line in r.aiter_lines():
             if line.startswith("data:"):
@@ -246,6 +246,20 @@ async def test_a_team_todo_url_works_for_a_member_whichever_space_the_board_show
         r = await c.get(f"/todos/{tid}")
         assert r.status_code == 200 and "a todo" in r.text and " · platform · Switchboard</title>" in r.text
         assert f'action="/todos/{tid}/claim"' not in r.text and "you can see this todo, not act on it" in r.text
+        frame = await first_frame(c, tid)  # its live stream too, in the todo's space
+        assert '"gone":false' in frame and "a todo" in frame
+
+
+async def test_a_member_who_claims_a_team_todo_is_its_holder_you(live_server):
+    store = live_server.store
+    team = await make_team(store)
+    tid = await pending(team)
+    async with client_for(live_server) as c:
+        csrf = await in_team(c, "ola")
+        r = await c.post(f"/todos/{tid}/claim", data={"csrf_token": csrf}, follow_redirects=True)
+        assert r.status_code == 200 and f'formaction="/todos/{tid}/complete"' in r.text
+        row = re.search(r'<tr id="todo-%s".*?</tr>' % tid, (await c.get("/")).text, re.S).group(0)
+        assert '<td data-label="Holder">you' in row
 
 
 async def test_the_switcher_shows_the_team_space_and_a_foreign_space_is_refused(live_server):
@@ -287,6 +301,10 @@ async def test_a_viewer_sees_no_action_control(live_server):
     async with client_for(live_server) as c:
         await in_team(c, "vic")
         pages = [(await c.get(p)).text for p in ("/", "/endpoints", "/schedules", "/members")]
+        frame = await first_frame(c, "")  # the live overview: no pause or limit form either
+        assert "/queues/" not in frame and "queue-q-name" in frame
+        forged = await c.post("/todos/bulk", data={"csrf_token": csrf_of(pages[0]), "action": "cancel", "ids": ids[0]})
+        assert forged.status_code == 403  # not even the bulk confirmation
         pages += [(await c.get(f"/todos/{t}")).text for t in ids + [waits.partition("?")[0]]]
     for text in pages:
         main = text[text.index("<main"):]
