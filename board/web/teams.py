@@ -64,15 +64,22 @@ async def members_page(request: Request) -> Response:
                 members=members, ROLES=ROLES, ROLE_HELP=ROLE_HELP, values={"username": "", "role": "viewer"})
 
 
-@post("/members")
-async def members_set(request: Request) -> Response:
-    """Adds a person with a role, or changes a member's role (the store keeps the last admin)."""
+async def team_form(request: Request) -> tuple[Human, object, dict] | Response:
+    """A Members form's human, session and fields, or the page that refuses it."""
     human, session, missing = await team_human(request)
     form = await checked_form(request, session)
     if isinstance(form, Response):
         return form
-    if missing is not None:
-        return missing
+    return missing if missing is not None else (human, session, form)
+
+
+@post("/members")
+async def members_set(request: Request) -> Response:
+    """Adds a person with a role, or changes a member's role (the store keeps the last admin)."""
+    posted = await team_form(request)
+    if isinstance(posted, Response):
+        return posted
+    human, session, form = posted
     username = str(form.get("username") or "").strip()
     role = str(form.get("role") or "")
     try:
@@ -110,12 +117,10 @@ async def member_remove_page(request: Request, username: FromPath[str]) -> Respo
 
 @post("/members/{username:str}/remove")
 async def member_remove_submit(request: Request, username: FromPath[str]) -> Response:
-    human, session, missing = await team_human(request)
-    form = await checked_form(request, session)
-    if isinstance(form, Response):
-        return form
-    if missing is not None:
-        return missing
+    posted = await team_form(request)
+    if isinstance(posted, Response):
+        return posted
+    human, session, _ = posted
     try:
         await runtime(request).store.team_member_remove(human, username)
     except (Invalid, NotFound, Conflict) as e:
