@@ -10,7 +10,6 @@ from contextlib import asynccontextmanager
 
 from playwright.async_api import Page, expect
 
-from board.web.context import SPACE_COOKIE
 from e2e.conftest import live_on, no_csp_errors, sign_in
 from e2e.test_board_deletes_e2e import accessible_in_both_schemes
 from e2e.test_board_e2e import tab_to
@@ -29,6 +28,14 @@ new MutationObserver((records) => {
 """
 
 
+
+async def switch_to(page, team: dict) -> None:
+    """The Board switched to the team's space with the header's Space control."""
+    await page.goto("/")
+    await page.get_by_label("Space").select_option(str(team["id"]))
+    await page.get_by_role("button", name="Switch").click()
+    await page.wait_for_load_state()
+
 @asynccontextmanager
 async def member(browser, live_server, name: str, team: dict, *, reader: bool = False):
     """A person signed in with the team's space as their Board's, in a context of their own."""
@@ -41,8 +48,7 @@ async def member(browser, live_server, name: str, team: dict, *, reader: bool = 
         page.console_errors = []
         page.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
         await sign_in(page, name)
-        await context.add_cookies([{"name": SPACE_COOKIE, "value": str(team["id"]), "url": live_server.url}])
-        await page.goto("/")
+        await switch_to(page, team)
         yield page
     finally:
         await context.close()
@@ -110,8 +116,7 @@ async def test_the_activity_page_filters_by_keyboard_alone_and_is_accessible_in_
     await store.todo_cancel(bob, api["id"])
     await store.todos_set_priority(bob, [build["id"]], 0)
     await sign_in(page, "ada")
-    await page.context.add_cookies([{"name": SPACE_COOKIE, "value": str(team["id"]), "url": live_server.url}])
-    await page.goto("/")
+    await switch_to(page, team)
 
     await tab_to(page, page.get_by_role("link", name="Activity"))
     await page.keyboard.press("Enter")

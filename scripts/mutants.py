@@ -72,6 +72,7 @@ TEAMS_OAUTH = "tests/acceptance/test_oauth_teams.py"
 TEAM_POOL = TEAMS_MCP + "::test_a_planners_todos_are_drained_by_the_teams_pool_each_holding_what_it_claimed[modern-vended]"
 TEAMS_SHARE = "tests/acceptance/test_mcp_attempts.py::test_two_endpoints_of_one_team_share_its_todos"
 TEAM_REVOKE = TEAMS_MCP + "::test_revoking_a_team_endpoint_dead_letters_only_what_it_held"
+TEAMS_BOARD = "tests/acceptance/test_board_teams.py"
 REDIRECTS = (OAUTH + "::test_a_loopback_redirect_matches_whatever_its_port_and_nothing_else_does",
              OAUTH + "::test_a_redirect_a_browser_would_run_or_a_plain_http_host_is_refused_at_registration",
              OAUTH + "::test_a_private_use_redirect_registers_and_authorizes_to_the_consent_screen")
@@ -1057,6 +1058,67 @@ MUTANTS: tuple[Mutant, ...] = (
            'if s["role"] == "admin"]', 'if s["role"]]',
            (TEAMS_OAUTH + "::test_a_forged_choice_of_a_team_the_person_is_not_an_admin_of_is_refused",),
            "the consent screen offers a team the person is not an admin of"),
+    # -- teams-board: the Board in a space (context.py, events.py, pages.py, bulk.py, todo_forms.py,
+    # -- templating.py, overview.py, the templates): scope and role checks -------------------------
+    Mutant("teams-board-todo-in-board-space", "teams-board", "board/web/context.py",
+           "return human, await runtime(request).store.human_for_todo(person, todo_id), session",
+           "return human, human, session",
+           (TEAMS_BOARD + "::test_a_team_todo_url_works_for_a_member_whichever_space_the_board_shows",),
+           "a todo's URL is read in the space the Board shows, not the todo's: a member's link 404s"),
+    Mutant("teams-board-events-in-board-space", "teams-board", "board/web/events.py",
+           "human = await rt.store.human_for_todo(Human(human.actor, human.username), watched) or human",
+           "human = human",
+           (TEAMS_BOARD + "::test_a_team_todo_url_works_for_a_member_whichever_space_the_board_shows",),
+           "a todo page's live stream reads the Board's space: the member's drawer says gone"),
+    Mutant("teams-board-action-unresolved", "teams-board", "board/web/pages.py",
+           "    if human is None:  # a todo they may not see: as an id never minted\n", "    if False:\n",
+           (TEAMS_BOARD + "::test_a_non_member_gets_exactly_what_a_never_minted_id_gets",),
+           "a non-member's action on a team todo is not answered as an id never minted"),
+    Mutant("teams-board-removed-kept", "teams-board", "board/web/context.py",
+           "    human = await store.human_in(person, session.space)\n",
+           "    human = await store.human_in(person, session.space) or replace(person, user_id=session.space)\n",
+           (TEAMS_BOARD + "::test_removal_ends_access_on_the_next_request_in_every_process",),
+           "a removed member's session keeps the team's space"),
+    Mutant("teams-board-switch-unchecked", "teams-board", "board/web/teams.py",
+           "chosen = await runtime(request).store.human_in(person, int(raw)) if",
+           "chosen = Human(int(raw), person.username, actor_id=person.actor, space_name='x') if",
+           (TEAMS_BOARD + "::test_the_switcher_shows_the_team_space_and_a_foreign_space_is_refused",),
+           "the switcher takes a space that is not the person's"),
+    Mutant("teams-board-bulk-role", "teams-board", "board/web/bulk.py",
+           '    require_role(human, "operator", "act on todos")', "    pass",
+           (TEAMS_BOARD + "::test_a_viewer_sees_no_action_control",),
+           "a viewer gets the bulk confirmation"),
+    Mutant("teams-board-add-role", "teams-board", "board/web/todo_forms.py",
+           '    require_role(human, "operator", "act on todos")  # before', "    pass  # before",
+           (TEAMS_BOARD + "::test_each_board_action_by_role_viewer_refused_operator_on_todos_admin_all[add]",),
+           "a viewer's forged add is a form error, not the 403 page"),
+    Mutant("teams-board-may", "teams-board", "board/web/templating.py",
+           'context.setdefault("may", human.may if human is not None else _may_nothing)',
+           'context.setdefault("may", lambda role: True)',
+           (TEAMS_BOARD + "::test_a_viewer_sees_no_action_control",), "a viewer is shown every control"),
+    Mutant("teams-board-drawer-role", "teams-board", "templates/_todo_actions.html",
+           'actions_for(todo, human.actor) if may("operator") else []', "actions_for(todo, human.actor)",
+           (TEAMS_BOARD + "::test_a_viewer_sees_no_action_control",), "a viewer's drawer has the todo's actions"),
+    Mutant("teams-board-overview-role", "teams-board", "board/web/overview.py",
+           "may=lambda role: admin,", "may=lambda role: True,",
+           (TEAMS_BOARD + "::test_a_viewer_sees_no_action_control",),
+           "the live overview draws pause and limit forms for a viewer"),
+    Mutant("teams-board-you", "teams-board", "templates/_todo_row.html",
+           "holder(todo, human.actor)", "holder(todo, human.user_id)",
+           (TEAMS_BOARD + "::test_a_member_who_claims_a_team_todo_is_its_holder_you",),
+           "a member's own claim in a team is not theirs (\"you\") on the list"),
+    Mutant("teams-board-complete", "teams-board", "templates/_todo_actions.html",
+           "actions_for(todo, human.actor) if", "actions_for(todo, human.user_id) if",
+           (TEAMS_BOARD + "::test_a_member_who_claims_a_team_todo_is_its_holder_you",),
+           "a member's own claim in a team has no Complete"),
+    Mutant("teams-board-members-team-only", "teams-board", "board/web/teams.py",
+           "    if human.space_name is None:\n        return human, session, not_found", "    if False:\n        return human, session, not_found",
+           (TEAMS_BOARD + "::test_an_operator_sees_the_members_but_no_member_control",),
+           "a personal space has a Members page"),
+    Mutant("teams-board-member-remove-role", "teams-board", "board/web/teams.py",
+           '    require_role(human, "admin", "manage this team")\n    member = ', "    member = ",
+           (TEAMS_BOARD + "::test_an_operator_sees_the_members_but_no_member_control",),
+           "an operator gets the remove confirmation"),
 )
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the
@@ -1277,7 +1339,10 @@ def run(m: Mutant, pytest_args: list[str]) -> tuple[bool, float, str]:
         if (ROOT / "tests" / "clients" / "node_modules").exists():
             (copy / "tests" / "clients" / "node_modules").symlink_to(ROOT / "tests" / "clients" / "node_modules")
         for name in LINKED:
-            (copy / name).symlink_to(ROOT / name)
+            if m.file.startswith(name + "/"):  # the mutant's own folder: a copy, never the work tree's
+                shutil.copytree(ROOT / name, copy / name)
+            else:
+                (copy / name).symlink_to(ROOT / name)
         target = copy / m.file
         target.write_text(mutated(target.read_text(), m))
         env = {**os.environ, "SWITCHBOARD_TEST_DATA_DIR": str(ROOT / ".switchboard" / "mutants")}

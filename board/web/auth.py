@@ -43,6 +43,11 @@ class Session:
     # (kind, message), or (kind, message, href, link text) when it leads somewhere; shown once
     flash: tuple[str, ...] | None = None
     changed: bool = False  # re-issue the cookie at the end of the request
+    space: int | None = None  # the space the Board shows (a team's user id); None: the person's own
+
+    def set_space(self, space_id: int | None) -> None:
+        self.space = space_id
+        self.changed = True
 
     def check_csrf(self, presented: Any) -> bool:
         return isinstance(presented, str) and bool(presented) and hmac.compare_digest(
@@ -76,6 +81,8 @@ class SessionCodec:
         payload = {"u": session.user_id, "c": session.csrf, "t": session.issued}
         if session.flash:
             payload["f"] = list(session.flash)
+        if session.space is not None:
+            payload["s"] = session.space
         if signed_at is None:
             return self._serializer.dumps(payload)
         # Tests and tools may mint a cookie as of another time (an expired one, say).
@@ -109,7 +116,11 @@ class SessionCodec:
         flash = data.get("f")
         if not (isinstance(flash, list) and len(flash) in (2, 4) and all(isinstance(x, str) for x in flash)):
             flash = None
-        return Session(user_id=user_id, csrf=data["c"], issued=issued, flash=tuple(flash) if flash else None)
+        space = data.get("s")
+        if isinstance(space, bool) or not isinstance(space, int):
+            space = None
+        return Session(user_id=user_id, csrf=data["c"], issued=issued, flash=tuple(flash) if flash else None,
+                       space=space)
 
 
 @dataclass

@@ -22,7 +22,8 @@ from litestar import Request, Response, post
 from board.errors import Invalid, NotFound
 from board.store.store import Human
 from board.store.vocabulary import BULK_MAX, LIST_LIMIT_MAX, PRIORITY_MAX, PRIORITY_MIN
-from board.web.context import Filters, back_to_list, checked_form, page, redirect, require_human, runtime
+from board.web.context import (Filters, back_to_list, checked_form, page, redirect, require_human, require_role,
+                               runtime)
 from board.web.templating import actions_for, kept_message, state_label
 
 
@@ -195,6 +196,7 @@ async def bulk_form(request: Request):
     form = await checked_form(request, session)
     if isinstance(form, Response):
         return form
+    require_role(human, "operator", "act on todos")  # not even the confirmation: the store refuses each todo too
     view = view_of(form)
     action = form.get("action")
     if action not in BULK_ACTIONS:
@@ -221,12 +223,12 @@ async def bulk_confirm(request: Request) -> Response:
         session.set_flash("error", "Select at least one todo first, or choose all todos matching this view.")
         return redirect(request, "/" + view.query(), session)
     selection = await selection_of(request, human, form, view)
-    change = selection.will_change(action, human.user_id, priority)
+    change = selection.will_change(action, human.actor, priority)
     act = action_of(action, priority)
     return page(request, "bulk_confirm.html", session=session, human=human, active="board",
                 title=f"{act.verb} todos?", action=action, act=act, priority=priority, view=view,
                 every=form.get("scope") == "filter", selected=len(selection.todos) + selection.missing,
-                change=change, groups=groups(selection, action, human.user_id, priority), more=selection.more,
+                change=change, groups=groups(selection, action, human.actor, priority), more=selection.more,
                 bulk_max=BULK_MAX, scheme_next="/" + view.query(),
                 back=back_to_list(view, form.get("cursor"), posted_ids(form), form.get("scope") == "filter"))
 
@@ -241,7 +243,7 @@ async def bulk_apply(request: Request) -> Response:
     if form.get("scope") == "filter":
         # Resolved again here, through the human's own list: never ids from the form.
         selection = await matching(runtime(request).store, human, view)
-        ids = [t["id"] for t in selection.will_change(action, human.user_id, priority)]
+        ids = [t["id"] for t in selection.will_change(action, human.actor, priority)]
     else:
         ids = posted_ids(form)
     counts = await runtime(request).store.todos_bulk(human, action, ids, priority=priority)

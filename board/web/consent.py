@@ -25,7 +25,7 @@ from board.oauth.client_metadata import form_action_source, redirect_shown
 from board.oauth.server import ConsentRequest, client_name, client_verified
 from board.store.accounts import vend_problems
 from board.store.vocabulary import VERBS
-from board.web.context import (NO_STORE, bad_request, checked_form, not_found, page, require_human, runtime,
+from board.web.context import (NO_STORE, bad_request, checked_form, not_found, page, require_person, runtime,
                                with_session)
 from board.web.templating import DEFAULT_VERBS, sentence
 
@@ -144,7 +144,7 @@ def _expired(request: Request, session) -> Response:
 
 @get("/consent", name="consent")
 async def consent_page(request: Request) -> Response:
-    human, session = await require_human(request)
+    human, session = await require_person(request)  # grants are the person's own, whatever the Board shows
     if _oauth(request) is None:  # OAuth turned off: there is nothing to consent to
         return not_found(request, session, human)
     signed = request.query_params.get("request")
@@ -160,7 +160,7 @@ async def consent_page(request: Request) -> Response:
 
 @post("/consent")
 async def consent_submit(request: Request) -> Response:
-    human, session = await require_human(request)
+    human, session = await require_person(request)  # grants are the person's own, whatever the Board shows
     oauth = _oauth(request)
     if oauth is None:
         return not_found(request, session, human)

@@ -20,7 +20,7 @@ from litestar.datastructures import Cookie
 from litestar.enums import MediaType
 from litestar.response import Redirect
 
-from board.errors import Invalid, Unavailable
+from board.errors import Forbidden, Invalid, Unavailable
 from board.store.inputs import list_filters, read_list_cursor, text_problem
 from board.store.store import Human
 from board.tasks import shared_future
@@ -132,7 +132,8 @@ def read_session(request: Request) -> Session | None:
     return web_state(request.app).codec.decode(request.cookies.get(SESSION_COOKIE))
 
 
-async def require_human(request: Request) -> tuple[Human, Session]:
+async def require_person(request: Request) -> tuple[Human, Session]:
+    """The signed-in person in their own space (what is theirs whatever the Board shows)."""
     session = read_session(request)
     if session is None or session.user_id is None:
         raise SignInRequired()
@@ -144,7 +145,7 @@ async def require_human(request: Request) -> tuple[Human, Session]:
     if len(names) > 10000:
         names.clear()
     names[user["id"]] = user["username"]
-    return await space_of_request(request, Human(user["id"], user["username"])), session
+    return Human(user["id"], user["username"]), session
 
 
 async def drawer_todo(store, human: Human, todo_id: str) -> dict:
@@ -154,18 +155,38 @@ async def drawer_todo(store, human: Human, todo_id: str) -> dict:
     return todo | {"records": await store.audit_of_todo(human, todo["id"])}
 
 
-# The space a request acts in, until the Board has its space switcher: a cookie naming a
-# space the person may use (their own, or a team of theirs); any other value, their own.
-SPACE_COOKIE = "sb_space"
+async def require_human(request: Request) -> tuple[Human, Session]:
+    """The signed-in person acting in the space their Board shows: the one they chose with
+    the switcher while it is still theirs (membership is read from the database on every
+    request, so a removal takes effect on the next one), else their own."""
+    person, session = await require_person(request)
+    store = runtime(request).store
+    spaces = await store.spaces_of(person)
+    request.state.spaces = spaces  # the switcher's choices (page)
+    if session.space is None or session.space == person.user_id:
+        return person, session
+    human = await store.human_in(person, session.space)
+    if human is None:  # no longer theirs: back to their own space
+        session.set_space(None)
+        return person, session
+    return human, session
 
 
-async def space_of_request(request: Request, person: Human) -> Human:
-    """The person acting in the space the request names (SPACE_COOKIE), checked with
-    store.human_in; their own space when it names none they may use."""
-    raw = request.cookies.get(SPACE_COOKIE)
-    if not raw or not raw.isdigit() or len(raw) > 18 or int(raw) == person.user_id:
-        return person
-    return await runtime(request).store.human_in(person, int(raw)) or person
+def require_role(human: Human, role: str, what: str) -> None:
+    """A page or form only a role at least `role` may use (a confirmation, a form the store
+    would refuse anyway): refused with the 403 page, as the store's refusal is."""
+    if not human.may(role):
+        raise Forbidden(f"a {human.role} of {human.space_name or 'this space'} may not {what}")
+
+
+async def human_for_todo(request: Request, todo_id: str) -> tuple[Human, Human | None, Session]:
+    """For a route naming a todo by id: the human in the Board's space (the page's frame,
+    and what an id they may not see is answered with, exactly as one never minted), and the
+    person acting in the todo's own space when they may see it, else None. A todo's URL works
+    whichever space the Board shows."""
+    human, session = await require_human(request)
+    person = Human(human.actor, human.username)
+    return human, await runtime(request).store.human_for_todo(person, todo_id), session
 
 
 def known_human(request: Request) -> tuple[Human | None, Session | None]:
@@ -212,6 +233,7 @@ def page(request: Request, template: str, *, session: Session | None, human: Hum
     """A full page (or fragment) rendered server-side; re-issues the cookie when it changed."""
     flash = session.pop_flash() if session is not None and context.pop("show_flash", True) else None
     context.setdefault("scheme_next", this_page(request))
+    context.setdefault("spaces", (getattr(request.state, "spaces", None) or []) if human is not None else [])
     html = render(template, human=human, csrf=session.csrf if session else "", flash=flash,
                   scheme=scheme_of(request), **context)
     response = Response(html, media_type=MediaType.HTML, status_code=status, headers={**NO_STORE, **(headers or {})})

@@ -125,12 +125,12 @@ class OverviewRenders:
         self.size = size
         self._entries: OrderedDict[tuple, tuple[object, Encoded]] = OrderedDict()
 
-    def get(self, data, back: str) -> Encoded:
-        key = (id(data), back)
+    def get(self, data, back: str, admin: bool) -> Encoded:
+        key = (id(data), back, admin)
         entry = self._entries.get(key)
         if entry is not None and entry[0] is data:  # the same read, not a reused id
             return entry[1]
-        out = Encoded({"overview": render_overview(data, csrf=CSRF_SLOT, back=back)})
+        out = Encoded({"overview": render_overview(data, csrf=CSRF_SLOT, back=back, admin=admin)})
         self._entries[key] = (data, out)
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)
@@ -403,7 +403,8 @@ async def snapshot(store, human: Human, filters: Filters, watched: str | None, c
                                     cursor=filters.cursor)
     rows = "".join(render("_todo_row.html", todo=t, human=human, filters=filters) for t in listing["todos"])
     out = {"rows": rows, "has_more": listing["next_cursor"] is not None, "drawer": None, "watched": watched,
-           "overview": render_overview(await asyncio.shield(overview), csrf=csrf, back="/" + filters.query())}
+           "overview": render_overview(await asyncio.shield(overview), csrf=csrf, back="/" + filters.query(),
+                                       admin=human.may("admin"))}
     if watched:
         changed = await render_todo(store, human, watched, filters, True, csrf)
         out["drawer"] = changed.get("drawer")
@@ -428,13 +429,15 @@ async def events(request: Request) -> ServerSentEvent:
     try:  # the session lookup is bounded like a page's; the stream outlives any deadline
         with call_deadline(deadline_after(rt.settings.db_wait_seconds)):
             human, session = await require_human(request)
+            watched = request.query_params.get("todo") or None
+            if watched:  # a todo's page streams in the todo's space, as the page shows it
+                human = await rt.store.human_for_todo(Human(human.actor, human.username), watched) or human
     except Unavailable:
         return unavailable_stream()
     store, fanout = rt.store, rt.fanout
     rows: BoardRows = request.app.state.board_rows
     filters = Filters.of(request.query_params)
     row_key = replace(filters, cursor=None)  # a changed row depends on the filters, not the page
-    watched = request.query_params.get("todo") or None
     csrf = session.csrf
 
     overviews = overview_reads(request.app)
@@ -480,7 +483,7 @@ async def events(request: Request) -> ServerSentEvent:
                     if overview.due(now):  # checked first, so a stream of events cannot hold it off
                         overview.sent(now)
                         data = await asyncio.shield(overviews.get(store, human, window))
-                        yield renders.get(data, back).message("overview", csrf)
+                        yield renders.get(data, back, human.may("admin")).message("overview", csrf)
                         continue
                     event = await sub.get(min(refresh_at if me.watching else now + PING_SECONDS, overview.at))
                     if event is None:

@@ -182,9 +182,11 @@ def overview_context(data: dict, back: str) -> dict:
                              chart={"w": CHART_WIDTH, "h": CHART_HEIGHT}, windows=WINDOWS.values())}
 
 
-def render_overview(data: dict, *, csrf: str, back: str) -> str:
-    """The overview partial alone, for the live updates."""
-    return render("_overview.html", csrf=csrf, now=data["now"], **overview_context(data, back))
+def render_overview(data: dict, *, csrf: str, back: str, admin: bool) -> str:
+    """The overview partial alone, for the live updates: shared by the streams of a space,
+    drawn with its pause and limit forms for its admins only."""
+    return render("_overview.html", csrf=csrf, now=data["now"], may=lambda role: admin,
+                  **overview_context(data, back))
 
 
 @dataclass

@@ -29,7 +29,7 @@ from board.web.context import (NO_STORE, SCHEMES, Filters, SignInRequired, bad_r
                                read_session, redirect, require_human, runtime, scheme_cookie, web_state,
                                worker_command)
 from board.store.accounts import vend_problems
-from board.web.context import drawer_todo, known_human, ticked_of, view_query
+from board.web.context import drawer_todo, human_for_todo, known_human, require_role, ticked_of, view_query
 from board.web.templating import DEFAULT_VERBS, VERB_PRESETS, sentence
 
 log = logging.getLogger("switchboard.web")
@@ -149,12 +149,14 @@ async def board_page(request: Request) -> Response:
 
 @get("/todos/{todo_id:str}", name="todo")
 async def todo_page(request: Request, todo_id: FromPath[str]) -> Response:
-    human, session = await require_human(request)
+    shown, human, session = await human_for_todo(request, todo_id)
+    if human is None:
+        return not_found(request, session, shown)
     store = runtime(request).store
     try:
         todo = await drawer_todo(store, human, todo_id)
     except (NotFound, Invalid):
-        return not_found(request, session, human)
+        return not_found(request, session, shown)
     filters = Filters.of(request.query_params)
     ctx = await board_context(request, human, filters)
     return page(request, "todo.html", session=session, human=human, title=f"{todo['title']} · {filters.view_title}",
@@ -164,11 +166,13 @@ async def todo_page(request: Request, todo_id: FromPath[str]) -> Response:
 @get("/todos/{todo_id:str}/drawer", name="drawer")
 async def drawer_fragment(request: Request, todo_id: FromPath[str]) -> Response:
     """The drawer alone, for opening it in the page; the same partial the page uses."""
-    human, session = await require_human(request)
+    shown, human, session = await human_for_todo(request, todo_id)
+    if human is None:
+        return not_found(request, session, shown)
     try:
         todo = await drawer_todo(runtime(request).store, human, todo_id)
     except (NotFound, Invalid):
-        return not_found(request, session, human)
+        return not_found(request, session, shown)
     return page(request, "_drawer.html", session=session, human=human, todo=todo, show_flash=False)
 
 
@@ -253,10 +257,12 @@ async def todo_drop_dependency(request: Request, human: Human, session, todo_id:
 
 @post("/todos/{todo_id:str}/{action:str}")
 async def todo_action(request: Request, todo_id: FromPath[str], action: FromPath[str]) -> Response:
-    human, session = await require_human(request)
+    shown, human, session = await human_for_todo(request, todo_id)
     form = await checked_form(request, session)
     if isinstance(form, Response):
         return form
+    if human is None:  # a todo they may not see: as an id never minted
+        return not_found(request, session, shown)
     if action == "note":
         return await todo_note(request, human, session, todo_id, form)
     if action == "answer":
@@ -338,7 +344,7 @@ async def endpoints_vend(request: Request) -> Response:
     try:
         if problems:
             raise problems[0]
-        row, token = await runtime(request).store.endpoint_vend(human.user_id, name=name or agent_id,
+        row, token = await runtime(request).store.endpoint_vend(human, name=name or agent_id,
                                                                 agent_id=agent_id, queues=queues, scope=verbs)
     except (Invalid, Conflict) as e:
         errors = {p.argument or "general": sentence(p.message) for p in (problems or [e])}
@@ -364,6 +370,7 @@ async def own_endpoint(request: Request, human: Human, endpoint_id: str) -> dict
 @get("/endpoints/{endpoint_id:str}/revoke", name="endpoint_revoke")
 async def endpoint_revoke_page(request: Request, endpoint_id: FromPath[str]) -> Response:
     human, session = await require_human(request)
+    require_role(human, "admin", "manage this team")
     endpoint = await own_endpoint(request, human, endpoint_id)
     if endpoint is None or endpoint["revoked_at"] is not None:
         return not_found(request, session, human)
@@ -382,7 +389,7 @@ async def endpoint_revoke_submit(request: Request, endpoint_id: FromPath[str]) -
     if endpoint is None:
         return not_found(request, session, human)
     try:
-        n = await runtime(request).store.endpoint_revoke(endpoint_id, user_id=human.user_id)
+        n = await runtime(request).store.endpoint_revoke(endpoint_id, user_id=human)
     except NotFound:
         session.set_flash("error", f"Endpoint {endpoint['name']} was already revoked.")
         return redirect(request, "/endpoints", session)

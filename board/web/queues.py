@@ -55,7 +55,7 @@ async def queue_limit(request: Request, human, session, queue: str, form: dict) 
     raw = str(form.get("limit") or "").strip() or "0"
     try:
         limit = int_text(raw, "limit", 0, QUEUE_LIMIT_MAX)
-        now = await runtime(request).store.queue_limit_set(human.user_id, queue, limit)
+        now = await runtime(request).store.queue_limit_set(human, queue, limit)
     except Invalid as e:
         if e.argument == "queue":
             return not_found(request, session, human)

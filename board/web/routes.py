@@ -25,7 +25,7 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 
 from board.errors import SwitchboardError
-from board.web import activity, agents, bulk, consent, events, pages, queues, schedules, todo_forms
+from board.web import activity, agents, bulk, consent, events, pages, queues, schedules, teams, todo_forms
 from board.store.store import call_deadline, deadline_after
 from board.resources import resource_dir
 from board.web.templating import ENV
@@ -121,7 +121,8 @@ def route_handlers() -> list:
     static = create_static_files_router(path="/static", directories=[directory], name="static",
                                         before_request=_static_guard(directory))
     return [*pages.handlers(), *queues.handlers(), *bulk.handlers(), *todo_forms.handlers(),
-            *events.handlers(), *consent.handlers(), *agents.handlers(), *activity.handlers(), *schedules.handlers(), favicon, static]
+            *events.handlers(), *consent.handlers(), *agents.handlers(), *activity.handlers(), *schedules.handlers(),
+            *teams.handlers(), favicon, static]
 
 
 def _with_security_headers(handler):

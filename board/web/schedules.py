@@ -17,7 +17,8 @@ from board.errors import Invalid, NotFound
 from board.store.inputs import int_text, json_object_text
 from board.store.vocabulary import (MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, PRIORITY_DEFAULT, PRIORITY_MAX,
                                     PRIORITY_MIN, TITLE_MAX_CHARS)
-from board.web.context import checked_form, not_found, page, query_text, redirect, require_human, runtime
+from board.web.context import (checked_form, not_found, page, query_text, redirect, require_human, require_role,
+                               runtime)
 from board.web.templating import sentence
 
 FIELDS = ("queue", "title", "cron", "timezone", "every", "payload", "priority", "max_attempts", "overlap")
@@ -125,7 +126,7 @@ async def schedules_add(request: Request) -> Response:
         return await schedules_page_of(request, human, session, values, errors, preview,
                                        status=400 if errors else 200, previewed=True)
     try:
-        s = await store.schedule_add(human.user_id, **fields)
+        s = await store.schedule_add(human, **fields)
     except Invalid as e:
         errors[field_of(e)] = sentence(e.message)
         return await schedules_page_of(request, human, session, values, errors, preview, status=400, previewed=True)
@@ -173,11 +174,11 @@ async def schedule_action(request: Request, schedule_id: str, action: str) -> Re
     store = runtime(request).store
     try:
         if action == "remove":
-            await store.schedule_remove(human.user_id, schedule_id)
+            await store.schedule_remove(human, schedule_id)
             session.set_flash("success", f"Removed the schedule “{s['title']}”. The todos it added stay.")
             return redirect(request, "/schedules#schedules-heading", session)
         verb = store.schedule_pause if action == "pause" else store.schedule_resume
-        changed = await verb(human.user_id, schedule_id)
+        changed = await verb(human, schedule_id)
     except NotFound:
         return not_found(request, session, human)
     s = await _mine(request, human, schedule_id) or s
@@ -189,6 +190,7 @@ async def schedule_action(request: Request, schedule_id: str, action: str) -> Re
 @get("/schedules/{schedule_id:str}/remove", name="schedule_remove")
 async def schedule_remove_page(request: Request, schedule_id: FromPath[str]) -> Response:
     human, session = await require_human(request)
+    require_role(human, "admin", "manage this team")
     s = await _mine(request, human, schedule_id)
     if s is None:
         return not_found(request, session, human)

@@ -99,11 +99,13 @@ def sentence(message: str) -> str:
     return message if message.endswith(".") else message + "."
 
 
-def holder(todo: dict, user_id: int) -> str:
+def holder(todo: dict, actor: int) -> str:
+    """Who holds the todo; "you" when it is the person looking (human.actor: in a team's
+    space, the person, not the team)."""
     owner = todo.get("owner")
     if not owner or todo["state"] not in HOLDER_STATES:
         return ""
-    if owner == f"human:{user_id}":
+    if owner == f"human:{actor}":
         return "you"
     return owner
 
@@ -131,14 +133,14 @@ def starts_at(todo: dict, now: datetime | None = None) -> datetime | None:
     return run_at if run_at > (now or datetime.now(timezone.utc)) else None
 
 
-def actions_for(todo: dict, user_id: int) -> list[str]:
-    """The drawer's actions the todo's state allows for its owning human."""
+def actions_for(todo: dict, actor: int) -> list[str]:
+    """The drawer's actions the todo's state allows for the person (human.actor) acting on it."""
     state = todo["state"]
     out = []
     if state == "pending":
         out.append("claim" if starts_at(todo) is None else "start_now")
         out.append("priority")
-    if state == "claimed" and todo.get("owner") == f"human:{user_id}":
+    if state == "claimed" and todo.get("owner") == f"human:{actor}":
         out.append("complete")
     if state in HOLDER_STATES:
         out += ["release", "fail"]
@@ -228,8 +230,17 @@ def compile_templates() -> int:
     return len(names)
 
 
+def _may_nothing(role: str) -> bool:
+    return False
+
+
 def render(template: str, **context: Any) -> str:
     context.setdefault("now", datetime.now(timezone.utc))
+    # What the human's role in the space lets them do: controls they may not use are not drawn
+    # (the store refuses them anyway).
+    human = context.get("human")
+    context.setdefault("role", human.role if human is not None else None)
+    context.setdefault("may", human.may if human is not None else _may_nothing)
     return ENV.get_template(template).render(**context)
 
 

@@ -22,7 +22,8 @@ from board.store.inputs import clean_key, int_text, json_object_text, screen_sec
 from board.store.store import Human
 from board.store.vocabulary import (MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, PRIORITY_DEFAULT, PRIORITY_MAX,
                                     PRIORITY_MIN, TITLE_MAX_CHARS)
-from board.web.context import (checked_form, not_found, page, query_text, redirect, require_human, runtime,
+from board.web.context import (checked_form, human_for_todo, not_found, page, query_text, redirect, require_human,
+                               require_role, runtime,
                                view_query)
 from board.web.templating import (actions_for, fmt_relative, fmt_when, kept_message, priority_label, sentence,
                                   starts_at)
@@ -91,6 +92,7 @@ async def predecessor(request: Request, human: Human, todo_id: str | None) -> di
 @get("/todos/new", name="todo_new")
 async def todo_new_page(request: Request) -> Response:
     human, session = await require_human(request)
+    require_role(human, "operator", "act on todos")
     options = await targets(request, human)
     wanted = query_text(request.query_params, "queue")
     first = next((o["value"] for o in options if o["queue"] == wanted), "")
@@ -110,6 +112,7 @@ async def todo_new_submit(request: Request) -> Response:
     form = await checked_form(request, session)
     if isinstance(form, Response):
         return form
+    require_role(human, "operator", "act on todos")  # before the form's checks (a Forbidden there is the endpoint's)
     options = await targets(request, human)
     values = {k: str(form.get(k) or "") for k in FIELDS}
     errors: dict[str, str] = {}
@@ -171,22 +174,25 @@ async def todo_new_submit(request: Request) -> Response:
                     continuing=await predecessor(request, human, values["continues"]))
 
 
-async def owned(request: Request, human: Human, session, todo_id: str) -> dict | Response:
-    """The human's todo (its newest attempt only), or the not-found page."""
+async def owned(request: Request, human: Human | None, session, todo_id: str, shown: Human) -> dict | Response:
+    """The todo (its newest attempt only) in its space (human, from human_for_todo), or the
+    not-found page in the Board's (shown) when they may not see it."""
+    if human is None:
+        return not_found(request, session, shown)
     try:
         return await runtime(request).store.todo_get(human, todo_id, attempts_limit=1)
     except (NotFound, Invalid):
-        return not_found(request, session, human)
+        return not_found(request, session, shown)
 
 
 @get("/todos/{todo_id:str}/confirm-cancel", name="todo_cancel_confirm")
 async def todo_cancel_confirm(request: Request, todo_id: FromPath[str]) -> Response:
     """Cancel asks first, as revoking an endpoint does; the form posts to the drawer's cancel."""
-    human, session = await require_human(request)
-    todo = await owned(request, human, session, todo_id)
+    shown, human, session = await human_for_todo(request, todo_id)
+    todo = await owned(request, human, session, todo_id, shown)
     if isinstance(todo, Response):
         return todo
-    if "cancel" not in actions_for(todo, human.user_id):
+    if "cancel" not in actions_for(todo, human.actor):
         session.set_flash("error", f"Could not cancel: the todo is {todo['state'].replace('_', ' ')}.")
         return redirect(request, f"/todos/{todo['id']}", session)
     return page(request, "todo_cancel.html", session=session, human=human, active="board", title="Cancel todo",
@@ -196,8 +202,8 @@ async def todo_cancel_confirm(request: Request, todo_id: FromPath[str]) -> Respo
 @get("/todos/{todo_id:str}/confirm-drop", name="todo_drop_confirm")
 async def todo_drop_confirm(request: Request, todo_id: FromPath[str]) -> Response:
     """Dropping a dependency (?after_id=) asks first; the form posts to the drawer's drop."""
-    human, session = await require_human(request)
-    todo = await owned(request, human, session, todo_id)
+    shown, human, session = await human_for_todo(request, todo_id)
+    todo = await owned(request, human, session, todo_id, shown)
     if isinstance(todo, Response):
         return todo
     after_id = query_text(request.query_params, "after_id")
@@ -209,13 +215,13 @@ async def todo_drop_confirm(request: Request, todo_id: FromPath[str]) -> Respons
                 title="Drop this dependency", todo=todo, dependency=dependency)
 
 
-async def deletable(request: Request, human: Human, session, todo_id: str) -> dict | Response:
+async def deletable(request: Request, human: Human | None, session, todo_id: str, shown: Human) -> dict | Response:
     """The human's todo to delete, or the response that refuses it: the not-found page, or
     back to its drawer saying why when it has not ended."""
-    todo = await owned(request, human, session, todo_id)
+    todo = await owned(request, human, session, todo_id, shown)
     if isinstance(todo, Response):
         return todo
-    if "delete" not in actions_for(todo, human.user_id):
+    if "delete" not in actions_for(todo, human.actor):
         session.set_flash("error", f"Could not delete: the todo is {todo['state'].replace('_', ' ')}. "
                                    "Only a done, canceled or dead-letter todo can be deleted.")
         return redirect(request, f"/todos/{todo['id']}{view_query(request)}", session)
@@ -226,11 +232,11 @@ async def deletable(request: Request, human: Human, session, todo_id: str) -> di
 async def todo_delete_confirm(request: Request, todo_id: FromPath[str]) -> Response:
     """Delete asks first. The drawer's form posts here with the list's view in its query
     (board.js adds it), and the page's own form carries it on to the delete. Changes nothing."""
-    human, session = await require_human(request)
+    shown, human, session = await human_for_todo(request, todo_id)
     form = await checked_form(request, session)
     if isinstance(form, Response):
         return form
-    todo = await deletable(request, human, session, todo_id)
+    todo = await deletable(request, human, session, todo_id, shown)
     if isinstance(todo, Response):
         return todo
     back = view_query(request)
@@ -242,16 +248,18 @@ async def todo_delete_confirm(request: Request, todo_id: FromPath[str]) -> Respo
 async def todo_delete(request: Request, todo_id: FromPath[str]) -> Response:
     """Deletes the ended todo with its attempts, then back to the list view, the result said
     (and focused) at its top. A todo whose state moved on since the confirmation stays."""
-    human, session = await require_human(request)
+    shown, human, session = await human_for_todo(request, todo_id)
     form = await checked_form(request, session)
     if isinstance(form, Response):
         return form
+    if human is None:
+        return not_found(request, session, shown)
     out = await runtime(request).store.todos_delete(human, [todo_id])
     if out["refused"]:
         session.set_flash("error", f"Could not delete: {kept_message(out['refused'])}")
         return redirect(request, f"/todos/{out['refused'][0]['id']}{view_query(request)}", session)
     if not out["deleted"]:
-        todo = await deletable(request, human, session, todo_id)  # why not: gone, or not ended
+        todo = await deletable(request, human, session, todo_id, shown)  # why not: gone, or not ended
         if isinstance(todo, Response):
             return todo
         # It ended between the delete's look and this read: rare; nothing was deleted.

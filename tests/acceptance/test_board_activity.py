@@ -13,7 +13,6 @@ from datetime import datetime, timedelta, timezone
 
 from board.store.store import Human
 from board.web.activity import PAGE_ROWS
-from board.web.context import SPACE_COOKIE
 from tests.acceptance.test_board_auth import client_for, csrf_of, make_human, sign_in
 from tests.acceptance.test_board_live import EventStream, open_stream
 from tests.conftest import make_agent
@@ -34,9 +33,10 @@ async def team_of(store, queues: tuple[str, ...] = ("deploys",), **members: str)
 
 
 async def signed_in_team(client, username: str, team: dict) -> str:
-    """The client signed in with the team's space as its Board's (until the space switcher)."""
+    """The client signed in, its Board switched to the team's space."""
     csrf = await sign_in(client, username)
-    client.cookies.set(SPACE_COOKIE, str(team["id"]))
+    r = await client.post("/space", data={"csrf_token": csrf, "space": str(team["id"])})
+    assert r.status_code == 303
     return csrf
 
 
