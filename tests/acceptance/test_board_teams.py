@@ -280,9 +280,12 @@ async def test_the_switcher_shows_the_team_space_and_a_foreign_space_is_refused(
         await switch_to_team(c, csrf)
         board = (await c.get("/")).text
         assert "<title>Board · platform · Switchboard</title>" in board and "a todo" in board
-        assert 'href="/members"' in board
-        for path, title in (("/agents", "Agents"), ("/schedules", "Schedules"), ("/endpoints", "Endpoints")):
-            assert f"<title>{title} · platform · Switchboard</title>" in (await c.get(path)).text, path
+        assert 'href="/members"' in board and "platform's todos" in board
+        for path, title, heading in (("/agents", "Agents", "platform's agents"),
+                                     ("/schedules", "Schedules", "platform has no schedules yet"),
+                                     ("/endpoints", "Endpoints", "platform's endpoints")):
+            shown = (await c.get(path)).text
+            assert f"<title>{title} · platform · Switchboard</title>" in shown and heading in shown, path
         # the team's endpoint is on its Endpoints page, with no admin control for an operator
         endpoints = (await c.get("/endpoints")).text
         assert "<code>w</code>" in endpoints and "Vend an endpoint" not in endpoints and "/revoke" not in endpoints
