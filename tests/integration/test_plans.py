@@ -288,6 +288,33 @@ async def test_every_claim_and_close_reaches_its_rows_by_key_past_a_big_backlog(
             assert by_id and all("todos_pkey" in line for line in by_id), f"{name}:\n{text}"
 
 
+async def assert_the_claim_reads_one_ready_row(conn, agent) -> None:
+    """With 'the one' claimable todo added behind whatever the test wrote: both claim
+    statements reach todos through the ready index, never a scan of the table, and running
+    claim_next reads one index row and filters none out."""
+    await conn.execute("INSERT INTO todos (endpoint_id, queue, title, priority) VALUES (%s, 'work', 'the one', 2)",
+                       (agent.endpoint_id,))
+    await conn.execute("VACUUM ANALYZE todos")
+    for name in ("todo_claim_fast", "todo_claim"):
+        text = "\n".join(await generic_plan(conn, QUERIES[name].sql))
+        assert "Index Scan using todos_ready_idx on todos" in text, f"{name}:\n{text}"
+        assert "Seq Scan on todos" not in text, f"{name}:\n{text}"
+    params = {"id": None, "endpoint_id": agent.endpoint_id, "claimer_id": agent.endpoint_id, "queues": ["work"],
+              "claim_queues": ["work"], "user_id": agent.user_id, "ignore_pauses": False, "limit": 1,
+              "owner": agent.owner, "claimant": None, "lease_seconds": 60.0, "history_max": 50,
+              "claimer_session": None, "token_hashes": None, "now": None, "prior_attempts": 5, "prior_notes": 3,
+              "hook_urls": []}
+    async with conn.transaction(force_rollback=True):
+        cur = await conn.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+                                 + QUERIES["todo_claim_fast"].sql, params)
+        plan = [row[0] for row in await cur.fetchall()]
+    text = "\n".join(plan)
+    scan = next(i for i, line in enumerate(plan) if "Index Scan using todos_ready_idx" in line)
+    assert re.search(r"actual rows=1(\.00)? ", plan[scan]), text
+    removed = [int(n) for n in re.findall(r"Rows Removed by Filter: (\d+)", "\n".join(plan[scan:scan + 4]))]
+    assert sum(removed) == 0, text
+
+
 async def test_claim_next_walks_only_claimable_todos_past_a_deep_schedule_and_other_priorities(store, db_url):
     """100,000 scheduled todos more urgent than anything claimable and 100,000 pending todos
     less urgent: both claim statements still reach the claimable todo through the ready
@@ -303,26 +330,7 @@ async def test_claim_next_walks_only_claimable_todos_past_a_deep_schedule_and_ot
             "INSERT INTO todos (endpoint_id, queue, title, priority, created_at)"
             " SELECT %(ep)s, 'work', 'low ' || g, 3 + g %% 2, now() - interval '1 hour' + g * interval '1 us'"
             " FROM generate_series(1, 100000) g", {"ep": agent.endpoint_id})
-        await conn.execute("INSERT INTO todos (endpoint_id, queue, title, priority) VALUES (%s, 'work', 'the one', 2)",
-                           (agent.endpoint_id,))
-        await conn.execute("VACUUM ANALYZE todos")
-        for name in ("todo_claim_fast", "todo_claim"):
-            text = "\n".join(await generic_plan(conn, QUERIES[name].sql))
-            assert "Index Scan using todos_ready_idx on todos" in text, f"{name}:\n{text}"
-            assert "Seq Scan on todos" not in text, f"{name}:\n{text}"
-        params = {"id": None, "endpoint_id": agent.endpoint_id, "claimer_id": agent.endpoint_id, "queues": ["work"], "claim_queues": ["work"],
-                  "user_id": agent.user_id, "ignore_pauses": False, "limit": 1, "owner": agent.owner,
-                  "claimant": None, "lease_seconds": 60.0, "history_max": 50, "claimer_session": None,
-                  "token_hashes": None, "now": None, "prior_attempts": 5, "prior_notes": 3, "hook_urls": []}
-        async with conn.transaction(force_rollback=True):
-            cur = await conn.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
-                                     + QUERIES["todo_claim_fast"].sql, params)
-            plan = [row[0] for row in await cur.fetchall()]
-    text = "\n".join(plan)
-    scan = next(i for i, line in enumerate(plan) if "Index Scan using todos_ready_idx" in line)
-    assert re.search(r"actual rows=1(\.00)? ", plan[scan]), text
-    removed = [int(n) for n in re.findall(r"Rows Removed by Filter: (\d+)", "\n".join(plan[scan:scan + 4]))]
-    assert sum(removed) == 0, text
+        await assert_the_claim_reads_one_ready_row(conn, agent)
     claimed = await store.todo_claim_next(agent)
     assert claimed["todo"]["title"] == "the one"
 
@@ -338,24 +346,5 @@ async def test_claim_next_walks_only_claimable_todos_past_100000_waiting_ones(st
             "INSERT INTO todos (endpoint_id, queue, title, priority, after, waits, created_at)"
             " SELECT %(ep)s, 'work', 'waits ' || g, 0, ARRAY[%(blocker)s], 1, now() - interval '1 hour'"
             " FROM generate_series(1, 100000) g", {"ep": agent.endpoint_id, "blocker": blocker["id"]})
-        await conn.execute("INSERT INTO todos (endpoint_id, queue, title, priority) VALUES (%s, 'work', 'the one', 2)",
-                           (agent.endpoint_id,))
-        await conn.execute("VACUUM ANALYZE todos")
-        for name in ("todo_claim_fast", "todo_claim"):
-            text = "\n".join(await generic_plan(conn, QUERIES[name].sql))
-            assert "Index Scan using todos_ready_idx on todos" in text, f"{name}:\n{text}"
-            assert "Seq Scan on todos" not in text, f"{name}:\n{text}"
-        params = {"id": None, "endpoint_id": agent.endpoint_id, "claimer_id": agent.endpoint_id, "queues": ["work"], "claim_queues": ["work"],
-                  "user_id": agent.user_id, "ignore_pauses": False, "limit": 1, "owner": agent.owner,
-                  "claimant": None, "lease_seconds": 60.0, "history_max": 50, "claimer_session": None,
-                  "token_hashes": None, "now": None, "prior_attempts": 5, "prior_notes": 3, "hook_urls": []}
-        async with conn.transaction(force_rollback=True):
-            cur = await conn.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
-                                     + QUERIES["todo_claim_fast"].sql, params)
-            plan = [row[0] for row in await cur.fetchall()]
-    text = "\n".join(plan)
-    scan = next(i for i, line in enumerate(plan) if "Index Scan using todos_ready_idx" in line)
-    assert re.search(r"actual rows=1(\.00)? ", plan[scan]), text
-    removed = [int(n) for n in re.findall(r"Rows Removed by Filter: (\d+)", "\n".join(plan[scan:scan + 4]))]
-    assert sum(removed) == 0, text
+        await assert_the_claim_reads_one_ready_row(conn, agent)
     assert (await store.todo_claim_next(agent))["todo"]["title"] == "the one"
