@@ -373,6 +373,7 @@ async def read_todo(store, human: Human, todo_id: str, filters: Filters, watched
     """One changed todo as the space's streams of a view show it: its list row (with whether
     it still matches the filters), and its drawer's read when it is watched; None when it is
     gone (or not the space's)."""
+    todo = None
     try:
         row = await store.todo_list_row(human, todo_id, **filters.store_filters())
         todo = await drawer_todo(store, human, todo_id) if watched and row else None

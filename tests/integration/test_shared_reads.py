@@ -175,15 +175,16 @@ async def test_streams_showing_one_overview_read_share_one_rendering_each_with_i
     await store.todo_add(await make_agent(store, user=human), queue="q", title="shown")
     reads, renders = OverviewReads(), OverviewRenders()
     data = await reads.get(store, human)
-    first = renders.get(data, "/")
-    assert renders.get(data, "/") is first and renders.get(data, "/?state=done") is not first
+    first = renders.get(data, "/", True)
+    assert renders.get(data, "/", True) is first and renders.get(data, "/?state=done", True) is not first
+    assert renders.get(data, "/", False) is not first  # a viewer's has no pause or limit forms
     frame_a, frame_b = first.message("overview", "csrf-a").encode(), first.message("overview", "csrf-b").encode()
     assert b'name=\\"csrf_token\\" value=\\"csrf-a\\"' in frame_a and b"csrf-b" not in frame_a
     assert b'name=\\"csrf_token\\" value=\\"csrf-b\\"' in frame_b and b"csrf-a" not in frame_b
     assert first.message("overview", "csrf-a") is first.message("overview", "csrf-a")  # encoded once a session
     reads.forget(human.user_id)
     newer = await reads.get(store, human)
-    assert newer is not data and renders.get(newer, "/") is not first
+    assert newer is not data and renders.get(newer, "/", True) is not first
 
 
 async def test_streams_subscribing_while_a_snapshot_is_read_share_the_next_one_which_begins_after_it():
