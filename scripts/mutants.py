@@ -34,6 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 LIFECYCLE = "tests/integration/test_lifecycle.py"
 FENCE = "tests/integration/test_fence.py"
+# The fence mutants, which CI runs, name just the test that kills each: a renamed test is an
+# error of the run, never a survivor.
+FENCED = f"{FENCE}::test_fenced_attempt"
 RACES = "tests/integration/test_concurrency.py"
 MODEL = "tests/integration/test_store_model.py"
 INVARIANTS = "tests/integration/test_attempt_invariants.py"
@@ -125,32 +128,38 @@ SQL = "board/store/sql/"
 MUTANTS: tuple[Mutant, ...] = (
     # -- the fence (REQ-6) ---------------------------------------------------------------
     Mutant("fence-complete-without-token", "fence", SQL + "closes.sql", _FENCE, "",
-           (FENCE, LIFECYCLE), "complete without a token closes a fenced attempt", "todo_complete"),
+           (f"{FENCED}[complete-no_token]",),
+           "complete without a token closes a fenced attempt", "todo_complete"),
     Mutant("fence-fail-release-without-token", "fence", SQL + "closes.sql", _FENCE, "",
-           (FENCE, LIFECYCLE), "fail or release without a token closes a fenced attempt", "todo_fail_or_release"),
+           (f"{FENCED}[fail-no_token]",),
+           "fail or release without a token closes a fenced attempt", "todo_fail_or_release"),
     Mutant("fence-heartbeat-without-token", "fence", SQL + "holds.sql", _FENCE, "",
-           (FENCE,), "heartbeat without a token extends a fenced lease", "todo_heartbeat"),
+           (f"{FENCED}[heartbeat-no_token]",),
+           "heartbeat without a token extends a fenced lease", "todo_heartbeat"),
     Mutant("fence-interrupt-without-token", "fence", SQL + "holds.sql", _FENCE, "",
-           (FENCE,), "interrupt without a token moves a fenced attempt", "todo_interrupt"),
+           (f"{FENCED}[interrupt-no_token]",),
+           "interrupt without a token moves a fenced attempt", "todo_interrupt"),
     Mutant("fence-resume-without-token", "fence", SQL + "holds.sql", _FENCE, "",
-           (FENCE,), "resume without a token moves a fenced attempt", "todo_resume"),
+           (f"{FENCED}[resume-no_token]",), "resume without a token moves a fenced attempt", "todo_resume"),
     Mutant("fence-note-without-token", "fence", SQL + "holds.sql", _FENCE, "",
-           (FENCE,), "a note without a token lands on a fenced attempt", "attempt_note_add"),
+           (f"{FENCED}[note-no_token]",), "a note without a token lands on a fenced attempt", "attempt_note_add"),
     Mutant("fence-unfenced-call-checked", "fence", "board/store/base.py",
            "return await self._fetch(sql, dict(params, token_checked=False), op=op, todo_id=todo_id, one=True)",
            "return await self._fetch(sql, dict(params, token_checked=True), op=op, todo_id=todo_id, one=True)",
-           (FENCE,), "a holder call without a token runs as if its token had been checked"),
+           (f"{FENCED}[heartbeat-no_token]",),
+           "a holder call without a token runs as if its token had been checked"),
     Mutant("fence-unfenced-close-checked", "fence", "board/store/closes.py",
            "row = await self._fetch(_CLOSE[kind], dict(params, token_checked=False), op=kind,\n",
            "row = await self._fetch(_CLOSE[kind], dict(params, token_checked=True), op=kind,\n",
-           (FENCE,), "a close without a token runs as if its token had been checked"),
+           (f"{FENCED}[complete-no_token]",), "a close without a token runs as if its token had been checked"),
     Mutant("fence-any-token-matches", "fence", "board/store/base.py",
            "if stored is None or not hmac.compare_digest(bytes(stored), presented):", "if stored is None:",
-           (FENCE,), "a wrong or stale token is accepted"),
+           (f"{FENCED}[heartbeat-wrong_token]",), "a wrong or stale token is accepted"),
     Mutant("fence-token-on-unfenced-attempt", "fence", "board/store/base.py",
            "if stored is None or not hmac.compare_digest(bytes(stored), presented):",
            "if stored is not None and not hmac.compare_digest(bytes(stored), presented):",
-           (LIFECYCLE,), "a made-up token is accepted on an unfenced attempt"),
+           (f"{LIFECYCLE}::test_a_token_on_an_unfenced_attempt_is_conflict",),
+           "a made-up token is accepted on an unfenced attempt"),
     # -- owner and state checks ----------------------------------------------------------
     Mutant("owner-close", "owner", SQL + "closes.sql", " AND t.owner = %(owner)s", "",
            (FENCE, LIFECYCLE), "another holder's attempt can be completed", "todo_complete", times=2),
@@ -1118,6 +1127,7 @@ MUTANTS: tuple[Mutant, ...] = (
 
 # The tests run from the copy (pytest puts its rootdir first on sys.path, so a copy of the
 # package alone would be shadowed by the work tree's).
+MUTANTS_DATA_DIR = ROOT / ".switchboard" / "mutants"
 COPIED = ("board", "switchboard_worker", "migrations", "tests", "pyproject.toml")
 LINKED = ("templates", "static", "e2e", "bench")
 
@@ -1340,7 +1350,7 @@ def run(m: Mutant, pytest_args: list[str]) -> tuple[bool, float, str]:
                 (copy / name).symlink_to(ROOT / name)
         target = copy / m.file
         target.write_text(mutated(target.read_text(), m))
-        env = {**os.environ, "SWITCHBOARD_TEST_DATA_DIR": str(ROOT / ".switchboard" / "mutants")}
+        env = {**os.environ, "SWITCHBOARD_TEST_DATA_DIR": str(MUTANTS_DATA_DIR)}
         probe = subprocess.run([sys.executable, "-c", "import board, switchboard_worker as w; "
                                 "print(board.__file__); print(w.__file__)"], cwd=copy, env=env,
                                capture_output=True, text=True)
@@ -1355,7 +1365,9 @@ def run(m: Mutant, pytest_args: list[str]) -> tuple[bool, float, str]:
         killed = proc.returncode == 1 and any(" failed" in line for line in lines[-3:])
         if proc.returncode not in (0, 1):
             raise RuntimeError(f"{m.name}: pytest exited {proc.returncode}:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
-        return killed, time.monotonic() - started, lines[-1] if lines else ""
+        # The test that killed it (pytest's summary line), so a list entry can name it first.
+        killer = next((line.split()[1] for line in lines if line.startswith("FAILED ")), "")
+        return killed, time.monotonic() - started, f"{lines[-1] if lines else ''}  {killer}".rstrip()
 
 
 def main() -> int:
@@ -1375,11 +1387,22 @@ def main() -> int:
             print(f"{m.group:9} {m.name:34} {m.why}")
         return 0
     survivors = []
-    for m in chosen:
-        killed, seconds, last = run(m, args.pytest_args)
-        print(f"{'killed  ' if killed else 'SURVIVED'} {m.name:34} {seconds:5.1f} s  {last}", flush=True)
-        if not killed:
-            survivors.append(m)
+    # The runs' embedded Postgres, started once: while this process holds it, each run's
+    # tests attach to the running server instead of starting and stopping one of their own.
+    from board.store.db import EmbeddedPostgres
+
+    server = None if os.environ.get("DATABASE_URL") else EmbeddedPostgres(MUTANTS_DATA_DIR)
+    if server is not None:
+        server.start()
+    try:
+        for m in chosen:
+            killed, seconds, last = run(m, args.pytest_args)
+            print(f"{'killed  ' if killed else 'SURVIVED'} {m.name:34} {seconds:5.1f} s  {last}", flush=True)
+            if not killed:
+                survivors.append(m)
+    finally:
+        if server is not None:
+            server.stop()
     print(f"{len(chosen) - len(survivors)} of {len(chosen)} mutants killed; {len(survivors)} survived")
     for m in survivors:
         print(f"  survivor {m.name}: {m.why} ({m.file}; tests {', '.join(m.tests)})")
