@@ -111,6 +111,11 @@ class Settings:
     mcp_auth_recheck_seconds: float = 30.0
     # How long a call waits for the database before it is answered unavailable (503).
     db_wait_seconds: float = 5.0
+    # On SIGTERM or SIGINT (board/app.py): /readyz answers 503 at once; the process keeps
+    # serving for the delay (so a balancer's health check sees it first), then stops
+    # accepting, ends its live streams and gives the calls in flight up to the grace.
+    shutdown_delay_seconds: float = 0.0
+    shutdown_grace_seconds: float = 10.0
     hook_urls: tuple[str, ...] = ()
     hook_secret: str | None = None
     hook_poll_seconds: float = 0.5
@@ -190,6 +195,8 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         "SWITCHBOARD_HOOK_RETRY_MAX_SECONDS": ("hook_retry_max_seconds", float, 0),
         "SWITCHBOARD_MCP_AUTH_RECHECK_SECONDS": ("mcp_auth_recheck_seconds", float, 1),
         "SWITCHBOARD_DB_WAIT_SECONDS": ("db_wait_seconds", float, 0.5),
+        "SWITCHBOARD_SHUTDOWN_DELAY_SECONDS": ("shutdown_delay_seconds", float, 0),
+        "SWITCHBOARD_SHUTDOWN_GRACE_SECONDS": ("shutdown_grace_seconds", float, 0),
     }
     for name, (attr, kind, minimum) in numbers.items():
         if get(name):
