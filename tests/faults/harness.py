@@ -172,10 +172,12 @@ class ServerProcess:
     """`python -m board serve` on a fixed port, its output appended to one log file across
     restarts (the fuzz reads it). kill() is SIGKILL; start() again reuses the port."""
 
-    def __init__(self, database_url: str, log_path: Path, *, port: int | None = None, **env: str):
+    def __init__(self, database_url: str, log_path: Path, *, port: int | None = None, args: tuple[str, ...] = (),
+                 **env: str):
         self.database_url = database_url
         self.port = port or free_port()
         self.log_path = log_path
+        self.args = args  # more of serve's options, e.g. ("--workers", "2")
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_") and k != "DATABASE_URL"}
         self.env.update(SERVER_ENV, DATABASE_URL=database_url, **env)
         self.env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
@@ -190,7 +192,7 @@ class ServerProcess:
         """Spawn and wait until it answers; returns the monotonic time it was first ready."""
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "board", "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+                [sys.executable, "-m", "board", "serve", "--host", "127.0.0.1", "--port", str(self.port), *self.args],
                 env=self.env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         self.starts += 1
         deadline = time.monotonic() + timeout
