@@ -148,7 +148,8 @@ class ResumableSessionManager(StreamableHTTPSessionManager):
         credential is its endpoint's; otherwise leave it to the SDK, which answers 404."""
         claims = self.ids.read(session_id)
         user = scope.get("user")
-        if claims is None or not isinstance(user, AuthenticatedUser) or user.access_token.client_id != claims.endpoint_id:
+        if claims is None or not isinstance(user, AuthenticatedUser) \
+                or user.access_token.client_id != claims.endpoint_id:
             return
         version = _header(scope, MCP_PROTOCOL_VERSION_HEADER)
         if version not in HANDSHAKE_PROTOCOL_VERSIONS:

@@ -13,12 +13,13 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
+from board.mcp import todo_views
 from board.mcp.doorbell import TODOS_URI, todo_uri
 from board.config import Settings
 from board.store import store as st
 from board.store.db import open_pool
 from tests import realparts
-from tests.acceptance.mcp_helpers import Inbox, call, connect, vend
+from tests.acceptance.mcp_helpers import Inbox, McpApps, call, connect, vend
 from tests.acceptance.oauth_helpers import HttpConsent, MemoryStorage, sdk_provider, sdk_session
 from tests.acceptance.test_board_auth import make_human, sign_in
 from tests.acceptance.test_board_live import open_stream
@@ -63,11 +64,16 @@ def calls_seen(balanced, endpoint_id: str) -> list[int]:
 async def test_a_2025_session_whose_every_request_goes_to_the_next_process_works_on_each(balanced):
     ep = await vend(balanced.store, agent_id="roundrobin")
     inbox = Inbox()
-    async with connect(balanced, ep.token, "legacy", inbox=inbox) as client:
+    async with connect(balanced, ep.token, "legacy", inbox=inbox, extensions=[McpApps()]) as client:
         assert "claim_next" in {t.name for t in (await client.list_tools()).tools}
         await client.subscribe_resource(TODOS_URI)
         added = await call(client, "add_todo", {"queue": "q", "title": "heard anywhere"})
         await inbox.wait_for(todo_uri(added["id"]), timeout=DEADLINE)  # the doorbell, on the GET stream
+        # The capabilities declared at initialize hold on both processes: an MCP Apps host
+        # gets the todo's view with get_todo wherever the call lands.
+        for _ in range(2):
+            shown = await client.call_tool("get_todo", {"id": added["id"]})
+            assert todo_views.VIEW_KEY in (shown.meta or {})
         claimed = await call(client, "claim_next", {"queue": "q", "require_fence": True})
         assert claimed["todo"]["id"] == added["id"] and claimed["lease_token"]
         await call(client, "heartbeat", {"id": claimed["todo"]["id"], "lease_token": claimed["lease_token"]})
@@ -105,7 +111,8 @@ async def test_the_typescript_sdk_keeps_its_session_and_hears_the_doorbell_acros
         await client.request("waitUpdated", uri=todo_uri(added["id"]), seen=0, timeoutMs=int(DEADLINE * 1000))
         claimed = ok(await client.call_tool("claim_next", {"queue": "q", "require_fence": True}))
         assert claimed["todo"]["id"] == added["id"]
-        done = ok(await client.call_tool("complete", {"id": claimed["todo"]["id"], "lease_token": claimed["lease_token"]}))
+        done = ok(await client.call_tool("complete", {"id": claimed["todo"]["id"],
+                                                      "lease_token": claimed["lease_token"]}))
         assert done["state"] == "done"
     first, second = calls_seen(balanced, ep.endpoint_id)
     assert first >= 1 and second >= 1, (first, second)
@@ -134,3 +141,31 @@ async def test_an_mcp_host_signs_in_with_oauth_and_works_through_the_balancer(ba
             assert claimed["todo"]["id"] == added["id"]
             assert (await call(client, "complete", {"id": claimed["todo"]["id"]}))["state"] == "done"
     assert consent.redirects, "the host never went through the consent screen"
+
+
+def _rpc(method: str, id_: int | None = 1, **params) -> dict:
+    body = {"jsonrpc": "2.0", "method": method, "params": params}
+    return body | ({"id": id_} if id_ is not None else {})
+
+
+async def test_a_session_id_is_refused_on_every_process_when_altered_or_presented_by_another_endpoint(balanced):
+    ours, theirs = await vend(balanced.store, agent_id="owner"), await vend(balanced.store, agent_id="intruder")
+    base = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    async with httpx.AsyncClient(base_url=balanced.url, timeout=DEADLINE) as http:
+        r = await http.post("/mcp", headers=base | {"Authorization": f"Bearer {ours.token}"},
+                            json=_rpc("initialize", protocolVersion="2025-11-25", capabilities={},
+                                      clientInfo={"name": "raw", "version": "1"}))
+        assert r.status_code == 200, r.text
+        session = r.headers["mcp-session-id"]
+        altered = session[:-1] + ("A" if session[-1] != "A" else "B")
+        after = base | {"MCP-Protocol-Version": "2025-11-25"}
+
+        async def tools_list(token: str, session_id: str) -> int:
+            headers = after | {"Authorization": f"Bearer {token}", "Mcp-Session-Id": session_id}
+            r = await http.post("/mcp", headers=headers, json=_rpc("tools/list"))
+            return r.status_code
+
+        # Each case twice in a row: round robin sends one of the two to each process.
+        assert [await tools_list(ours.token, altered) for _ in range(2)] == [404, 404]
+        assert [await tools_list(theirs.token, session) for _ in range(2)] == [404, 404]
+        assert [await tools_list(ours.token, session) for _ in range(2)] == [200, 200]
