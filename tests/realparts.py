@@ -163,12 +163,14 @@ class HAProxy:
 
 
 @contextlib.contextmanager
-def haproxy(backends: list[int], folder: Path, *, per_request: bool = False) -> Iterator[HAProxy]:
+def haproxy(backends: list[int], folder: Path, *, per_request: bool = False,
+            port: int | None = None) -> Iterator[HAProxy]:
     """HAProxy (round robin, no affinity, health checks on /readyz) in front of the serve
-    processes on the `backends` ports; skips the test when HAProxy is not installed."""
+    processes on the `backends` ports, on `port` (else a free one); skips the test when
+    HAProxy is not installed."""
     program = require("haproxy")
     folder.mkdir(parents=True, exist_ok=True)
-    lb = HAProxy(free_port(), list(backends), folder / "haproxy.cfg", folder / "haproxy.log")
+    lb = HAProxy(port or free_port(), list(backends), folder / "haproxy.cfg", folder / "haproxy.log")
     lb.config_path.write_text(haproxy_config(lb.port, lb.backends, per_request=per_request))
     with open(lb.log_path, "ab") as log:
         # -db: stay in the foreground; -W: master-worker, so SIGTERM stops it cleanly.
