@@ -329,6 +329,7 @@ class Tally:
     errors: Counter = field(default_factory=Counter)  # tool error codes
     internal: list = field(default_factory=list)  # internal tool errors and JSON-RPC -32603
     reconnects: int = 0
+    lost: list = field(default_factory=list)  # why each reconnect was needed (the error, in short)
     calls: int = 0
     last_ok: float = 0.0
     slowest_unavailable: float = 0.0
@@ -408,10 +409,11 @@ class Agent:
                 async with mcp_client(self.url, self.token, self.generation, statuses=self.statuses) as client:
                     backoff = RECONNECT_FIRST
                     await self.drain(client)
-            except Exception:  # the server went away (or answered at the HTTP level): reconnect
+            except Exception as err:  # the server went away (or answered at the HTTP level): reconnect
                 if self.stop.is_set():
                     return
                 self.tally.reconnects += 1
+                self.tally.lost.append(f"{self.name}: {err!r}"[:300])
                 await self.pause(backoff * (0.5 + self.rng.random() / 2))
                 backoff = min(backoff * 2, RECONNECT_MAX)
 

@@ -1,7 +1,8 @@
 """A rolling restart behind a real HAProxy (docs/scaling.md's configuration, round robin, no
 affinity): three `switchboard serve` processes, each stopped with SIGTERM, waited for and
 started again in turn, while MCP agents drain todos with fenced claim/complete cycles
-(2026-07-28, sessionless) and signed-in Board streams watch. No agent call fails, no todo
+(half 2026-07-28, sessionless, half 2025-11-25 with a session any process resumes) and
+signed-in Board streams watch. No agent call fails, no todo
 is lost or done twice, every Board stream ends cleanly with a short `retry:`, comes back,
 and shows every change committed."""
 
@@ -21,6 +22,7 @@ PROCESSES = 3
 AGENTS = 6
 BOARDS = 3
 TODOS = 90  # within one page of the Board's list (100), so a snapshot shows every todo
+DELAY = 2
 
 
 async def feed(store, agent, n: int, every: float) -> list[str]:
@@ -47,7 +49,10 @@ async def test_a_rolling_restart_behind_haproxy_fails_no_agent_call_loses_no_tod
     started = time.monotonic()
     human = await make_human(store, f"roller{time.monotonic_ns()}")
     token, agent = await h.vend(store, user_id=human.user_id)
-    servers = [h.ServerProcess(db_url, tmp_path / f"serve{i}.log") for i in range(PROCESSES)]
+    # Serving on for 2 s with /readyz at 503 lets HAProxy's check (every second) take the
+    # process out before it stops accepting (docs/scaling.md).
+    servers = [h.ServerProcess(db_url, tmp_path / f"serve{i}.log", SWITCHBOARD_SHUTDOWN_DELAY_SECONDS=str(DELAY))
+               for i in range(PROCESSES)]
     await asyncio.gather(*(s.start() for s in servers))
     tally, statuses = h.Tally(), h.Statuses()
     boards: list[h.BoardStream] = []
@@ -63,11 +68,11 @@ async def test_a_rolling_restart_behind_haproxy_fails_no_agent_call_loses_no_tod
                     boards[-1].start()
                 for board in boards:
                     await board.snapshot_after(0, timeout=30)
-                agents = [h.Agent(f"r{i}", lb.url, token, tally, statuses, generation="modern", fenced=True,
-                                  lease=60, seed=i) for i in range(AGENTS)]
+                agents = [h.Agent(f"r{i}", lb.url, token, tally, statuses, generation=("modern", "legacy")[i % 2],
+                                  fenced=True, lease=60, seed=i) for i in range(AGENTS)]
                 for a in agents:
                     a.start()
-                feeder = asyncio.create_task(feed(store, agent, TODOS, every=0.1))
+                feeder = asyncio.create_task(feed(store, agent, TODOS, every=0.15))
                 for k, server in enumerate(servers, 1):
                     await h.wait_for_done(db_url, TODOS * k // (PROCESSES + 2), timeout=120)
                     stopping = time.monotonic()
@@ -94,7 +99,7 @@ async def test_a_rolling_restart_behind_haproxy_fails_no_agent_call_loses_no_tod
             await server.stop()
     counts = await h.check_invariants(db_url, todos=TODOS, drained=True)
     times = [t for board in boards for t in reconnect_times(board)]
-    h.report("rolling restart behind HAProxy", size, processes=PROCESSES, todos=TODOS, agents=len(agents),
+    h.report("rolling restart behind HAProxy", size, processes=PROCESSES, delay_s=DELAY, todos=TODOS, agents=len(agents),
              calls=tally.calls, failed_calls=tally.reconnects + sum(tally.errors.values()),
              client_retries=tally.closes_retried, attempts=counts["attempts"],
              stop_and_start_s=restarts, board_ends=sum(len(b.ends) for b in boards),
@@ -102,7 +107,7 @@ async def test_a_rolling_restart_behind_haproxy_fails_no_agent_call_loses_no_tod
              board_reconnect_s_max=max(times, default=None), board_reconnect_s=sorted(times),
              http_5xx=statuses.server_errors, http_503=statuses.unavailable,
              seconds=round(time.monotonic() - started, 1))
-    assert tally.reconnects == 0 and not tally.errors and tally.closes_retried == 0, "an agent call failed"
+    assert tally.reconnects == 0 and not tally.errors and tally.closes_retried == 0, (tally.lost, tally.errors)
     assert statuses.server_errors == 0 and statuses.unavailable == 0 and tally.internal == []
     assert [t for t, acks in tally.acked.items() if acks > 1] == [], "a todo was acknowledged completed twice"
     for board in boards:
