@@ -225,17 +225,19 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None, 
             owned_embedded = embedded or EmbeddedPostgres(settings.data_dir)
             url = await asyncio.to_thread(owned_embedded.start)
         try:
-            applied = await migrate(url)
+            # Directly when a LISTEN URL is set: a migration must not be split by a transaction pooler.
+            applied = await migrate(listen_url_of(settings, url))
             if applied:
                 log.info("migrated: %s", ", ".join(applied))
-            pool = await open_pool(url, wait_seconds=settings.db_wait_seconds)
+            pool = await open_pool(url, wait_seconds=settings.db_wait_seconds, prepare=settings.prepared_statements)
             store = Store(pool, settings)
             store.observers.append(metrics.observe)
             fanout = Fanout(listen_url_of(settings, url))
             store.use_pause_cache(PauseCache(store, fanout))
             # Presence writes on a connection of its own: a burst of requests queued on the
             # pool cannot hold back the registration every new listener waits on.
-            presence_pool = await open_pool(url, min_size=1, max_size=1, wait_seconds=settings.db_wait_seconds)
+            presence_pool = await open_pool(url, min_size=1, max_size=1, wait_seconds=settings.db_wait_seconds,
+                                            prepare=settings.prepared_statements)
             fanout.presence = Presence(Store(presence_pool, settings), fanout)
             await fanout.start()
             fanout.presence.start()

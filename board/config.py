@@ -75,6 +75,10 @@ class Settings:
     # Where the one LISTEN connection of a process goes, when DATABASE_URL is a transaction
     # pooler (PgBouncer) that cannot hold a LISTEN: a direct connection to the same database.
     listen_database_url: str | None = None
+    # Server-side prepared statements (psycopg prepares a statement after its fifth run). Off
+    # behind a transaction pooler that cannot carry them across its connections (PgBouncer
+    # before 1.21, or without max_prepared_statements).
+    prepared_statements: bool = True
     data_dir: Path = Path(".switchboard")
     secret_key: str | None = None
     attempt_summary_from_result: bool = False
@@ -228,6 +232,9 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         changes["public_url"] = check_public_url(env["SWITCHBOARD_PUBLIC_URL"])
     if get("SWITCHBOARD_TRUSTED_PROXIES"):
         changes["trusted_proxies"] = check_trusted_proxies(env["SWITCHBOARD_TRUSTED_PROXIES"])
+    if "SWITCHBOARD_PREPARED_STATEMENTS" in env:
+        changes["prepared_statements"] = _bool("SWITCHBOARD_PREPARED_STATEMENTS",
+                                               env["SWITCHBOARD_PREPARED_STATEMENTS"])
     if "SWITCHBOARD_OAUTH" in env:
         changes["oauth_enabled"] = _bool("SWITCHBOARD_OAUTH", env["SWITCHBOARD_OAUTH"])
     oauth_numbers = {

@@ -82,10 +82,10 @@ def haproxy_config(port: int, backends: list[int], *, per_request: bool = False)
                 server_line = line
                 for i, backend in enumerate(backends, 1):
                     lines.append(re.sub(r"server\s+\S+\s+\S+", f"server serve{i} 127.0.0.1:{backend}", line, count=1))
-        elif per_request and stripped.startswith("option http-server-close"):
-            lines.append(line[:line.index("option")] + "option httpclose")
         else:
             lines.append(line)
+        if per_request and stripped.startswith("mode http"):
+            lines.append(line[:line.index("mode")] + "option httpclose")
     if server_line is None:
         raise AssertionError("docs/scaling.md's HAProxy configuration has no server line")
     return "\n".join(lines) + "\n"

@@ -27,8 +27,6 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import anyio
-from anyio.abc import TaskStatus
 from itsdangerous import BadSignature, URLSafeSerializer
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.connection import Connection
@@ -172,7 +170,7 @@ class ResumableSessionManager(StreamableHTTPSessionManager):
         self.resumed(scope, session_id, connection)
 
     async def _serve_resumed(self, session_id: str, transport: StreamableHTTPServerTransport, version: str,
-                             capabilities: dict[str, Any], *, task_status: TaskStatus[Connection]) -> None:
+                             capabilities: dict[str, Any], *, task_status: Any) -> None:
         """The session's server loop, as the SDK's own (serve_loop), on a connection born
         initialized: its handshake happened on another process."""
         async with transport.connect() as (read_stream, write_stream):
@@ -183,8 +181,7 @@ class ResumableSessionManager(StreamableHTTPSessionManager):
             connection.initialized.set()
             task_status.started(connection)
             try:
-                idle_scope = transport.idle_scope or anyio.CancelScope()
-                with idle_scope:
+                with transport.idle_scope or contextlib.nullcontext():  # ends an idle session, as the SDK's
                     await serve_connection(self.app, dispatcher, connection=connection,
                                            lifespan_state=self._lifespan_state)
             except Exception:
