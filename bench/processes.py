@@ -1,25 +1,26 @@
 """Several server processes on one Postgres: claim_next + complete over MCP through 1, 2 and
-4 serve processes behind a loopback balancer, in one run with interleaved slices.
+4 serve processes behind Debian's HAProxy, in one run with interleaved slices.
 
-Each configuration is its own balancer, a small asyncio TCP proxy in this process that hands
-each new client connection to the next of its processes in turn (a keep-alive client stays
-on the process it was given, as behind any connection balancer). Every process is the real
-app under uvicorn (bench/mcp_roundtrip.py's server_process), on the same database; every
-configuration drains its own endpoint's backlog with the same number of minimal raw
-JSON-RPC clients (2026-07-28, sessionless), so the server rather than the load generator is
-what is measured. The 1-process case goes through the proxy too, so the proxy's cost is in
-every figure alike.
+Each configuration is its own HAProxy (tests/realparts.py: docs/scaling.md's configuration,
+round robin without affinity, so each request goes to the next process in turn, even on
+a keep-alive client connection). Every process is the real app under uvicorn
+(bench/mcp_roundtrip.py's server_process), on the same database; every configuration
+drains its own endpoint's backlog with the same number of minimal raw JSON-RPC clients, so
+the server rather than the load generator is what is measured. --generation legacy makes
+each client a 2025-11-25 session, whose requests then land on every process (each takes
+the session up once: board/mcp/sessions.py). The 1-process case goes through HAProxy too,
+so the balancer's cost is in every figure alike.
 
 For each configuration it prints calls/s, p50 and p99 of a single call, the servers' CPU
 per call and the ratio to one process, with a 95% interval over the slice pairs. On a
-machine with fewer cores than processes the extra processes share them with Postgres and
-the load generator: read the ratio with `os.cpu_count()` beside it.
+machine with fewer cores than processes the extra processes share them with Postgres, the
+balancer and the load generator: read the ratio with the core count beside it.
 
     python bench/processes.py                      # 1, 2 and 4 processes, 8 and 32 clients
-    python bench/processes.py --processes 1 2 --clients 16 --slices 4
+    python bench/processes.py --processes 1 2 --clients 16 --slices 4 --generation legacy
 
-Uses DATABASE_URL when set (it needs CREATE DATABASE), else an embedded Postgres under
-./.switchboard/bench. Timings are for reading, not asserting.
+Needs Debian's haproxy. Uses DATABASE_URL when set (it needs CREATE DATABASE), else an
+embedded Postgres under ./.switchboard/bench. Timings are for reading, not asserting.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import itertools
+import tempfile
 import os
 import sys
 import uuid
@@ -46,38 +47,7 @@ from board.config import Settings  # noqa: E402
 from board.store import store as st  # noqa: E402
 from board.store import vocabulary  # noqa: E402
 from board.store.db import migrate, open_pool  # noqa: E402
-
-
-class Balancer:
-    """A round-robin TCP proxy on a free loopback port in front of `ports`."""
-
-    def __init__(self, ports: list[int]):
-        self.backends = itertools.cycle(ports)
-        self.server: asyncio.AbstractServer | None = None
-        self.port = 0
-
-    async def __aenter__(self) -> "Balancer":
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = self.server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        self.server.close()
-        with contextlib.suppress(Exception):
-            await self.server.wait_closed()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", next(self.backends))
-
-        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-            with contextlib.suppress(ConnectionError, asyncio.CancelledError):
-                while data := await src.read(65536):
-                    dst.write(data)
-                    await dst.drain()
-            with contextlib.suppress(Exception):
-                dst.close()
-
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+from tests.realparts import haproxy  # noqa: E402
 
 
 @dataclass
@@ -104,6 +74,8 @@ async def main() -> None:
     ap.add_argument("--slices", type=int, default=6, help="rounds of every configuration, in rotating order")
     ap.add_argument("--seconds", type=float, default=2.0, help="length of one configuration in one slice")
     ap.add_argument("--backlog", type=int, help="pending todos per case (default: enough for 2,000 cycles/s)")
+    ap.add_argument("--generation", choices=["modern", "legacy"], default="modern",
+                    help="modern: 2026-07-28, sessionless; legacy: 2025-11-25 sessions")
     args = ap.parse_args()
     backlog = args.backlog or int(2000 * args.slices * args.seconds) + 1000
 
@@ -125,15 +97,17 @@ async def main() -> None:
 
         async with contextlib.AsyncExitStack() as stack:
             servers = [stack.enter_context(server_process(ROOT, url)) for _ in range(max(args.processes))]
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-haproxy-")))
             for clients in args.clients:
                 cases = []
                 for n in args.processes:
-                    balancer = await stack.enter_async_context(Balancer([port for port, _ in servers[:n]]))
+                    ports = [port for port, _ in servers[:n]]
+                    balancer = stack.enter_context(haproxy(ports, folder / f"{clients}-{n}"))
                     cases.append(Case(n, balancer.port, [pid for _, pid in servers[:n]], await new_token()))
                 for i in range(args.slices):
                     for case in cases[i % len(cases):] + cases[:i % len(cases)]:
                         before = sum(cpu_seconds(pid) for pid in case.pids)
-                        opener = lambda c=case: RawClient(c.port, c.token, "modern")  # noqa: E731
+                        opener = lambda c=case: RawClient(c.port, c.token, args.generation)  # noqa: E731
                         await run_slice(case, clients, args.seconds, opener)
                         case.server_cpu += sum(cpu_seconds(pid) for pid in case.pids) - before
                     print(f"  {clients} clients: slice {i + 1}/{args.slices} done", flush=True)
@@ -141,7 +115,8 @@ async def main() -> None:
         await pool.close()
 
     print()
-    print(f"claim_next + complete over MCP (raw client, 2026-07-28) through a round-robin balancer; "
+    protocol = "2026-07-28" if args.generation == "modern" else "2025-11-25 sessions"
+    print(f"claim_next + complete over MCP (raw client, {protocol}) through HAProxy, round robin; "
           f"{args.slices} slices of {args.seconds:g} s per configuration, interleaved; {os.cpu_count()} CPUs; "
           f"PostgreSQL {version}")
     print(f"{'clients':>7} {'processes':>9} | {'calls/s':>8} {'p50 ms':>7} {'p99 ms':>7} | {'CPU/call':>9} | "

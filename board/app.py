@@ -11,19 +11,23 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
+import signal
+import threading
 from dataclasses import dataclass
 from typing import AsyncIterator
 
 from litestar import Litestar
 from litestar.datastructures import State
 
+from board import logs
 from board.ops import health
 
 from board.web import routes as web
 from board.web.events import BoardRows
 from board.web.templating import compile_templates
 from board.ops import metrics as metrics_mod
-from board.config import Settings
+from board.config import Settings, from_env
 from board.store.db import EmbeddedPostgres, database_label, migrate, open_pool
 from board.ops.hooks import HookDelivery, TransitionHooks
 from board.live.fanout import Fanout
@@ -48,6 +52,7 @@ class Runtime:
     metrics: "metrics_mod.Metrics"
     database_url: str
     hooks: TransitionHooks
+    draining: bool = False  # SIGTERM or SIGINT came (Drain): /readyz answers 503
 
 
 # uvloop's event loop and httptools' HTTP parser: both C, both well kept, and what uvicorn
@@ -72,6 +77,16 @@ class ServerScope:
 GC_YOUNG_THRESHOLD = 10_000
 
 
+def tune_collector() -> None:
+    """What startup made (modules, the app, its pools) lives as long as the process: frozen
+    out of the collector's sight, and the youngest generation collected every 10,000
+    allocations rather than 700, so far fewer objects reach the oldest one. Under a thousand
+    live streams its full collections had paused the loop 100-170 ms each, a few times a
+    second (docs/performance.md)."""
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+
+
 def proxy_options(settings: Settings) -> dict:
     """uvicorn's proxy header options: X-Forwarded-For and -Proto believed from the trusted
     proxies only (the client is the right-most forwarded address that is not one), from no
@@ -81,39 +96,111 @@ def proxy_options(settings: Settings) -> dict:
     return {"proxy_headers": True, "forwarded_allow_ips": list(settings.trusted_proxies)}
 
 
-def serve(settings: Settings, host: str, port: int) -> None:
-    """Run the app under uvicorn until SIGINT or SIGTERM. On the signal, every open SSE and
-    MCP listen stream is told to end first, so the graceful shutdown does not wait them out."""
-    import uvicorn
-
-    app = create_app(settings)
-    compile_templates()  # before the first request that renders one (and frozen with the rest below)
-
-    class Server(uvicorn.Server):
-        async def startup(self, sockets=None) -> None:
-            await super().startup(sockets)
-            # What startup made (modules, the app, its pools) lives as long as the process:
-            # frozen out of the collector's sight, and the youngest generation collected
-            # every 10,000 allocations rather than 700, so far fewer objects reach the
-            # oldest one. Under a thousand live streams its full collections had paused
-            # the loop 100-170 ms each, a few times a second (docs/performance.md).
-            gc.freeze()
-            gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
-
-        def handle_exit(self, sig, frame) -> None:
-            runtime = getattr(app.state, "runtime", None)
-            if runtime is not None:
-                runtime.fanout.shutdown_threadsafe()
-            super().handle_exit(sig, frame)
-
+def uvicorn_options(settings: Settings, host: str, port: int) -> dict:
+    """uvicorn's settings for `serve`, one process or several."""
     # log_config=None: uvicorn adds no handlers of its own, so its records (the access log
     # included) reach the root handler and its escaping formatter (board/logs.py).
     # Proxy headers only from SWITCHBOARD_TRUSTED_PROXIES: uvicorn's own default
     # (FORWARDED_ALLOW_IPS, else 127.0.0.1 and ::1) would let any loopback peer name its address.
-    config = uvicorn.Config(ServerScope(app), host=host, port=port, log_level="info", log_config=None,
-                            timeout_graceful_shutdown=5, **proxy_options(settings), loop=UVICORN_LOOP,
-                            http=UVICORN_HTTP)
-    Server(config).run()
+    return dict(host=host, port=port, log_level="info", log_config=None,
+                timeout_graceful_shutdown=settings.shutdown_grace_seconds, **proxy_options(settings),
+                loop=UVICORN_LOOP, http=UVICORN_HTTP)
+
+
+def serve(settings: Settings, host: str, port: int, workers: int = 1) -> None:
+    """Run the app under uvicorn until SIGINT or SIGTERM, which drain it (Drain). With
+    several workers, uvicorn's supervisor runs them on one socket and replaces any that dies;
+    this process starts the embedded Postgres they share (when DATABASE_URL is unset) and
+    migrates once before they start."""
+    import uvicorn
+
+    if workers == 1:
+        app = create_app(settings, owns_process=True)
+        compile_templates()  # before the first request that renders one (and frozen with the rest)
+        uvicorn.Server(uvicorn.Config(ServerScope(app), **uvicorn_options(settings, host, port))).run()
+        return
+    from uvicorn.supervisors import Multiprocess
+
+    embedded = None
+    url = settings.database_url
+    if not url:
+        embedded = EmbeddedPostgres(settings.data_dir)
+        url = embedded.start()
+        # The workers read their settings from the environment (serving_app): they use this
+        # Postgres as one process would use its own embedded one.
+        os.environ["DATABASE_URL"] = url
+        os.environ.pop("SWITCHBOARD_LISTEN_DATABASE_URL", None)
+    try:
+        applied = asyncio.run(migrate(url))
+        if applied:
+            log.info("migrated: %s", ", ".join(applied))
+        config = uvicorn.Config("board.app:serving_app", factory=True, workers=workers,
+                                **uvicorn_options(settings, host, port))
+        Multiprocess(config, sockets=[config.bind_socket()]).run()
+    finally:
+        if embedded is not None:
+            embedded.stop()
+
+
+def serving_app() -> ServerScope:
+    """The app of one of `serve --workers N`'s processes: uvicorn imports and calls this in
+    each, so each reads the settings, sets up logging and opens its pools itself."""
+    settings = from_env()
+    logs.configure(settings.log_format)
+    compile_templates()
+    return ServerScope(create_app(settings, owns_process=True))
+
+
+class Drain:
+    """What SIGTERM and SIGINT do to a serving process: /readyz answers 503 at once; the
+    process serves on for SWITCHBOARD_SHUTDOWN_DELAY_SECONDS (so a balancer's health check
+    takes it out first), then hands the signal to uvicorn, which stops accepting and gives the
+    calls in flight up to SWITCHBOARD_SHUTDOWN_GRACE_SECONDS, while every Board stream and
+    MCP listen stream is told to end (so the graceful shutdown does not wait them out; their
+    clients reconnect, to another process). A second signal skips what is left of the delay.
+
+    Installed over uvicorn's own handlers, which it calls: with several workers each
+    process's server is uvicorn's, not one of ours."""
+
+    def __init__(self, runtime: "Runtime", delay: float):
+        self.runtime = runtime
+        self.delay = delay
+        self.loop = asyncio.get_running_loop()
+        self._previous: dict = {}
+        self._delaying = False
+        self._stopping = False
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # an app run inside a test's thread: signals are not its to take
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous = signal.getsignal(sig)
+            if callable(previous):  # the server's handler; left alone where there is none
+                self._previous[sig] = previous
+                signal.signal(sig, self._signalled)
+
+    def uninstall(self) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous.clear()
+
+    def _signalled(self, sig, frame) -> None:
+        self.runtime.draining = True
+        if self._stopping or self._delaying or self.delay <= 0:
+            self._stop(sig, frame)
+            return
+        self._delaying = True
+        self.loop.call_soon_threadsafe(self._wait, sig, frame)
+
+    def _wait(self, sig, frame) -> None:
+        log.info("draining: /readyz answers 503; stopping in %.1f s", self.delay)
+        self.loop.call_later(self.delay, lambda: None if self._stopping else self._stop(sig, frame))
+
+    def _stop(self, sig, frame) -> None:
+        if not self._stopping:
+            self._stopping = True
+            self.runtime.fanout.shutdown_threadsafe()
+        self._previous[sig](sig, frame)
 
 
 def listen_url_of(settings: Settings, url: str) -> str:
@@ -123,7 +210,9 @@ def listen_url_of(settings: Settings, url: str) -> str:
     return settings.listen_database_url if settings.database_url and settings.listen_database_url else url
 
 
-def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) -> Litestar:
+def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None, owns_process: bool = False) -> Litestar:
+    """The app. owns_process: it is what this process serves (`serve`), so it takes the
+    exit signals (Drain) and tunes the collector once started."""
     mcp = McpSurface(settings)
     oauth = OAuthServer(settings) if settings.oauth_enabled else None
     metrics = metrics_mod.Metrics(settings)
@@ -136,17 +225,19 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
             owned_embedded = embedded or EmbeddedPostgres(settings.data_dir)
             url = await asyncio.to_thread(owned_embedded.start)
         try:
-            applied = await migrate(url)
+            # Directly when a LISTEN URL is set: a migration must not be split by a transaction pooler.
+            applied = await migrate(listen_url_of(settings, url))
             if applied:
                 log.info("migrated: %s", ", ".join(applied))
-            pool = await open_pool(url, wait_seconds=settings.db_wait_seconds)
+            pool = await open_pool(url, wait_seconds=settings.db_wait_seconds, prepare=settings.prepared_statements)
             store = Store(pool, settings)
             store.observers.append(metrics.observe)
             fanout = Fanout(listen_url_of(settings, url))
             store.use_pause_cache(PauseCache(store, fanout))
             # Presence writes on a connection of its own: a burst of requests queued on the
             # pool cannot hold back the registration every new listener waits on.
-            presence_pool = await open_pool(url, min_size=1, max_size=1, wait_seconds=settings.db_wait_seconds)
+            presence_pool = await open_pool(url, min_size=1, max_size=1, wait_seconds=settings.db_wait_seconds,
+                                            prepare=settings.prepared_statements)
             fanout.presence = Presence(Store(presence_pool, settings), fanout)
             await fanout.start()
             fanout.presence.start()
@@ -162,14 +253,19 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
             app.state.board_rows = rows = BoardRows(app, store, fanout)
             rows.start()
             log.info("database: %s", database_label(url))
+            drain = Drain(runtime, settings.shutdown_delay_seconds)
             try:
                 async with mcp.running(store, fanout, metrics), \
                         (oauth.running(store) if oauth else contextlib.nullcontext()):
                     sweeps.start()
                     due_timer.start()
                     delivery.start()
+                    if owns_process:
+                        drain.install()
+                        tune_collector()
                     yield
             finally:
+                drain.uninstall()
                 await delivery.stop()
                 await rows.stop()
                 await hooks.drain()

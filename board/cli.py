@@ -59,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="migrate, then serve the Board, /mcp and /metrics")
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="the port to listen on (default: 8000)")
+    serve.add_argument("--workers", type=_workers, default=1, metavar="N",
+                       help="serving processes on the port, each replaced if it dies; `auto`: one per core "
+                            "(default: 1)")
 
     sub.add_parser("migrate", help="apply pending migrations and exit")
 
@@ -390,7 +393,23 @@ async def _migrate(settings: Settings) -> str:
     return "migrations are up to date"
 
 
-def _serve(settings: Settings, host: str, port: int) -> None:
+def _workers(text: str) -> int:
+    """--workers: a whole number from 1, or `auto` (the cores this process may run on)."""
+    import os
+
+    if text.strip().lower() == "auto":
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        return max(1, cores or 1)
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1, or auto (got {text!r})")
+    return n
+
+
+def _serve(settings: Settings, host: str, port: int, workers: int) -> None:
     from board.app import serve
 
     if not settings.secret_key or settings.secret_key in ("change-me", "secret", "changeme"):
@@ -400,8 +419,9 @@ def _serve(settings: Settings, host: str, port: int) -> None:
         raise CliError("SWITCHBOARD_SECRET_KEY must be at least 16 characters")
     if settings.database_url:  # a bad DATABASE_URL is one line here, not a failed startup's traceback
         asyncio.run(reachable(settings.database_url))
-    log.info("listening on http://%s:%d (Board at /, MCP at /mcp, metrics at /metrics)", host, port)
-    serve(settings, host, port)
+    log.info("listening on http://%s:%d (Board at /, MCP at /mcp, metrics at /metrics)%s", host, port,
+             f" with {workers} worker processes" if workers > 1 else "")
+    serve(settings, host, port, workers)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -416,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = from_env()
         logs.configure(settings.log_format)
         if args.command == "serve":
-            _serve(settings, args.host, args.port)
+            _serve(settings, args.host, args.port, args.workers)
             return 0
         if args.command == "demo":
             from board.demo import run_demo

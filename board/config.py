@@ -75,6 +75,10 @@ class Settings:
     # Where the one LISTEN connection of a process goes, when DATABASE_URL is a transaction
     # pooler (PgBouncer) that cannot hold a LISTEN: a direct connection to the same database.
     listen_database_url: str | None = None
+    # Server-side prepared statements (psycopg prepares a statement after its fifth run). Off
+    # behind a transaction pooler that cannot carry them across its connections (PgBouncer
+    # before 1.21, or without max_prepared_statements).
+    prepared_statements: bool = True
     data_dir: Path = Path(".switchboard")
     secret_key: str | None = None
     attempt_summary_from_result: bool = False
@@ -111,6 +115,11 @@ class Settings:
     mcp_auth_recheck_seconds: float = 30.0
     # How long a call waits for the database before it is answered unavailable (503).
     db_wait_seconds: float = 5.0
+    # On SIGTERM or SIGINT (board/app.py): /readyz answers 503 at once; the process keeps
+    # serving for the delay (so a balancer's health check sees it first), then stops
+    # accepting, ends its live streams and gives the calls in flight up to the grace.
+    shutdown_delay_seconds: float = 0.0
+    shutdown_grace_seconds: float = 10.0
     hook_urls: tuple[str, ...] = ()
     hook_secret: str | None = None
     hook_poll_seconds: float = 0.5
@@ -190,6 +199,8 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         "SWITCHBOARD_HOOK_RETRY_MAX_SECONDS": ("hook_retry_max_seconds", float, 0),
         "SWITCHBOARD_MCP_AUTH_RECHECK_SECONDS": ("mcp_auth_recheck_seconds", float, 1),
         "SWITCHBOARD_DB_WAIT_SECONDS": ("db_wait_seconds", float, 0.5),
+        "SWITCHBOARD_SHUTDOWN_DELAY_SECONDS": ("shutdown_delay_seconds", float, 0),
+        "SWITCHBOARD_SHUTDOWN_GRACE_SECONDS": ("shutdown_grace_seconds", float, 0),
     }
     for name, (attr, kind, minimum) in numbers.items():
         if get(name):
@@ -221,6 +232,9 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         changes["public_url"] = check_public_url(env["SWITCHBOARD_PUBLIC_URL"])
     if get("SWITCHBOARD_TRUSTED_PROXIES"):
         changes["trusted_proxies"] = check_trusted_proxies(env["SWITCHBOARD_TRUSTED_PROXIES"])
+    if "SWITCHBOARD_PREPARED_STATEMENTS" in env:
+        changes["prepared_statements"] = _bool("SWITCHBOARD_PREPARED_STATEMENTS",
+                                               env["SWITCHBOARD_PREPARED_STATEMENTS"])
     if "SWITCHBOARD_OAUTH" in env:
         changes["oauth_enabled"] = _bool("SWITCHBOARD_OAUTH", env["SWITCHBOARD_OAUTH"])
     oauth_numbers = {

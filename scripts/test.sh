@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what the tests need (a virtualenv with the test extras, Debian's chromium for the
-# browser tests, the pinned npm MCP clients) and run every test. The tests start their own embedded Postgres unless
-# DATABASE_URL is set. Extra arguments go to pytest; the suite runs in two processes
+# browser tests, Debian's haproxy and pgbouncer, the pinned npm MCP clients) and run every
+# test. The tests start their own embedded Postgres unless DATABASE_URL is set. Extra arguments go to pytest; the suite runs in two processes
 # (pytest-xdist), each with its own template database on the one server; -n 0 runs it in one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +22,28 @@ if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
     apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
   else
     sudo apt-get update -qq >/dev/null && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+fi
+# Debian's haproxy and pgbouncer, which the real-parts tests run (tests/realparts.py): installed
+# with apt-get as root or through password-less sudo; where neither works, those tests skip
+# with one line naming the package.
+missing=()
+for program in haproxy pgbouncer; do
+  command -v "$program" >/dev/null 2>&1 || [ -x "/usr/sbin/$program" ] || missing+=("$program")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    as_root=()
+  elif sudo -n true 2>/dev/null; then
+    as_root=(sudo)
+  else
+    as_root=(none)
+  fi
+  if [ "${as_root[*]}" != none ]; then
+    "${as_root[@]}" apt-get update -qq >/dev/null
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "scripts/test.sh: cannot apt-get install ${missing[*]} here; the tests that need them skip" >&2
   fi
 fi
 # The third-party MCP clients the compatibility tests drive (the TypeScript SDK, the MCP

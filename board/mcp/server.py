@@ -2,6 +2,7 @@
 SDK (v2, low-level Server), serving both protocol generations the SDK speaks:
 
 - 2025-11-25: initialize handshake, Mcp-Session-Id, a standalone GET stream for pushes;
+  the session id is signed, and any serve process resumes it (board/mcp/sessions.py);
 - 2026-07-28: sessionless, one POST per request, pushes through subscriptions/listen.
 
 Every request passes an ASGI wrapper before the SDK sees it:
@@ -61,6 +62,7 @@ from board.config import Settings
 from board.live.endpoint_cache import EndpointCache
 from board.errors import RateLimited, SwitchboardError, Unavailable
 from board.mcp.doorbell import TODO_URI_PREFIX, TODOS_URI, Doorbell
+from board.mcp.sessions import OPENING_KEY, ResumableSessionManager, SessionIds, opening_capabilities
 from board.oauth.server import base_url, resource_metadata_url, resource_url, same_resource
 from board.store.store import Agent, Store, call_deadline, deadline_after
 from board.store.vocabulary import WORKER_SCOPE
@@ -283,6 +285,10 @@ class McpSurface:
                 await _send_bytes(send, 413, _TOO_LARGE_BODY, [])
                 return
             receive = _replaying(body, receive)
+            if not session_id and not modern:
+                capabilities = opening_capabilities(body)
+                if capabilities is not None:  # an initialize: its session id will name the endpoint and these
+                    scope[OPENING_KEY] = {"endpoint": agent.endpoint_id, "capabilities": capabilities}
         if session_id and not modern and method == "GET":
             last: dict = {}  # the last message sent: the stream may be ended by us mid-response
 
@@ -347,9 +353,9 @@ class McpSurface:
         self.doorbell = Doorbell(self.settings, store, fanout, session_idle_seconds=self.session_idle_seconds)
         server = self.build_server()
         # run() works once per manager, so each app start builds a fresh one.
-        self.manager = StreamableHTTPSessionManager(
-            app=server, json_response=True, security_settings=self.security,
-            session_idle_timeout=self.session_idle_seconds)
+        self.manager = ResumableSessionManager(
+            app=server, ids=SessionIds(self.settings.secret_key), resumed=self._resumed, json_response=True,
+            security_settings=self.security, session_idle_timeout=self.session_idle_seconds)
         try:
             async with self.manager.run():
                 self.doorbell.start()
@@ -375,6 +381,11 @@ class McpSurface:
         )
         server.add_notification_handler("notifications/initialized", types.NotificationParams, self._initialized)
         return server
+
+    def _resumed(self, scope: Scope, session_id: str, connection) -> None:
+        """A session another process opened is served here now: its rings go out through
+        its connection (on its GET stream, when that is open here)."""
+        self.doorbell.note_session(session_id, scope[AGENT_KEY], connection)
 
     def _agent(self, ctx) -> Agent:
         request = ctx.request

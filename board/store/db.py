@@ -149,11 +149,13 @@ async def migrate(url: str, *, target: int | None = None, directory: Path = MIGR
 psycopg._queries.MAX_CACHED_STATEMENT_LENGTH = max(getattr(psycopg._queries, "MAX_CACHED_STATEMENT_LENGTH", 0), 16384)
 
 
-async def open_pool(url: str, *, min_size: int = 2, max_size: int = 20, wait_seconds: float = 5.0) -> AsyncConnectionPool:
+async def open_pool(url: str, *, min_size: int = 2, max_size: int = 20, wait_seconds: float = 5.0,
+                    prepare: bool = True) -> AsyncConnectionPool:
     """The pool every statement runs on. While Postgres cannot be reached, a checkout fails
     after wait_seconds (PoolTimeout, which the store answers as unavailable) instead of
     hanging, and the pool tries to connect every RECONNECT_SECONDS while callers wait, so
-    the first call after Postgres is back finds it at once."""
+    the first call after Postgres is back finds it at once. prepare=False: no server-side
+    prepared statements (SWITCHBOARD_PREPARED_STATEMENTS, behind a transaction pooler)."""
     # Generic plans: the transition statements are long CTE chains whose custom planning
     # costs more than their execution; their generic plans use the same indexes.
     # Autocommit: every transition is one statement, which is its own transaction, so it
@@ -175,7 +177,8 @@ async def open_pool(url: str, *, min_size: int = 2, max_size: int = 20, wait_sec
         # after its locks, which presence's wait-out relies on (board/live/presence.py).
         kwargs={"row_factory": dict_row, "autocommit": True,
                 "options": r"-c plan_cache_mode=force_generic_plan -c default_transaction_isolation=read\ committed",
-                "connect_timeout": max(1, math.ceil(wait_seconds))},
+                "connect_timeout": max(1, math.ceil(wait_seconds)),
+                **({} if prepare else {"prepare_threshold": None})},
     )
     pool_ref.append(pool)
     await pool.open(wait=True, timeout=30)

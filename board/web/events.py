@@ -63,6 +63,9 @@ WATCH_REFRESH_SECONDS = 5.0
 # How long a browser waits before it reconnects a stream that ended (the `retry:` field):
 # short, so a stream that ended in an outage is back within 2 s of Postgres.
 RETRY_MS = 1000
+# The same when the process stops (a restart): shorter, so the browser is back, on another
+# process, well within a second, and its snapshot there makes up for whatever it missed.
+STOPPING_RETRY_MS = 250
 
 log = logging.getLogger("switchboard.live")
 
@@ -507,8 +510,9 @@ async def events(request: Request) -> ServerSentEvent:
                         yield event["encoded"].message("todo", csrf if event["watched"] else None)
                     elif event is ROW_UNAVAILABLE:
                         raise Unavailable()
-                    elif kind == "shutdown":
-                        return  # the server is stopping: end the stream; the browser reconnects
+                    elif kind == "shutdown":  # the process is stopping: end the stream; the browser reconnects
+                        yield ServerSentEventMessage(data=None, comment="stopping", retry=STOPPING_RETRY_MS)
+                        return
                     elif kind == "resync":
                         yield (await asyncio.shield(first_snapshot(me.watching))).message("snapshot", csrf)
                         overview.sent(loop.time())

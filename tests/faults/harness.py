@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -171,10 +172,12 @@ class ServerProcess:
     """`python -m board serve` on a fixed port, its output appended to one log file across
     restarts (the fuzz reads it). kill() is SIGKILL; start() again reuses the port."""
 
-    def __init__(self, database_url: str, log_path: Path, *, port: int | None = None, **env: str):
+    def __init__(self, database_url: str, log_path: Path, *, port: int | None = None, args: tuple[str, ...] = (),
+                 **env: str):
         self.database_url = database_url
         self.port = port or free_port()
         self.log_path = log_path
+        self.args = args  # more of serve's options, e.g. ("--workers", "2")
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_") and k != "DATABASE_URL"}
         self.env.update(SERVER_ENV, DATABASE_URL=database_url, **env)
         self.env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
@@ -189,7 +192,7 @@ class ServerProcess:
         """Spawn and wait until it answers; returns the monotonic time it was first ready."""
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "board", "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+                [sys.executable, "-m", "board", "serve", "--host", "127.0.0.1", "--port", str(self.port), *self.args],
                 env=self.env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         self.starts += 1
         deadline = time.monotonic() + timeout
@@ -326,6 +329,7 @@ class Tally:
     errors: Counter = field(default_factory=Counter)  # tool error codes
     internal: list = field(default_factory=list)  # internal tool errors and JSON-RPC -32603
     reconnects: int = 0
+    lost: list = field(default_factory=list)  # why each reconnect was needed (the error, in short)
     calls: int = 0
     last_ok: float = 0.0
     slowest_unavailable: float = 0.0
@@ -405,10 +409,11 @@ class Agent:
                 async with mcp_client(self.url, self.token, self.generation, statuses=self.statuses) as client:
                     backoff = RECONNECT_FIRST
                     await self.drain(client)
-            except Exception:  # the server went away (or answered at the HTTP level): reconnect
+            except Exception as err:  # the server went away (or answered at the HTTP level): reconnect
                 if self.stop.is_set():
                     return
                 self.tally.reconnects += 1
+                self.tally.lost.append(f"{self.name}: {err!r}"[:300])
                 await self.pause(backoff * (0.5 + self.rng.random() / 2))
                 backoff = min(backoff * 2, RECONNECT_MAX)
 
@@ -663,15 +668,27 @@ def metric_sums(text: str, name: str, by: str) -> Counter:
 
 # -- observers of the live surfaces: a Board SSE stream and an MCP doorbell session --------
 
+ROW_STATE = re.compile(r'<tr id="todo-([^"]+)".*?class="state state-(\w+)".*?data-label="Attempt">(\d+) of', re.S)
+
+
+def rows_shown(html: str) -> dict[str, tuple[str, int]]:
+    """The todos a Board list's rows show: id -> (state, attempt)."""
+    return {m.group(1): (m.group(2), int(m.group(3))) for m in ROW_STATE.finditer(html)}
+
+
 class BoardStream:
     """A signed-in browser's /events, kept open by a background task that reconnects when
     the stream ends (as a browser would, after the stream's `retry:` time). Records every event with its time, how
     each stream ended (cleanly, and with a `retry:` hint or not, or aborted mid-body) and
-    every refused reconnect's status."""
+    every refused reconnect's status, and keeps what the list shows (`view`: id -> (state,
+    attempt)) as a browser's page would: replaced by each snapshot, a row changed by each
+    `todo` event."""
 
-    def __init__(self, client: httpx.AsyncClient):
-        self.client = client
+    def __init__(self, client: httpx.AsyncClient, path: str = "/events"):
+        self.client, self.path = client, path
         self.snapshots: list[float] = []
+        self.view: dict[str, tuple[str, int]] = {}
+        self.todo_events = 0
         self.ends: list[tuple[str, float, bool]] = []  # ("clean" | "aborted: ...", time, retry hint in the last message)
         self.refused: Counter = Counter()  # status codes of reconnects that were not 200
         self._changed = asyncio.Event()
@@ -692,7 +709,7 @@ class BoardStream:
     async def _run(self) -> None:
         while True:
             try:
-                async with self.client.stream("GET", "/events", timeout=httpx.Timeout(10, read=120)) as response:
+                async with self.client.stream("GET", self.path, timeout=httpx.Timeout(10, read=120)) as response:
                     if response.status_code != 200:
                         self.refused[response.status_code] += 1
                         await response.aread()
@@ -706,8 +723,11 @@ class BoardStream:
                                 message.append(line)
                                 continue
                             if any(f == "event: snapshot" for f in message):
+                                self.view = rows_shown(self._data(message).get("rows") or "")
                                 self.snapshots.append(time.monotonic())
                                 self._note()
+                            elif any(f == "event: todo" for f in message):
+                                self._todo(self._data(message))
                             last, message = message or last, []
                     except httpx.HTTPError as err:
                         self.ends.append((f"aborted: {type(err).__name__}", time.monotonic(), False))
@@ -721,6 +741,32 @@ class BoardStream:
                     await asyncio.sleep(int(retry[-1]) / 1000 if retry and retry[-1].isdigit() else 0)
             except httpx.HTTPError:  # could not connect at all: the server is away
                 await asyncio.sleep(0.1)
+
+    @staticmethod
+    def _data(message: list[str]) -> dict:
+        return json.loads("\n".join(f.removeprefix("data:").strip() for f in message if f.startswith("data:")))
+
+    def _todo(self, data: dict) -> None:
+        self.todo_events += 1
+        if data.get("gone"):
+            self.view.pop(data["id"], None)
+        else:
+            self.view.update(rows_shown(data.get("row") or ""))
+        self._note()
+
+    async def showing(self, expected: dict[str, tuple[str, int]], timeout: float) -> None:
+        """Wait until the list shows exactly `expected`."""
+        deadline = time.monotonic() + timeout
+        while self.view != expected:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                wrong = {k: (self.view.get(k), v) for k, v in expected.items() if self.view.get(k) != v}
+                extra = sorted(set(self.view) - set(expected))
+                raise AssertionError(f"the Board stream shows {len(wrong)} todo(s) wrong (shown, committed): "
+                                     f"{dict(list(wrong.items())[:5])}; {len(extra)} not committed: {extra[:5]}")
+            self._changed.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), remaining)
 
     async def snapshot_after(self, since: float, timeout: float) -> float:
         deadline = time.monotonic() + timeout
