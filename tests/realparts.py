@@ -93,10 +93,10 @@ def haproxy_config(port: int, backends: list[int], *, per_request: bool = False)
 
 def pgbouncer_config(port: int, server: dict, folder: Path, *, prepared_statements: bool) -> str:
     """docs/scaling.md's PgBouncer configuration, listening on `port`, every database name
-    passed to the Postgres `server` (host and port from its conninfo), trusting loopback
+    passed to the Postgres `server` (host, port and login from its conninfo), trusting loopback
     clients with its files in `folder`. prepared_statements: keep max_prepared_statements
     (PgBouncer 1.21 and later; older ones refuse the setting)."""
-    target = " ".join(f"{k}={server[k]}" for k in ("host", "port") if server.get(k))
+    target = " ".join(f"{k}={server[k]}" for k in ("host", "port", "user", "password") if server.get(k))
     out: list[str] = []
     section = ""
     for line in doc_block("ini", "[pgbouncer]").splitlines():

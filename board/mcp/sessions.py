@@ -108,7 +108,6 @@ class ResumableSessionManager(StreamableHTTPSessionManager):
         super().__init__(app, **kwargs)
         self.ids = ids
         self.resumed = resumed
-        self.resumes = 0  # sessions taken up here that another process opened
 
     async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         session_id = _header(scope, MCP_SESSION_ID_HEADER)
@@ -166,7 +165,6 @@ class ResumableSessionManager(StreamableHTTPSessionManager):
         except BaseException:
             await self._discard_session(session_id, transport)
             raise
-        self.resumes += 1
         self.resumed(scope, session_id, connection)
 
     async def _serve_resumed(self, session_id: str, transport: StreamableHTTPServerTransport, version: str,

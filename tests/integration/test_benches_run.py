@@ -27,6 +27,7 @@ SMALLEST = {
     "chart_read.py": ["--small", "100", "--big", "1000", "--rounds", "1", "--requests", "2"],
     "processes.py": ["--processes", "1", "2", "--clients", "2", "--slices", "1", "--seconds", "0.3",
                      "--backlog", "3000", "--generation", "legacy"],
+    "sessions.py": ["--rounds", "3"],
 }
 
 
