@@ -246,13 +246,13 @@ class LiveServer:
 
 
 @contextlib.asynccontextmanager
-async def run_server(settings: Settings):
+async def run_server(settings: Settings, **app_options):
     import uvicorn
 
     from board.app import create_app
 
     port = free_port()
-    app = create_app(settings)
+    app = create_app(settings, **app_options)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
                             timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)

@@ -61,6 +61,7 @@ from board.config import Settings
 from board.live.endpoint_cache import EndpointCache
 from board.errors import RateLimited, SwitchboardError, Unavailable
 from board.mcp.doorbell import TODO_URI_PREFIX, TODOS_URI, Doorbell
+from board.ops.tracing import Tracing
 from board.oauth.server import base_url, resource_metadata_url, resource_url, same_resource
 from board.store.store import Agent, Store, call_deadline, deadline_after
 from board.store.vocabulary import WORKER_SCOPE
@@ -208,8 +209,9 @@ def _bearer(headers: Headers) -> str | None:
 class McpSurface:
     """The MCP surface of one app instance: mount() at build time, running() in the lifespan."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, *, tracing: Tracing | None = None):
         self.settings = settings
+        self.tracing = tracing
         self.manager: StreamableHTTPSessionManager | None = None
         self.doorbell: Doorbell | None = None
         self.store: Store | None = None
@@ -266,6 +268,8 @@ class McpSurface:
             await _send_bytes(send, 401, _UNAUTHORIZED_BODY, [(b"www-authenticate", challenge.encode("latin-1"))])
             return
         scope[AGENT_KEY] = agent
+        if self.tracing is not None:
+            self.tracing.carry(scope)
         # The SDK binds a session to the credential that opened it: another endpoint's
         # requests for this session id are answered as if it did not exist.
         scope["user"] = AuthenticatedUser(AccessToken(token=agent.endpoint_id, client_id=agent.endpoint_id,
@@ -374,6 +378,8 @@ class McpSurface:
             on_subscriptions_listen=self._listen,
         )
         server.add_notification_handler("notifications/initialized", types.NotificationParams, self._initialized)
+        if self.tracing is not None:
+            self.tracing.mcp_server(server)
         return server
 
     def _agent(self, ctx) -> Agent:
@@ -426,6 +432,9 @@ class McpSurface:
             if spec.name == "get_todo" and todo_views.supports_apps(getattr(ctx.session, "client_capabilities", None)):
                 # For an MCP Apps host: the todo detail view its app draws, from this same read.
                 meta = {todo_views.VIEW_KEY: todo_detail(result)}
+            elif spec.name in ("claim", "claim_next") and self.tracing is not None:
+                # The opened attempt's traceparent, which a worker hands its command (docs/tracing.md).
+                meta = self.tracing.attempt_meta(result)
         except SwitchboardError as err:
             body, is_error, code = err.wire(), True, err.code
         except Exception:  # a bug: the agent gets a stable code and no detail; the log gets the traceback
