@@ -268,8 +268,6 @@ class McpSurface:
             await _send_bytes(send, 401, _UNAUTHORIZED_BODY, [(b"www-authenticate", challenge.encode("latin-1"))])
             return
         scope[AGENT_KEY] = agent
-        if self.tracing is not None:
-            self.tracing.carry(scope)
         # The SDK binds a session to the credential that opened it: another endpoint's
         # requests for this session id are answered as if it did not exist.
         scope["user"] = AuthenticatedUser(AccessToken(token=agent.endpoint_id, client_id=agent.endpoint_id,
@@ -378,8 +376,6 @@ class McpSurface:
             on_subscriptions_listen=self._listen,
         )
         server.add_notification_handler("notifications/initialized", types.NotificationParams, self._initialized)
-        if self.tracing is not None:
-            self.tracing.mcp_server(server)
         return server
 
     def _agent(self, ctx) -> Agent:

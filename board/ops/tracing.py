@@ -38,9 +38,6 @@ log = logging.getLogger("switchboard.tracing")
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 SERVICE_NAME = "switchboard"
-# Where the /mcp wrapper leaves the request's context for the MCP handler, which may run in
-# the session's task rather than the request's (2025-11-25).
-CONTEXT_KEY = "switchboard.trace_context"
 # Where a request's query string waits while the ASGI instrumentation looks at the request.
 QUERY_KEY = "switchboard.query_string"
 # Headers never captured, whatever OTEL_INSTRUMENTATION_HTTP_CAPTURE_HEADERS_* asks for.
@@ -202,17 +199,6 @@ class Tracing:
 
         return query_hidden
 
-    def mcp_server(self, server) -> None:
-        """The MCP SDK's span for a message is a child of its HTTP request's span (or of the
-        `_meta` traceparent it carries): the request's context, left in the scope by /mcp's
-        wrapper, is made current before the SDK's middleware opens its span."""
-        server.middleware.insert(0, _RequestContext())
-
-    @staticmethod
-    def carry(scope) -> None:
-        """Leave the request's context in its scope for the MCP handler (mcp_server)."""
-        scope[CONTEXT_KEY] = otel_context.get_current()
-
     def attempt_meta(self, claimed: Any) -> dict | None:
         """A claim result's `_meta`: the traceparent of the attempt it opened (the first, for a
         batch), for the worker to hand its command. None when nothing was claimed or the
@@ -287,18 +273,3 @@ def _span_details(scope) -> tuple[str, dict]:
     path = scope.get("path", "")
     return (f"{method} {path}" if method else path), {}
 
-
-class _RequestContext:
-    """MCP server middleware (the SDK's ServerMiddleware): the HTTP request's context, carried
-    in its scope, made current around the message's handling."""
-
-    async def __call__(self, ctx, call_next):
-        request = ctx.request
-        carried = request.scope.get(CONTEXT_KEY) if request is not None else None
-        if carried is None:
-            return await call_next(ctx)
-        token = otel_context.attach(carried)
-        try:
-            return await call_next(ctx)
-        finally:
-            otel_context.detach(token)
