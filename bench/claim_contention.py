@@ -440,13 +440,11 @@ class TracedCase(Case):
         self.sink = sink
 
     async def open(self) -> None:
-        from opentelemetry import trace
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
 
         self.tracing = Tracing(new_provider(OTLPSpanExporter(endpoint=self.sink + "/v1/traces")))
         self.tracer = self.tracing.provider.get_tracer("bench")
-        trace.set_tracer_provider(self.tracing.provider)
         PsycopgInstrumentor().instrument(tracer_provider=self.tracing.provider, skip_dep_check=True)
         try:  # only this case's connections are instrumented
             await super().open()
