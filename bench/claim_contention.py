@@ -373,10 +373,12 @@ class Case:
         self.store_class = store_class
         self.slices: list[tuple[int, float]] = []  # (cycles, seconds) per slice
         self.latencies: list[float] = []
+        self.on_connect = None  # each pool connection's setup (the traced case's instrumentation)
 
     async def open(self) -> None:
         self.name, url = clone(self.admin, self.template)
-        self.pool = await open_pool(url, min_size=self.workers + 1, max_size=self.workers + 2)
+        self.pool = await open_pool(url, min_size=self.workers + 1, max_size=self.workers + 2,
+                                    on_connect=self.on_connect)
         pre_change_statements = self.variant in ("baseline", "no-attempts")
         self.store = (self.store_class or (BaselineStore if pre_change_statements else st.Store))(self.pool, Settings())
         # One LISTEN connection, as a server process has, which every variant's notifications
@@ -441,15 +443,11 @@ class TracedCase(Case):
 
     async def open(self) -> None:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
 
         self.tracing = Tracing(new_provider(OTLPSpanExporter(endpoint=self.sink + "/v1/traces")))
         self.tracer = self.tracing.provider.get_tracer("bench")
-        PsycopgInstrumentor().instrument(tracer_provider=self.tracing.provider, skip_dep_check=True)
-        try:  # only this case's connections are instrumented
-            await super().open()
-        finally:
-            PsycopgInstrumentor().uninstrument()
+        self.on_connect = self.tracing.instrument_connection
+        await super().open()
         self.tracing.observe_store(self.store)
 
     def call(self, tool: str):

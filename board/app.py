@@ -142,11 +142,12 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None,
             url = await asyncio.to_thread(owned_embedded.start)
         if tracing is not None:
             tracing.start()
+        on_connect = tracing.instrument_connection if tracing is not None else None
         try:
             applied = await migrate(url)
             if applied:
                 log.info("migrated: %s", ", ".join(applied))
-            pool = await open_pool(url, wait_seconds=settings.db_wait_seconds)
+            pool = await open_pool(url, wait_seconds=settings.db_wait_seconds, on_connect=on_connect)
             store = Store(pool, settings)
             store.observers.append(metrics.observe)
             if tracing is not None:
@@ -155,7 +156,8 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None,
             store.use_pause_cache(PauseCache(store, fanout))
             # Presence writes on a connection of its own: a burst of requests queued on the
             # pool cannot hold back the registration every new listener waits on.
-            presence_pool = await open_pool(url, min_size=1, max_size=1, wait_seconds=settings.db_wait_seconds)
+            presence_pool = await open_pool(url, min_size=1, max_size=1, wait_seconds=settings.db_wait_seconds,
+                                            on_connect=on_connect)
             fanout.presence = Presence(Store(presence_pool, settings), fanout)
             await fanout.start()
             fanout.presence.start()

@@ -121,7 +121,6 @@ class Tracing:
         self.store: Store | None = None
         self._due: list[tuple[str, int, Any]] = []  # closed attempts: (todo id, seq, the close's span context)
         self._emitting: set[asyncio.Task] = set()
-        self._instrumented = False
 
     @classmethod
     def from_environment(cls) -> "Tracing | None":
@@ -135,16 +134,16 @@ class Tracing:
     # -- the process ------------------------------------------------------------------------
 
     def start(self) -> None:
-        """The provider made global (the MCP SDK's spans go to the global one) and psycopg
-        instrumented, before the pool opens its connections."""
-        from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
-
+        """The provider made global: the MCP SDK's spans go to the global one."""
         if trace.get_tracer_provider() is not self.provider:
             trace.set_tracer_provider(self.provider)
-        instrumentor = PsycopgInstrumentor()
-        if not instrumentor.is_instrumented_by_opentelemetry:
-            instrumentor.instrument(tracer_provider=self.provider, skip_dep_check=True)
-            self._instrumented = True
+
+    def instrument_connection(self, conn) -> None:
+        """A pool's new connection, its statements traced by the psycopg instrumentation (per
+        connection, not by patching psycopg for the whole process)."""
+        from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
+
+        PsycopgInstrumentor.instrument_connection(conn, tracer_provider=self.provider)
 
     def observe_store(self, store: "Store") -> None:
         """Claims record their call's traceparent; closes emit their attempt's span."""
@@ -156,11 +155,6 @@ class Tracing:
         """The attempt spans still being read are emitted, then every span is exported."""
         if self._emitting:
             await asyncio.gather(*self._emitting, return_exceptions=True)
-        if self._instrumented:
-            from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
-
-            PsycopgInstrumentor().uninstrument()
-            self._instrumented = False
         await asyncio.to_thread(self.provider.force_flush)
 
     def shutdown(self) -> None:

@@ -31,8 +31,8 @@ MCP_SDK = "mcp-python-sdk"
 @pytest.fixture(scope="module")
 async def traced(pg_admin_url, template_url):
     """One server exporting to EXPORTED as each span ends. Its provider is the process's
-    global one from here on (the MCP SDK's spans go there); it is shut down at the end, so
-    later tests' spans go nowhere."""
+    global one from here on (the MCP SDK's spans go there); its exporter is shut down at the
+    end, so later tests' spans go nowhere."""
     provider = new_provider(EXPORTED, batch=False)
     name, url = create_database(pg_admin_url)
     settings = Settings(database_url=url, secret_key="test-secret-key-0123456789", reaper_interval_seconds=0,
@@ -41,7 +41,7 @@ async def traced(pg_admin_url, template_url):
         async with run_server(settings, tracing=Tracing(provider)) as server:
             yield server
     finally:
-        provider.shutdown()
+        EXPORTED.shutdown()  # the processor stays, quietly handing spans to a stopped exporter
         drop_database(pg_admin_url, name)
 
 
@@ -93,9 +93,10 @@ async def test_an_attempt_is_one_span_from_its_claim_to_its_close_in_the_trace_t
         added = (await client.call_tool("add_todo", {"queue": "traced-q", "title": "t"})).structured_content
         with agent_tracer.start_as_current_span("agent loop") as loop:
             claimed = await client.call_tool("claim_next", {"require_fence": True})
-            complete = await client.call_tool("complete", {"id": added["id"],
-                                                           "lease_token": claimed.structured_content["lease_token"]})
-        assert not complete.is_error
+            token = claimed.structured_content["lease_token"]
+            beat = await client.call_tool("heartbeat", {"id": added["id"], "lease_token": token})
+            complete = await client.call_tool("complete", {"id": added["id"], "lease_token": token})
+        assert not beat.is_error and not complete.is_error
     trace_id = loop.get_span_context().trace_id
 
     span = await attempt_span(added["id"])
