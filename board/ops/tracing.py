@@ -112,8 +112,9 @@ def new_provider(*exporters: "SpanExporter", batch: bool = True) -> "TracerProvi
 
 
 class Tracing:
-    """One server process's traces: its provider, the instrumentations it turned on, and the
-    attempt spans it emits for the closes it committed (a store observer)."""
+    """One server process's traces: its provider, the instrumentation of its requests and of
+    its pools' connections, and the attempt spans it emits for the closes it committed (a
+    store observer)."""
 
     def __init__(self, provider: "TracerProvider"):
         self.provider = provider
@@ -217,7 +218,7 @@ class Tracing:
             task.add_done_callback(self._emitting.discard)
 
     async def _emit_due(self) -> None:
-        await asyncio.sleep(0)  # the rest of this statement's closes join the one read
+        # Started after the closing call's code next waits: every close of its statement is due.
         due, self._due = self._due, []
         try:
             rows = await self.store.attempts_traced([(todo_id, seq) for todo_id, seq, _ in due])

@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from types import SimpleNamespace
 
 import httpx
@@ -22,6 +21,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from tests.acceptance.mcp_helpers import connect, vend
+from tests.acceptance.test_serve import serve_ready
 from tests.conftest import ROOT, free_port, until
 
 
@@ -76,16 +76,7 @@ async def test_serve_exports_every_request_call_statement_and_attempt_to_an_otlp
     try:
         server = SimpleNamespace(url=f"http://127.0.0.1:{port}")
         async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
-            deadline = time.monotonic() + 60
-            while True:
-                assert proc.poll() is None, f"serve exited during startup:\n{proc.stdout.read()}"
-                try:
-                    if (await client.get("/login")).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert time.monotonic() < deadline, "serve was not ready within 60 s"
-                await asyncio.sleep(0.05)
+            await serve_ready(client, proc)
         ep = await vend(store, agent_id="otlp-agent", queues=("otlp-q",))
         async with connect(server, ep.token) as client:
             added = (await client.call_tool("add_todo", {"queue": "otlp-q", "title": "t"})).structured_content
