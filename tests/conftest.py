@@ -150,7 +150,7 @@ async def watchers_lent(url: str):
     migrations = Path(__file__).resolve().parent.parent / "migrations"
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         for name in ("0011_watchers.sql", "0014_caller_rules.sql", "0015_claim_order.sql", "0016_plans.sql",
-                     "0017_schedules.sql", "0018_teams.sql", "0019_attempt_trace_context.sql"):
+                     "0017_schedules.sql", "0018_teams.sql", "0022_attempt_trace_context.sql"):
             await conn.execute((migrations / name).read_text())
     try:
         yield
