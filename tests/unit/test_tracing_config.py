@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from board.ops.tracing import attempt_span_id, attempt_traceparent, configured, new_provider
+from board.ops.tracing import ENDPOINT_VARIABLES, Tracing, attempt_span_id, attempt_traceparent, configured, new_provider
 
 
 @pytest.mark.parametrize("environ, on", [
@@ -42,3 +42,16 @@ def test_an_attempts_traceparent_keeps_the_claims_trace_and_flags_and_names_its_
     theirs = attempt_traceparent(claim, "todo-1", 2)
     assert theirs == f"00-0af7651916cd43dd8448eb211c80319c-{attempt_span_id(0x0af7651916cd43dd8448eb211c80319c, 'todo-1', 2):016x}-01"
     assert theirs != attempt_traceparent(claim, "todo-1", 3) != attempt_traceparent(claim, "todo-2", 2)
+
+
+def test_unset_the_server_makes_no_tracing_at_all(monkeypatch):
+    """create_app installs nothing when the environment names no endpoint (board/app.py)."""
+    for key in ENDPOINT_VARIABLES:
+        monkeypatch.delenv(key, raising=False)
+    assert Tracing.from_environment() is None
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    made = Tracing.from_environment()
+    try:
+        assert made is not None and made.provider.resource.attributes["service.name"]
+    finally:
+        made.shutdown()
