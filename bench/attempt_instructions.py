@@ -93,7 +93,7 @@ async def params_for(url: str, token: str, *, pre_change: bool = False) -> tuple
         agent = (await store.endpoint_authenticate(token)).on_session("bench")
         claim = store._params(agent, id=None, claim_queues=list(agent.queues), ignore_pauses=True, limit=1,
                               claimant=None, lease_seconds=60.0, history_max=50, claimer_session="bench",
-                              token_hash=None, token_hashes=None)
+                              token_hash=None, token_hashes=None, traceparent=None)
         close = store._params(agent, summary=None, summary_truncated=False, artifact=None, result=None,
                               from_states=["claimed"], token_checked=False, input_tokens=None, output_tokens=None,
                               cost_usd=None, model=None)

@@ -33,6 +33,13 @@ index, a constraint, a trigger), in the same rotating slices, and prints its thr
 against attempts with a confidence interval: a schema change measured side by side, where
 separate runs would differ by more than the change.
 
+--traced adds the variant traced: the shipped store with traces on (board/ops/tracing.py), each
+claim and complete inside a span standing for its MCP call's, its statements instrumented, every
+span exported over OTLP/HTTP to a local sink (a process of its own that reads and drops them),
+in the same rotating slices; printed against attempts, which is the store with traces unset.
+
+    python bench/claim_contention.py --workers 1 8 --traced
+
 --statements NAME=PATH does the same for a change of statements: the store with the claim_next
 and complete statements of PATH (another checkout's board/store/sql or board/sql folder, or the board/statements.py
 of a checkout from before the SQL files; its schema must be today's), e.g. what a branch's
@@ -51,11 +58,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.util
 import math
+import multiprocessing
 import os
 import re
 import secrets
+import socket
 import statistics
 import sys
 import time
@@ -77,6 +87,7 @@ from board.config import Settings  # noqa: E402
 from board.store.db import EmbeddedPostgres, migrate, open_pool  # noqa: E402
 from board.live.fanout import Fanout  # noqa: E402
 from board.live.pause_cache import PauseCache  # noqa: E402
+from board.ops.tracing import Tracing, new_provider  # noqa: E402
 
 # The baseline is the system before SPEC-0034: its schema (migration 0001, with the CHECK
 # constraints that 0002 turns into triggers, and no attempts table) and its claim and complete,
@@ -362,10 +373,12 @@ class Case:
         self.store_class = store_class
         self.slices: list[tuple[int, float]] = []  # (cycles, seconds) per slice
         self.latencies: list[float] = []
+        self.on_connect = None  # each pool connection's setup (the traced case's instrumentation)
 
     async def open(self) -> None:
         self.name, url = clone(self.admin, self.template)
-        self.pool = await open_pool(url, min_size=self.workers + 1, max_size=self.workers + 2)
+        self.pool = await open_pool(url, min_size=self.workers + 1, max_size=self.workers + 2,
+                                    on_connect=self.on_connect)
         pre_change_statements = self.variant in ("baseline", "no-attempts")
         self.store = (self.store_class or (BaselineStore if pre_change_statements else st.Store))(self.pool, Settings())
         # One LISTEN connection, as a server process has, which every variant's notifications
@@ -381,6 +394,10 @@ class Case:
         await self.pool.close()
         drop(self.admin, self.name)
 
+    def call(self, tool: str):
+        """What wraps each store call: nothing here; the traced case's span (TracedCase)."""
+        return contextlib.nullcontext()
+
     async def run_slice(self, seconds: float) -> float:
         stop_at = time.perf_counter() + seconds
 
@@ -389,10 +406,12 @@ class Case:
             n = 0
             while time.perf_counter() < stop_at:
                 t0 = time.perf_counter()
-                res = await self.store.todo_claim_next(me)
+                with self.call("claim_next"):
+                    res = await self.store.todo_claim_next(me)
                 if res["todo"] is None:
                     raise SystemExit("the bench ran out of pending todos: raise --pending")
-                await self.store.todo_complete(me, res["todo"]["id"])
+                with self.call("complete"):
+                    await self.store.todo_complete(me, res["todo"]["id"])
                 self.latencies.append(time.perf_counter() - t0)
                 n += 1
             return n
@@ -410,6 +429,53 @@ class Case:
     def pct(self, q: float) -> float:
         lat = sorted(self.latencies)
         return lat[min(len(lat) - 1, int(len(lat) * q))] * 1000
+
+
+class TracedCase(Case):
+    """The shipped store with traces on, as a server with OTEL_EXPORTER_OTLP_ENDPOINT set runs
+    it: its pool's statements instrumented, its claims recording their traceparent, its closes
+    emitting attempt spans, each call in a span (the MCP SDK's, in a server), all exported in
+    batches to the sink."""
+
+    def __init__(self, *args, sink: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.sink = sink
+
+    async def open(self) -> None:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        self.tracing = Tracing(new_provider(OTLPSpanExporter(endpoint=self.sink + "/v1/traces")))
+        self.tracer = self.tracing.provider.get_tracer("bench")
+        self.on_connect = self.tracing.instrument_connection
+        await super().open()
+        self.tracing.observe_store(self.store)
+
+    def call(self, tool: str):
+        from opentelemetry.trace import SpanKind
+
+        return self.tracer.start_as_current_span(f"tools/call {tool}", kind=SpanKind.SERVER)
+
+    async def close(self) -> None:
+        await self.tracing.stop()
+        self.tracing.shutdown()
+        await super().close()
+
+
+def run_sink(port: int) -> None:
+    """An OTLP/HTTP receiver that reads each export and drops it (the traced case's collector)."""
+    import http.server
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            pass
+
+    http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 
 
 FLOOR = 0.90  # SPEC-0034 REQ-18: attempts / baseline throughput
@@ -483,6 +549,9 @@ async def main() -> None:
                     help="also run the store with the claim_next and complete statements of PATH (a "
                          "board/store/sql or board/sql folder, or an older board/statements.py, for today's schema), compared with attempts in the same slices; "
                          "repeatable")
+    ap.add_argument("--traced", action="store_true",
+                    help="also run the shipped store with traces on, exported to a local OTLP/HTTP sink, "
+                         "compared with attempts (traces unset) in the same slices")
     ap.add_argument("--same-schema", action="store_true",
                     help="also run the pre-change statements on today's schema (the attempt writes' own cost)")
     args = ap.parse_args()
@@ -501,6 +570,14 @@ async def main() -> None:
             ap.error(f"--statements takes a new NAME=PATH, not {spec[:60]!r}")
         statement_variants[name] = statements_store(name, path)
     variants += list(statement_variants)
+    sink = None
+    if args.traced:
+        variants.append("traced")
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            sink_port = probe.getsockname()[1]
+        sink = multiprocessing.Process(target=run_sink, args=(sink_port,), daemon=True)
+        sink.start()
     # Every variant holds its pool open through a worker count's slices (workers + 2 each).
     connections = (max(args.workers) + 2) * len(variants) + 10
 
@@ -544,8 +621,11 @@ async def main() -> None:
             cases = {}
             for v in variants:
                 url, token = templates["pre-change" if v == "baseline" else v if v in schema_variants else "today"]
-                cases[v] = Case(admin, psycopg.conninfo.conninfo_to_dict(url)["dbname"], token, v, workers,
-                                statement_variants.get(v))
+                database = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
+                if v == "traced":
+                    cases[v] = TracedCase(admin, database, token, v, workers, sink=f"http://127.0.0.1:{sink_port}")
+                else:
+                    cases[v] = Case(admin, database, token, v, workers, statement_variants.get(v))
             for case in cases.values():
                 await case.open()
             try:
@@ -568,6 +648,8 @@ async def main() -> None:
     finally:
         if embedded:
             embedded.stop()
+        if sink is not None:
+            sink.terminate()
 
     print()
     print(f"claim_next + complete through the store, {args.slices} alternating slices of {args.seconds:g} s per "
@@ -604,6 +686,9 @@ async def main() -> None:
                  for name, extra_sql in schema_variants.items()}
     described |= {name: f"the store with the claim_next and complete statements of {spec.partition('=')[2]}"
                   for name, spec in zip(statement_variants, args.statements)}
+    if args.traced:
+        described["traced"] = ("the shipped store with traces on, exported over OTLP/HTTP to a local sink "
+                               "(attempts: traces unset)")
     for name, description in described.items():
         print()
         print(f"variant {name}: {description}")

@@ -38,6 +38,7 @@ from board.live.pause_cache import PauseCache
 from board.store.store import Store
 from board.ops.schedule import DueTimer
 from board.ops.sweeps import Sweeps
+from board.ops.tracing import Tracing
 
 log = logging.getLogger("switchboard.app")
 
@@ -210,10 +211,14 @@ def listen_url_of(settings: Settings, url: str) -> str:
     return settings.listen_database_url if settings.database_url and settings.listen_database_url else url
 
 
-def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None, owns_process: bool = False) -> Litestar:
+def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None, owns_process: bool = False,
+               tracing: Tracing | None = None) -> Litestar:
     """The app. owns_process: it is what this process serves (`serve`), so it takes the
-    exit signals (Drain) and tunes the collector once started."""
-    mcp = McpSurface(settings)
+    exit signals (Drain) and tunes the collector once started. Traces are exported when the
+    environment names an OTLP endpoint (docs/tracing.md), or to `tracing`'s provider when one
+    is given (the tests')."""
+    tracing = tracing or Tracing.from_environment()
+    mcp = McpSurface(settings, tracing=tracing)
     oauth = OAuthServer(settings) if settings.oauth_enabled else None
     metrics = metrics_mod.Metrics(settings)
 
@@ -224,20 +229,26 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None, 
         if not url:
             owned_embedded = embedded or EmbeddedPostgres(settings.data_dir)
             url = await asyncio.to_thread(owned_embedded.start)
+        if tracing is not None:
+            tracing.start()
+        on_connect = tracing.instrument_connection if tracing is not None else None
         try:
             # Directly when a LISTEN URL is set: a migration must not be split by a transaction pooler.
             applied = await migrate(listen_url_of(settings, url))
             if applied:
                 log.info("migrated: %s", ", ".join(applied))
-            pool = await open_pool(url, wait_seconds=settings.db_wait_seconds, prepare=settings.prepared_statements)
+            pool = await open_pool(url, wait_seconds=settings.db_wait_seconds, prepare=settings.prepared_statements,
+                                   on_connect=on_connect)
             store = Store(pool, settings)
             store.observers.append(metrics.observe)
+            if tracing is not None:
+                tracing.observe_store(store)
             fanout = Fanout(listen_url_of(settings, url))
             store.use_pause_cache(PauseCache(store, fanout))
             # Presence writes on a connection of its own: a burst of requests queued on the
             # pool cannot hold back the registration every new listener waits on.
             presence_pool = await open_pool(url, min_size=1, max_size=1, wait_seconds=settings.db_wait_seconds,
-                                            prepare=settings.prepared_statements)
+                                            prepare=settings.prepared_statements, on_connect=on_connect)
             fanout.presence = Presence(Store(presence_pool, settings), fanout)
             await fanout.start()
             fanout.presence.start()
@@ -274,12 +285,14 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None, 
                 await fanout.presence.stop()
                 await fanout.stop()
                 await presence_pool.close()
+                if tracing is not None:
+                    await tracing.stop()
                 await pool.close()
         finally:
             if owned_embedded is not None and embedded is None:
                 await asyncio.to_thread(owned_embedded.stop)
 
-    return Litestar(
+    app = Litestar(
         route_handlers=[*web.route_handlers(), mcp.mount(), *(oauth.mounts() if oauth else []), metrics.route(),
                         *health.route_handlers()],
         middleware=[web.security_headers_middleware, web.deadline_middleware],
@@ -292,3 +305,6 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None, 
         logging_config=None,
         debug=False,
     )
+    if tracing is not None:  # around the whole handler, where Litestar's own OpenTelemetry plugin goes
+        app.asgi_handler = tracing.asgi(app.asgi_handler)
+    return app

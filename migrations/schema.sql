@@ -140,7 +140,9 @@ CREATE TABLE public.attempts (
     waiting_n integer,
     asked_n integer,
     answered_at timestamp with time zone,
-    question_expires_at timestamp with time zone
+    question_expires_at timestamp with time zone,
+    claim_traceparent text,
+    CONSTRAINT attempts_claim_traceparent_w3c CHECK ((claim_traceparent ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'::text))
 );
 CREATE FUNCTION public.attempt_public(a public.attempts) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE

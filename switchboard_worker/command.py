@@ -5,7 +5,8 @@ SWITCHBOARD_TODO_TITLE, SWITCHBOARD_TODO_PRIORITY, SWITCHBOARD_TODO_RUN_AT and S
 (empty when it has none), SWITCHBOARD_TODO_AFTER (JSON: the ids it waited for),
 SWITCHBOARD_TODO_SCHEDULE_ID (empty when no schedule added it), SWITCHBOARD_ATTEMPT, SWITCHBOARD_ATTEMPT_SEQ, SWITCHBOARD_MAX_ATTEMPTS
 and SWITCHBOARD_PRIOR_ATTEMPTS (JSON: seq, outcome, died, summary of up to five earlier
-attempts, newest first) in the environment (the token is taken out of it). Lines on standard
+attempts, newest first) in the environment (the token is taken out of it), and TRACEPARENT
+(the attempt's span) when the server exports traces. Lines on standard
 error starting with `::note::`, `::summary::`, `::usage::` (JSON) or `::artifact::` talk to
 Switchboard; the rest is the command's own. Exit 0 completes (standard output is the result:
 JSON when it parses, else text), any other exit fails (the tail of standard error is the
@@ -378,6 +379,8 @@ class CommandWorker:
                    SWITCHBOARD_TODO_SCHEDULE_ID=todo.schedule_id or "",
                    SWITCHBOARD_ATTEMPT=str(todo.attempt), SWITCHBOARD_ATTEMPT_SEQ=str(todo.attempt_seq),
                    SWITCHBOARD_MAX_ATTEMPTS=str(todo.max_attempts), SWITCHBOARD_PRIOR_ATTEMPTS=json.dumps(prior))
+        if todo.traceparent:  # the attempt's span, for the command's own spans (docs/tracing.md)
+            env["TRACEPARENT"] = todo.traceparent
         return env
 
     async def execute(self, run: Run) -> None:

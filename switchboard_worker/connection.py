@@ -232,11 +232,17 @@ class Connection:
     async def call(self, tool: str, args: dict | None = None, *, repeat: bool = True) -> dict:
         """Call a tool; returns its structured content. A lost reply is sent again on the next
         connection when `repeat` (else raises Lost); retryable tool errors are repeated."""
+        return (await self.call_with_meta(tool, args, repeat=repeat))[0]
+
+    async def call_with_meta(self, tool: str, args: dict | None = None, *,
+                             repeat: bool = True) -> tuple[dict, dict]:
+        """call, with the result's `_meta` beside its structured content (a claim's carries the
+        attempt's traceparent when the server traces)."""
         args = {k: v for k, v in (args or {}).items() if v is not None}
         while True:
             result = await self._send(tool, lambda client: client.call_tool(tool, args), repeat=repeat)
             if not result.is_error:
-                return result.structured_content or {}
+                return result.structured_content or {}, result.meta or {}
             err = _error_of(result)
             code = err.get("code", "error")
             if code in RETRY_CODES:

@@ -43,7 +43,8 @@ class Todo:
     """One claimed todo and its open attempt. Close it once with complete, fail or release;
     until then a background task heartbeats every third of the lease."""
 
-    def __init__(self, worker: "Worker", claim: dict, *, claimant: str, lease_seconds: float):
+    def __init__(self, worker: "Worker", claim: dict, *, claimant: str, lease_seconds: float,
+                 traceparent: str | None = None):
         todo = claim["todo"]
         self.worker = worker
         self.data: dict = todo
@@ -63,6 +64,8 @@ class Todo:
         self.attempts_total: int = claim.get("attempts_total", 0)
         self.prior_attempts: list[dict] = claim.get("prior_attempts") or []
         self.continues: dict | None = claim.get("continues")
+        # The attempt's W3C traceparent when the server traces (docs/tracing.md), else None.
+        self.traceparent = traceparent
         self.claimant = claimant
         self.lease_seconds = lease_seconds
         self.claimed_at = time.monotonic()
@@ -299,13 +302,16 @@ class Worker:
         fence = self.fenced if fenced is None else fenced
         while not self.stopping.is_set():
             seen = self.conn.rings
-            r = await self._unless_stopping(self.conn.call("claim_next", {
+            called = await self._unless_stopping(self.conn.call_with_meta("claim_next", {
                 "queue": queue or self.queue, "claimant": label, "lease_seconds": lease,
                 "require_fence": True if fence else None}))
-            if r is None:  # stopped while the claim waited for the server: claim nothing
+            if called is None:  # stopped while the claim waited for the server: claim nothing
                 return None
+            r, meta = called
             if r.get("todo") is not None:
-                todo = Todo(self, r, claimant=label, lease_seconds=lease)
+                traceparent = meta.get("traceparent")
+                todo = Todo(self, r, claimant=label, lease_seconds=lease,
+                            traceparent=traceparent if isinstance(traceparent, str) else None)
                 self.held.add(todo)
                 if self.stopping.is_set():  # stopped while the claim was on its way: hand it back
                     with contextlib.suppress(ToolError, Lost, Closed):
@@ -317,7 +323,7 @@ class Worker:
             await self._wait_for_work(seen)
         return None
 
-    async def _unless_stopping(self, call: Awaitable[dict]) -> dict | None:
+    async def _unless_stopping(self, call: Awaitable[Any]) -> Any | None:
         """The call's answer, or None when the worker stops first (say, while the server is
         away and the call waits to be sent again); a claim cut short that way lapses."""
         task = asyncio.ensure_future(call)

@@ -63,6 +63,7 @@ from board.live.endpoint_cache import EndpointCache
 from board.errors import RateLimited, SwitchboardError, Unavailable
 from board.mcp.doorbell import TODO_URI_PREFIX, TODOS_URI, Doorbell
 from board.mcp.sessions import OPENING_KEY, ResumableSessionManager, SessionIds, opening_capabilities
+from board.ops.tracing import Tracing
 from board.oauth.server import base_url, resource_metadata_url, resource_url, same_resource
 from board.store.store import Agent, Store, call_deadline, deadline_after
 from board.store.vocabulary import WORKER_SCOPE
@@ -210,8 +211,9 @@ def _bearer(headers: Headers) -> str | None:
 class McpSurface:
     """The MCP surface of one app instance: mount() at build time, running() in the lifespan."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, *, tracing: Tracing | None = None):
         self.settings = settings
+        self.tracing = tracing
         self.manager: StreamableHTTPSessionManager | None = None
         self.doorbell: Doorbell | None = None
         self.store: Store | None = None
@@ -437,6 +439,9 @@ class McpSurface:
             if spec.name == "get_todo" and todo_views.supports_apps(getattr(ctx.session, "client_capabilities", None)):
                 # For an MCP Apps host: the todo detail view its app draws, from this same read.
                 meta = {todo_views.VIEW_KEY: todo_detail(result)}
+            elif spec.name in ("claim", "claim_next") and self.tracing is not None:
+                # The opened attempt's traceparent, which a worker hands its command (docs/tracing.md).
+                meta = self.tracing.attempt_meta(result)
         except SwitchboardError as err:
             body, is_error, code = err.wire(), True, err.code
         except Exception:  # a bug: the agent gets a stable code and no detail; the log gets the traceback

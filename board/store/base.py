@@ -293,6 +293,10 @@ class StoreBase:
     # every claim_next checks queue_pauses itself. The cache is made from the store (it reads
     # queues_paused_by), so a server process hands it over once both exist: use_pause_cache.
     pauses: PausedQueues | None = None
+    # The current call's W3C traceparent, recorded on each attempt a claim opens so that its
+    # span, emitted at its close, continues the claim's trace (board/ops/tracing.py); None:
+    # tracing is off, and a claim records none.
+    trace_context: Callable[[], str | None] | None = None
     _away: bool = field(default=False, init=False, repr=False)  # see _connection
 
     # -- plumbing --------------------------------------------------------------------

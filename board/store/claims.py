@@ -84,6 +84,7 @@ class Claims(StoreBase):
             history_max=max(5, int(self.settings.attempt_history_max_per_todo)),
             claimer_session=caller.session_id if agent else None,
             token_hashes=hashes or None, now=now, prior_attempts=PRIOR_ATTEMPTS, prior_notes=PRIOR_NOTES,
+            traceparent=self.trace_context() if self.trace_context is not None else None,
         )
         order = lambda r: (r.get("lapsed") is not None, r["created_at"], r["id"])  # noqa: E731
         rows = sorted(await self._fetch(query("todo_claim_fast"), params, op=op, todo_id=todo_id), key=order)

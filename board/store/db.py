@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import logging
@@ -19,7 +20,7 @@ import select
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator, Iterator
+from typing import AsyncIterator, Callable, Iterator
 
 import msgspec
 import psycopg
@@ -150,12 +151,15 @@ psycopg._queries.MAX_CACHED_STATEMENT_LENGTH = max(getattr(psycopg._queries, "MA
 
 
 async def open_pool(url: str, *, min_size: int = 2, max_size: int = 20, wait_seconds: float = 5.0,
-                    prepare: bool = True) -> AsyncConnectionPool:
+                    prepare: bool = True,
+                    on_connect: Callable[[psycopg.AsyncConnection], object] | None = None) -> AsyncConnectionPool:
     """The pool every statement runs on. While Postgres cannot be reached, a checkout fails
     after wait_seconds (PoolTimeout, which the store answers as unavailable) instead of
     hanging, and the pool tries to connect every RECONNECT_SECONDS while callers wait, so
     the first call after Postgres is back finds it at once. prepare=False: no server-side
-    prepared statements (SWITCHBOARD_PREPARED_STATEMENTS, behind a transaction pooler)."""
+    prepared statements (SWITCHBOARD_PREPARED_STATEMENTS, behind a transaction pooler).
+    on_connect is called with each new connection (the tracing's instrumentation,
+    board/ops/tracing.py)."""
     # Generic plans: the transition statements are long CTE chains whose custom planning
     # costs more than their execution; their generic plans use the same indexes.
     # Autocommit: every transition is one statement, which is its own transaction, so it
@@ -172,7 +176,7 @@ async def open_pool(url: str, *, min_size: int = 2, max_size: int = 20, wait_sec
         reconnect_timeout=RECONNECT_SECONDS,
         reconnect_failed=_reconnect_failed,
         check=lambda conn: _checked_out(conn, pool_ref[0]),
-        configure=_configure,
+        configure=_configure if on_connect is None else functools.partial(_configure, on_connect=on_connect),
         # Read committed whatever the server's default: each statement's snapshot is taken
         # after its locks, which presence's wait-out relies on (board/live/presence.py).
         kwargs={"row_factory": dict_row, "autocommit": True,
@@ -201,8 +205,10 @@ def json_loads(data: bytes):
         return json.loads(data)
 
 
-async def _configure(conn: psycopg.AsyncConnection) -> None:
+async def _configure(conn: psycopg.AsyncConnection, on_connect=None) -> None:
     set_json_loads(json_loads, conn)
+    if on_connect is not None:
+        on_connect(conn)
 
 
 async def _reconnect_failed(pool: AsyncConnectionPool) -> None:

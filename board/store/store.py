@@ -9,6 +9,7 @@ its own over the plumbing of board/store/base.py, named after the statement file
   (board.sql: pauses, the overview, the counts), schedule.py (schedule.sql: due todos,
   priorities, queue limits), plans.py (plans.sql: dependencies dropped, waiting counts), recurring.py (recurring.sql:
   schedules that add todos, and their timer's sweep);
+- traces.py (traces.sql: what a closed attempt's span carries, read only with tracing on);
 - accounts.py (accounts.sql: users, endpoints), grants.py (oauth.sql: OAuth grants) and teams.py
   (teams.sql: teams, members, the record of people's actions).
 
@@ -34,6 +35,7 @@ from board.store.recurring import Recurring
 from board.store.schedule import Schedule
 from board.store.sweeps import Sweeps
 from board.store.teams import Teams
+from board.store.traces import Traces
 from board.store.vocabulary import Agent, Caller, Human, Observer, Transition
 from board.store.watchers import Watchers
 
@@ -43,5 +45,5 @@ __all__ = ["Agent", "Caller", "Human", "Observer", "PausedQueues", "Store", "Tra
 
 
 class Store(Adds, Claims, Closes, Holds, Reads, Deletes, Sweeps, Watchers, Queues, Schedule, Plans, Recurring, Teams, Accounts, Grants,
-            StoreBase):
+            Traces, StoreBase):
     """The store: its pool and settings (StoreBase's fields), every verb of its parts."""

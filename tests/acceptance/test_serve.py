@@ -52,6 +52,20 @@ def test_a_database_url_that_cannot_be_used_is_one_line_naming_it_without_its_pa
             assert "s3cr3t-pw" not in r.stderr + r.stdout
 
 
+async def serve_ready(client: httpx.AsyncClient, proc: subprocess.Popen) -> None:
+    """Wait until the `serve` process answers /login, failing with its output if it exits."""
+    deadline = time.monotonic() + 60
+    while True:
+        assert proc.poll() is None, f"serve exited during startup:\n{proc.stdout.read()}"
+        try:
+            if (await client.get("/login")).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, "serve was not ready within 60 s"
+        await asyncio.sleep(0.05)
+
+
 async def test_serve_logs_without_credentials_and_stops_cleanly_on_sigterm_with_a_stream_open(db_url, store):
     port = free_port()
     url_with_password = db_url.replace("postgresql://postgres:@", "postgresql://postgres:hunter2@")
@@ -61,16 +75,7 @@ async def test_serve_logs_without_credentials_and_stops_cleanly_on_sigterm_with_
     try:
         base = f"http://127.0.0.1:{port}"
         async with httpx.AsyncClient(base_url=base, timeout=10) as client:
-            deadline = time.monotonic() + 60
-            while True:
-                assert proc.poll() is None, f"serve exited during startup:\n{proc.stdout.read()}"
-                try:
-                    if (await client.get("/login")).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert time.monotonic() < deadline, "serve was not ready within 60 s"
-                await asyncio.sleep(0.05)
+            await serve_ready(client, proc)
             await make_human(store, "operator")
             await sign_in(client, "operator")
             async with client.stream("GET", "/events") as stream:

@@ -68,7 +68,7 @@ class TsClient:
 
 @contextlib.asynccontextmanager
 async def ts_client(server, token: str | None, *, list_tools: bool = True,
-                    capabilities: dict | None = None) -> AsyncIterator[TsClient]:
+                    capabilities: dict | None = None, headers: dict | None = None) -> AsyncIterator[TsClient]:
     """Connect as an agent host does: connect, then list the tools (which is when the SDK
     compiles each tool's output schema and starts validating results against it)."""
     proc = await asyncio.create_subprocess_exec(
@@ -76,7 +76,7 @@ async def ts_client(server, token: str | None, *, list_tools: bool = True,
         stderr=asyncio.subprocess.PIPE, limit=1 << 22)  # one JSON line per reply; tools/list is long
     client = TsClient(proc)
     try:
-        headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+        headers = dict(headers or {}) | ({"Authorization": f"Bearer {token}"} if token is not None else {})
         client.info = await client.request("connect", url=server.url + "/mcp", headers=headers,
                                            **({"capabilities": capabilities} if capabilities else {}))
         if list_tools:

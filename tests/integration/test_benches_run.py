@@ -14,7 +14,7 @@ from tests.conftest import ROOT
 
 SMALLEST = {
     "claim_contention.py": ["--workers", "1", "--slices", "2", "--seconds", "0.2", "--history", "50",
-                            "--pending", "20000", "--same-schema"],
+                            "--pending", "20000", "--same-schema", "--traced"],
     "batched.py": ["--workers", "1", "--slices", "2", "--seconds", "0.2", "--history", "50", "--pending", "20000",
                    "--produce", "200"],
     "mcp_roundtrip.py": ["--clients", "1", "--slices", "1", "--seconds", "0.3", "--backlog", "5000",

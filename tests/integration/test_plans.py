@@ -302,7 +302,7 @@ async def assert_the_claim_reads_one_ready_row(conn, agent) -> None:
     params = {"id": None, "endpoint_id": agent.endpoint_id, "claimer_id": agent.endpoint_id, "queues": ["work"],
               "claim_queues": ["work"], "user_id": agent.user_id, "ignore_pauses": False, "limit": 1,
               "owner": agent.owner, "claimant": None, "lease_seconds": 60.0, "history_max": 50,
-              "claimer_session": None, "token_hashes": None, "now": None, "prior_attempts": 5, "prior_notes": 3,
+              "claimer_session": None, "token_hashes": None, "traceparent": None, "now": None, "prior_attempts": 5, "prior_notes": 3,
               "hook_urls": []}
     async with conn.transaction(force_rollback=True):
         cur = await conn.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "

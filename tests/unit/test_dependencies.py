@@ -9,7 +9,9 @@ importlib.metadata.packages_distributions()."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
+import importlib.util
 import re
 import sys
 import tomllib
@@ -94,3 +96,68 @@ def test_an_import_that_only_comes_along_with_another_dependency_is_reported():
         "mcp_types (board/mcp/tools.py): mcp-types",
         "not_a_module_anywhere (board/x.py): not installed",
     ]
+
+
+# OpenTelemetry's modules share one namespace package, `opentelemetry`, across a distribution
+# each (the API, the SDK, the exporter, each instrumentation), so a top-level name says nothing:
+# each module imported is traced to the distribution whose files hold it.
+NAMESPACE = "opentelemetry"
+
+
+def namespace_imports(folder: Path) -> dict[str, str]:
+    """Each module under NAMESPACE imported under `folder` (a `from a import b` counts a.b when
+    b is a module), with one file that imports it."""
+    found: dict[str, str] = {}
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [f"{node.module}.{alias.name}" for alias in node.names]
+                names = [n if importlib.util.find_spec(n.rsplit(".", 1)[0]) and _is_module(n) else node.module
+                         for n in names]
+            else:
+                continue
+            for name in names:
+                if name.split(".")[0] == NAMESPACE:
+                    found.setdefault(name, path.relative_to(ROOT).as_posix())
+    return found
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+@functools.cache
+def _namespace_files() -> dict[Path, str]:
+    """Each Python file of a NAMESPACE distribution -> that distribution."""
+    return {Path(dist.locate_file(f)).resolve(): distribution_key(dist.metadata["Name"])
+            for dist in importlib.metadata.distributions()
+            if distribution_key(dist.metadata["Name"] or "").startswith(NAMESPACE)
+            for f in dist.files or [] if f.suffix == ".py"}
+
+
+def namespace_distribution(module: str) -> str:
+    """The distribution whose files hold the module (its package's __init__ for a package)."""
+    origin = Path(importlib.util.find_spec(module).origin).resolve()
+    return _namespace_files().get(origin, f"none holds {origin}")
+
+
+@pytest.mark.parametrize("folder, declarations", [
+    ("board", declared(SERVER)),
+    ("tests", declared(SERVER, "test")),
+], ids=["board by the server", "tests"])
+def test_every_opentelemetry_module_imported_comes_from_a_declared_distribution(folder, declarations):
+    modules = namespace_imports(ROOT / folder)
+    assert modules, f"no {NAMESPACE} import found under {folder}/: the scan is broken"
+    held = {f"{module} ({file}): {namespace_distribution(module)}" for module, file in modules.items()
+            if namespace_distribution(module) not in declarations}
+    assert held == set()
+
+
+def test_the_worker_imports_nothing_of_opentelemetry():
+    """It installs alone, with the MCP SDK and nothing of the server's tracing."""
+    assert namespace_imports(ROOT / "switchboard_worker") == {}

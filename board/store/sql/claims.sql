@@ -11,6 +11,8 @@
 -- todo_in_scope (migration 0014) on a claim by id; claim_next's walk names the endpoint
 -- itself, since only an equality on it keeps the pending index's order (the plan test).
 -- An agent records its endpoint as claimer, the Board the owner and no endpoint (REQ-1).
+-- Each attempt records the claiming call's W3C traceparent when tracing is on (null when off;
+-- the attempt's span, emitted at its close, continues that trace: docs/tracing.md).
 --
 -- todo_claim_fast is tried first: pending todos whose history needs no pruning, where only
 -- the attempt insert joins the todos update, which is the statement itself, so its RETURNING
@@ -101,13 +103,13 @@ numbered AS (  -- no more of a limited queue than its room
 ),
 ins AS (
   INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
-                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
+                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash, claim_traceparent)
   SELECT numbered.id, numbered.prev_total + 1, numbered.prev_attempt + 1,
          (CASE WHEN %(endpoint_id)s::uuid IS NULL THEN 'owner' ELSE 'endpoint' END)::attempt_claimer_kind,
          %(claimer_id)s::uuid, %(claimer_session)s::text, %(owner)s, %(claimant)s::text,
          coalesce(%(now)s::timestamptz, now()),
          coalesce(%(now)s::timestamptz, now()) + %(lease_seconds)s * interval '1 second',
-         (%(token_hashes)s::bytea[])[numbered.n]
+         (%(token_hashes)s::bytea[])[numbered.n], %(traceparent)s::text
     FROM numbered
   RETURNING todo_id, seq, lease_token_hash
 )
@@ -234,11 +236,12 @@ upd AS (
 ),
 ins AS (
   INSERT INTO attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, claimer_session,
-                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash)
+                        owner, claimant, claimed_at, lease_expires_at, lease_token_hash, claim_traceparent)
   SELECT upd.id, upd.attempts_total, upd.attempt,
          (CASE WHEN %(endpoint_id)s::uuid IS NULL THEN 'owner' ELSE 'endpoint' END)::attempt_claimer_kind,
          %(claimer_id)s::uuid, %(claimer_session)s::text, %(owner)s, %(claimant)s::text,
-         coalesce(%(now)s::timestamptz, now()), upd.lease_expires_at, (%(token_hashes)s::bytea[])[upd.n]
+         coalesce(%(now)s::timestamptz, now()), upd.lease_expires_at, (%(token_hashes)s::bytea[])[upd.n],
+         %(traceparent)s::text
     FROM upd
   RETURNING todo_id, seq, lease_token_hash
 )
