@@ -41,7 +41,8 @@ async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
                                                            (8, "interrupted_index"), (9, "questions"), (10, "todo_counts"),
                                                            (11, "watchers"), (12, "outcomes_folded"),
                                                            (13, "oauth_grants_reconsent"), (14, "caller_rules"),
-                                                           (15, "claim_order"), (16, "plans"), (17, "schedules"), (18, "teams")]
+                                                           (15, "claim_order"), (16, "plans"), (17, "schedules"), (18, "teams"),
+                                                           (19, "a2a")]
     assert await migrate(empty_db_url) == []  # idempotent
 
 
