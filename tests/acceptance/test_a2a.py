@@ -216,3 +216,24 @@ async def test_the_boards_drawer_says_a_todo_was_added_over_a2a_by_the_client(mc
         await sign_in(board, human.username)
         drawer = await board.get(f"/todos/{sent.task.id}")
     assert drawer.status_code == 200 and "Added over A2A by planner-bot." in drawer.text
+
+
+async def test_a_worker_whose_lease_lapses_shows_submitted_again_then_working_under_the_next_attempt(mcp_server):
+    client_cred, worker = await producer_and_worker(mcp_server)
+    async with a2a_client(mcp_server, client_cred.token) as client, connect(mcp_server, worker.token) as mcp:
+        seen = []
+        async for event in client.send_message(pb.SendMessageRequest(message=message("Flaky build", queue="builds"))):
+            state = state_of(event)
+            if state is None:
+                continue
+            seen.append((state, int(event.task.metadata["attempts_total"]) if event.HasField("task") else None))
+            if seen == [("submitted", 0)]:  # the first worker claims, then dies (no heartbeat): the reaper takes it
+                await call(mcp, "claim_next", {"lease_seconds": 1})
+            elif len(seen) == 3:  # back to submitted: the next worker claims and completes
+                claimed = await call(mcp, "claim_next", {})
+                await call(mcp, "complete", {"id": claimed["todo"]["id"], "result": {"ok": True}})
+        assert [s for s, _ in seen] == ["submitted", "working", "submitted", "working", "completed"]
+        task = await client.get_task(pb.GetTaskRequest(id=event.status_update.task_id))
+        assert [m.parts[0].text.split(":")[0] for m in task.history] == [
+            "attempt 1 claimed by a worker", "attempt 1 reaped (requeued)", "attempt 2 claimed by a worker",
+            "attempt 2 completed (done)"]
