@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import os
 import uuid
+from pathlib import Path
 
 import httpx
 import pytest
@@ -22,6 +25,7 @@ from tests.acceptance.mcp_helpers import call, connect, make_team, mcp_server, v
 from tests.acceptance.test_board_auth import client_for, make_human, sign_in
 from tests.conftest import sql_rows
 
+CLIENTS = Path(__file__).resolve().parents[1] / "clients"
 STATES = {pb.TASK_STATE_SUBMITTED: "submitted", pb.TASK_STATE_WORKING: "working",
           pb.TASK_STATE_COMPLETED: "completed", pb.TASK_STATE_INPUT_REQUIRED: "input-required",
           pb.TASK_STATE_CANCELED: "canceled", pb.TASK_STATE_FAILED: "failed"}
@@ -237,3 +241,24 @@ async def test_a_worker_whose_lease_lapses_shows_submitted_again_then_working_un
         assert [m.parts[0].text.split(":")[0] for m in task.history] == [
             "attempt 1 claimed by a worker", "attempt 1 reaped (requeued)", "attempt 2 claimed by a worker",
             "attempt 2 completed (done)"]
+
+
+async def test_the_a2a_javascript_sdks_client_streams_a_task_a_worker_completes(mcp_server):
+    client_cred, worker = await producer_and_worker(mcp_server)
+    driver = await asyncio.create_subprocess_exec(
+        "node", str(CLIENTS / "a2a_js_driver.mjs"), mcp_server.url, "builds", cwd=CLIENTS,
+        env={**os.environ, "A2A_TOKEN": client_cred.token}, stdout=asyncio.subprocess.PIPE)
+    lines = []
+    async with connect(mcp_server, worker.token) as mcp:
+        while line := await asyncio.wait_for(driver.stdout.readline(), 60):
+            lines.append(json.loads(line))
+            assert "error" not in lines[-1], lines[-1]["error"]
+            if len(lines) == 1:
+                claimed = await call(mcp, "claim_next", {"claimant": "js-builder"})
+                await call(mcp, "complete", {"id": claimed["todo"]["id"], "result": {"ok": True},
+                                             "summary": "built"})
+    assert await driver.wait() == 0
+    assert [x["state"] for x in lines if "state" in x] == ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING",
+                                                           "TASK_STATE_COMPLETED"]
+    assert {x["artifact"] for x in lines if "artifact" in x} == {"result", "summary"}
+    assert lines[-1]["history"] == ["attempt 1 claimed by js-builder", "attempt 1 completed (done): built"]
