@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 from a2a.client import ClientConfig, ClientFactory
-from a2a.utils.errors import TaskNotFoundError
+from a2a.utils.errors import A2AError, TaskNotFoundError
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format
 
@@ -262,3 +262,25 @@ async def test_the_a2a_javascript_sdks_client_streams_a_task_a_worker_completes(
                                                            "TASK_STATE_COMPLETED"]
     assert {x["artifact"] for x in lines if "artifact" in x} == {"result", "summary"}
     assert lines[-1]["history"] == ["attempt 1 claimed by js-builder", "attempt 1 completed (done): built"]
+
+
+async def test_a_message_to_a_completed_task_in_its_context_adds_a_todo_continuing_it(mcp_server):
+    client_cred, worker = await producer_and_worker(mcp_server)
+    async with a2a_client(mcp_server, client_cred.token, streaming=False) as client, \
+            connect(mcp_server, worker.token) as mcp:
+        [sent] = [e async for e in a2a_client_send(client, message("Draft the notes", queue="builds"))]
+        first = sent.task
+        claimed = await call(mcp, "claim_next", {})
+        await call(mcp, "complete", {"id": claimed["todo"]["id"], "result": {"draft": 1}})
+        [again] = [e async for e in a2a_client_send(client, message(
+            "Shorten them", task_id=first.id, context_id=first.context_id))]
+        follow = again.task
+        assert follow.id != first.id and follow.context_id == first.context_id
+        assert STATES[follow.status.state] == "submitted"
+        nxt = await call(mcp, "claim_next", {})
+        assert nxt["todo"]["id"] == follow.id and nxt["continues"]["id"] == first.id
+        with pytest.raises(A2AError) as err:  # a message to a task in another context
+            [_ async for _ in a2a_client_send(client, message("x", task_id=follow.id, context_id="elsewhere"))]
+        assert "contextId" in str(err.value)
+        listed = await client.list_tasks(pb.ListTasksRequest(context_id=first.context_id))
+        assert [t.id for t in listed.tasks] == [follow.id, first.id]
