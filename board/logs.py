@@ -191,6 +191,9 @@ def configure(log_format: str = "text", level: int = logging.INFO) -> None:
     access = logging.getLogger("uvicorn.access")
     if not any(isinstance(f, RedactQuery) for f in access.filters):
         access.addFilter(RedactQuery())
+    # The A2A SDK warns on every card it serves without skills; the public card lists none by
+    # design (docs/a2a.md), so each fetch of it would log two warnings.
+    logging.getLogger("a2a.utils.proto_utils").setLevel(logging.ERROR)
     for name in CALLER_QUOTING_LOGGERS:
         quoting = logging.getLogger(name)
         if not any(isinstance(f, WithoutCallerValues) for f in quoting.filters):

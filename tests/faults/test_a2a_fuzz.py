@@ -15,7 +15,6 @@ import uuid
 
 import httpx
 import hypothesis.strategies as st
-from hypothesis import HealthCheck, Phase, given, settings
 
 from tests.faults import harness as h
 
@@ -72,20 +71,6 @@ def calls(draw, ids: dict[str, str]):
     return method, params
 
 
-def draw_calls(ids: dict[str, str], n: int) -> list[tuple[str, object]]:
-    """n calls, the same ones on every run (derandomized; generation only, nothing to shrink)."""
-    drawn: list[tuple[str, object]] = []
-
-    @settings(max_examples=n, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
-    @given(calls(ids))
-    def collect(call):
-        drawn.append(call)
-
-    collect()
-    return drawn
-
-
 async def test_the_a2a_surface_fuzzed_gives_no_5xx_no_internal_error_changes_nothing_on_error_and_logs_no_marker(
         db_url, store, tmp_path):
     team = (await store.team_create(f"fuzz{uuid.uuid4().hex[:6]}",
@@ -104,7 +89,7 @@ async def test_the_a2a_surface_fuzzed_gives_no_5xx_no_internal_error_changes_not
     try:
         async with httpx.AsyncClient(base_url=server.url, timeout=httpx.Timeout(30.0, read=5.0),
                                      headers={"Authorization": f"Bearer {token}", "A2A-Version": "1.0"}) as http:
-            for method, params in draw_calls(ids, 150):
+            for method, params in h.drawn(calls(ids), 150):
                 before = await h.tables_checksum(db_url)
                 body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
                 try:

@@ -12,19 +12,8 @@ from a2a.client import ClientConfig, ClientFactory
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format
 
+from tests.acceptance.test_a2a import state_of
 from tests.faults import harness as h
-
-STATES = {pb.TASK_STATE_SUBMITTED: "submitted", pb.TASK_STATE_WORKING: "working",
-          pb.TASK_STATE_COMPLETED: "completed"}
-
-
-def state_of(event: pb.StreamResponse) -> str | None:
-    if event.HasField("task"):
-        return STATES[event.task.status.state]
-    if event.HasField("status_update"):
-        return STATES[event.status_update.status.state]
-    return None
-
 
 async def test_an_a2a_client_resubscribes_after_a_kill_9_and_misses_no_state(db_url, store, tmp_path):
     team = (await store.team_create(f"a2akill{uuid.uuid4().hex[:6]}",
