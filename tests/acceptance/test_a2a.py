@@ -79,6 +79,8 @@ async def test_the_public_card_lists_no_skill_and_the_extended_card_one_per_queu
                                               "protocolVersion": "1.0"}
     assert card["capabilities"]["streaming"] is True and not card["capabilities"].get("pushNotifications")
     assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"
+    oauth = card["securitySchemes"]["oauth"]["oauth2SecurityScheme"]
+    assert oauth["oauth2MetadataUrl"] == mcp_server.url + "/.well-known/oauth-authorization-server"
     assert not card.get("skills")
     async with a2a_client(mcp_server, client_cred.token) as client:
         extended = await client.get_extended_agent_card(pb.GetExtendedAgentCardRequest())
