@@ -18,7 +18,7 @@ T0 = datetime(2026, 11, 30, 14, 0, tzinfo=timezone.utc)
 async def fresh(store, caller, todo_id):
     got = await store.todo_get(caller, todo_id)
     for extra in ("attempts", "attempt_outcomes", "endpoint_id",
-                  "continues_id", "continued_by_id", "chain", "chain_truncated", "usage", "waiting_for", "blocking",
+                  "continues_id", "continued_by_id", "a2a", "chain", "chain_truncated", "usage", "waiting_for", "blocking",
                   "plan"):
         got.pop(extra, None)
     return got
