@@ -73,6 +73,48 @@ CREATE TYPE public.todo_state AS ENUM (
     'failed',
     'canceled'
 );
+CREATE TABLE public.todos (
+    id text DEFAULT (gen_random_uuid())::text NOT NULL COLLATE pg_catalog."C",
+    endpoint_id uuid NOT NULL,
+    queue text NOT NULL,
+    title text NOT NULL,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    routing jsonb DEFAULT '{}'::jsonb NOT NULL,
+    state public.todo_state DEFAULT 'pending'::public.todo_state NOT NULL,
+    owner text,
+    lease_expires_at timestamp with time zone,
+    attempt integer DEFAULT 0 NOT NULL,
+    max_attempts integer DEFAULT 5 NOT NULL,
+    result jsonb,
+    next_retry_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    attempts_total integer DEFAULT 0 NOT NULL,
+    attempts_pruned integer DEFAULT 0 NOT NULL,
+    pruned_outcomes jsonb DEFAULT '{}'::jsonb NOT NULL,
+    continues_id text COLLATE pg_catalog."C",
+    pruned_usage jsonb,
+    priority smallint DEFAULT 2 NOT NULL,
+    run_at timestamp with time zone,
+    scheduled boolean DEFAULT false NOT NULL,
+    key text COLLATE pg_catalog."C",
+    waits smallint DEFAULT 0 NOT NULL,
+    after text[],
+    waited_on boolean DEFAULT false NOT NULL,
+    schedule_id uuid,
+    a2a_push boolean DEFAULT false NOT NULL,
+    CONSTRAINT todos_key_check CHECK (((octet_length(key) >= 1) AND (octet_length(key) <= 200))),
+    CONSTRAINT todos_priority_check CHECK (((priority >= 0) AND (priority <= 4))),
+    CONSTRAINT todos_scheduled_pending CHECK (((NOT scheduled) OR ((state = 'pending'::public.todo_state) AND (run_at IS NOT NULL)))),
+    CONSTRAINT todos_waits_check CHECK ((waits >= 0))
+);
+CREATE FUNCTION public.a2a_push_payload(t public.todos, at timestamp with time zone) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT jsonb_build_object('occurred_at', at, 'todo', jsonb_build_object(
+    'id', t.id, 'state', t.state, 'dead_letter', t.state = 'failed' AND t.next_retry_at IS NULL,
+    'attempts_total', t.attempts_total))
+$$;
 CREATE FUNCTION public.attempt_died(outcome public.attempt_outcome) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -363,6 +405,16 @@ BEGIN
   RETURN freed;
 END
 $$;
+CREATE FUNCTION public.todos_a2a_push() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  INSERT INTO hook_events (event, url, todo_id, payload, push_todo_id, push_config_id)
+  SELECT 'a2a.task_status', c.url, c.todo_id, a2a_push_payload(NEW, now()), c.todo_id, c.id
+    FROM a2a_push_configs c WHERE c.todo_id = NEW.id;
+  RETURN NULL;
+END
+$$;
 CREATE FUNCTION public.todos_consistent() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -480,6 +532,22 @@ CREATE FUNCTION public.user_endpoints(user_id bigint) RETURNS uuid[]
     AS $_$
   SELECT ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = $1)
 $_$;
+CREATE TABLE public.a2a_push_configs (
+    todo_id text NOT NULL,
+    id text NOT NULL,
+    endpoint_id uuid NOT NULL,
+    url text NOT NULL,
+    token text,
+    auth_scheme text,
+    auth_credentials text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT a2a_push_configs_auth_credentials_check CHECK ((length(auth_credentials) <= 4096)),
+    CONSTRAINT a2a_push_configs_auth_scheme_check CHECK ((length(auth_scheme) <= 64)),
+    CONSTRAINT a2a_push_configs_id_check CHECK (((length(id) >= 1) AND (length(id) <= 128))),
+    CONSTRAINT a2a_push_configs_token_check CHECK ((length(token) <= 1024)),
+    CONSTRAINT a2a_push_configs_url_check CHECK (((url ~ '^https?://'::text) AND (length(url) <= 2048)))
+);
 CREATE TABLE public.attempt_notes (
     todo_id text NOT NULL COLLATE pg_catalog."C",
     seq public.attempt_number NOT NULL,
@@ -562,7 +630,9 @@ CREATE TABLE public.hook_events (
     next_attempt_at timestamp with time zone DEFAULT now() NOT NULL,
     delivered_at timestamp with time zone,
     last_error text,
-    CONSTRAINT hook_events_event_check CHECK ((event = ANY (ARRAY['todo.ready'::text, 'todo.dead_lettered'::text, 'todo.input_required'::text, 'todo.auth_required'::text])))
+    push_todo_id text,
+    push_config_id text,
+    CONSTRAINT hook_events_event_check CHECK ((event = ANY (ARRAY['todo.ready'::text, 'todo.dead_lettered'::text, 'todo.input_required'::text, 'todo.auth_required'::text, 'a2a.task_status'::text])))
 );
 CREATE TABLE public.oauth_clients (
     client_id text NOT NULL,
@@ -664,40 +734,6 @@ CREATE TABLE public.todo_successors (
     todo_id text NOT NULL COLLATE pg_catalog."C",
     successor_id text NOT NULL COLLATE pg_catalog."C"
 );
-CREATE TABLE public.todos (
-    id text DEFAULT (gen_random_uuid())::text NOT NULL COLLATE pg_catalog."C",
-    endpoint_id uuid NOT NULL,
-    queue text NOT NULL,
-    title text NOT NULL,
-    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
-    routing jsonb DEFAULT '{}'::jsonb NOT NULL,
-    state public.todo_state DEFAULT 'pending'::public.todo_state NOT NULL,
-    owner text,
-    lease_expires_at timestamp with time zone,
-    attempt integer DEFAULT 0 NOT NULL,
-    max_attempts integer DEFAULT 5 NOT NULL,
-    result jsonb,
-    next_retry_at timestamp with time zone,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    attempts_total integer DEFAULT 0 NOT NULL,
-    attempts_pruned integer DEFAULT 0 NOT NULL,
-    pruned_outcomes jsonb DEFAULT '{}'::jsonb NOT NULL,
-    continues_id text COLLATE pg_catalog."C",
-    pruned_usage jsonb,
-    priority smallint DEFAULT 2 NOT NULL,
-    run_at timestamp with time zone,
-    scheduled boolean DEFAULT false NOT NULL,
-    key text COLLATE pg_catalog."C",
-    waits smallint DEFAULT 0 NOT NULL,
-    after text[],
-    waited_on boolean DEFAULT false NOT NULL,
-    schedule_id uuid,
-    CONSTRAINT todos_key_check CHECK (((octet_length(key) >= 1) AND (octet_length(key) <= 200))),
-    CONSTRAINT todos_priority_check CHECK (((priority >= 0) AND (priority <= 4))),
-    CONSTRAINT todos_scheduled_pending CHECK (((NOT scheduled) OR ((state = 'pending'::public.todo_state) AND (run_at IS NOT NULL)))),
-    CONSTRAINT todos_waits_check CHECK ((waits >= 0))
-);
 CREATE TABLE public.users (
     id bigint NOT NULL,
     username text NOT NULL,
@@ -720,6 +756,8 @@ CREATE TABLE public.watchers (
     process uuid NOT NULL,
     expires_at timestamp with time zone NOT NULL
 );
+ALTER TABLE ONLY public.a2a_push_configs
+    ADD CONSTRAINT a2a_push_configs_pkey PRIMARY KEY (todo_id, id);
 ALTER TABLE ONLY public.attempt_notes
     ADD CONSTRAINT attempt_notes_pkey PRIMARY KEY (todo_id, seq, n);
 ALTER TABLE ONLY public.attempt_outcome_counts
@@ -774,6 +812,7 @@ CREATE UNIQUE INDEX endpoints_team_space ON public.endpoints USING btree (user_i
 CREATE INDEX endpoints_user_idx ON public.endpoints USING btree (user_id);
 CREATE INDEX hook_events_delivered_brin ON public.hook_events USING brin (delivered_at);
 CREATE INDEX hook_events_due_idx ON public.hook_events USING btree (next_attempt_at) WHERE (delivered_at IS NULL);
+CREATE INDEX hook_events_push_config_idx ON public.hook_events USING btree (push_todo_id, push_config_id) WHERE (push_todo_id IS NOT NULL);
 CREATE INDEX oauth_codes_expires_idx ON public.oauth_codes USING btree (expires_at);
 CREATE INDEX oauth_tokens_endpoint_idx ON public.oauth_tokens USING btree (endpoint_id);
 CREATE INDEX oauth_tokens_expires_idx ON public.oauth_tokens USING btree (expires_at);
@@ -795,12 +834,17 @@ CREATE INDEX todos_scheduled_idx ON public.todos USING btree (endpoint_id, run_a
 CREATE INDEX todos_updated_brin ON public.todos USING brin (updated_at);
 CREATE INDEX todos_waiting_idx ON public.todos USING btree (endpoint_id, queue) WHERE ((state = 'pending'::public.todo_state) AND (waits > 0));
 CREATE TRIGGER attempts_count_deleted AFTER DELETE ON public.attempts FOR EACH ROW WHEN ((old.outcome IS NOT NULL)) EXECUTE FUNCTION public.attempts_count_deleted();
+CREATE TRIGGER todos_a2a_push AFTER UPDATE OF state ON public.todos FOR EACH ROW WHEN ((new.a2a_push AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.todos_a2a_push();
 CREATE TRIGGER todos_consistent BEFORE INSERT OR UPDATE OF state, owner, lease_expires_at, next_retry_at, attempt, attempts_total, attempts_pruned ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_consistent();
 CREATE TRIGGER todos_continues_fixed BEFORE UPDATE OF continues_id ON public.todos FOR EACH ROW WHEN ((old.continues_id IS DISTINCT FROM new.continues_id)) EXECUTE FUNCTION public.todos_continues_fixed();
 CREATE TRIGGER todos_count_added AFTER INSERT ON public.todos REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.todos_count_added();
 CREATE TRIGGER todos_count_deleted_attempts BEFORE DELETE ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_count_deleted_attempts();
 CREATE TRIGGER todos_fields_valid BEFORE INSERT OR UPDATE OF queue, title, max_attempts ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_fields_valid();
 CREATE TRIGGER todos_uncount_deleted AFTER DELETE ON public.todos REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.todos_uncount_deleted();
+ALTER TABLE ONLY public.a2a_push_configs
+    ADD CONSTRAINT a2a_push_configs_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.endpoints(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.a2a_push_configs
+    ADD CONSTRAINT a2a_push_configs_todo_id_fkey FOREIGN KEY (todo_id) REFERENCES public.todos(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.attempt_notes
     ADD CONSTRAINT attempt_notes_todo_id_seq_fkey FOREIGN KEY (todo_id, seq) REFERENCES public.attempts(todo_id, seq) ON DELETE CASCADE;
 ALTER TABLE ONLY public.attempts
@@ -813,6 +857,8 @@ ALTER TABLE ONLY public.endpoints
     ADD CONSTRAINT endpoints_space_id_fkey FOREIGN KEY (space_id) REFERENCES public.endpoints(id);
 ALTER TABLE ONLY public.endpoints
     ADD CONSTRAINT endpoints_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.hook_events
+    ADD CONSTRAINT hook_events_push_config_fk FOREIGN KEY (push_todo_id, push_config_id) REFERENCES public.a2a_push_configs(todo_id, id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.oauth_codes
     ADD CONSTRAINT oauth_codes_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.endpoints(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.oauth_codes

@@ -34,14 +34,16 @@ async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
                        "0005_rules_in_sql", "0006_oauth", "0007_outcome_counts",
                        "0008_interrupted_index", "0009_questions", "0010_todo_counts", "0011_watchers",
                        "0012_outcomes_folded", "0013_oauth_grants_reconsent", "0014_caller_rules",
-                       "0015_claim_order", "0016_plans", "0017_schedules", "0018_teams"]
+                       "0015_claim_order", "0016_plans", "0017_schedules", "0018_teams",
+                       "0021_a2a_push"]
     rows = await sql_rows(empty_db_url, "SELECT version, name FROM schema_migrations ORDER BY version")
     assert [(r["version"], r["name"]) for r in rows] == [(1, "base"), (2, "attempt_history"), (3, "queue_pauses"), (4, "working_context"),
                                                            (5, "rules_in_sql"), (6, "oauth"), (7, "outcome_counts"),
                                                            (8, "interrupted_index"), (9, "questions"), (10, "todo_counts"),
                                                            (11, "watchers"), (12, "outcomes_folded"),
                                                            (13, "oauth_grants_reconsent"), (14, "caller_rules"),
-                                                           (15, "claim_order"), (16, "plans"), (17, "schedules"), (18, "teams")]
+                                                           (15, "claim_order"), (16, "plans"), (17, "schedules"), (18, "teams"),
+                                                           (21, "a2a_push")]
     assert await migrate(empty_db_url) == []  # idempotent
 
 
@@ -118,7 +120,7 @@ async def test_an_edited_migration_is_refused(empty_db_url, tmp_path):
 async def test_a_failing_migration_leaves_nothing_half_written(empty_db_url, tmp_path):
     directory = tmp_path / "migrations"
     shutil.copytree(MIGRATIONS_DIR, directory)
-    following = f"{len(load_migrations()) + 1:04d}_broken.sql"
+    following = f"{load_migrations()[-1].version + 1:04d}_broken.sql"
     (directory / following).write_text("-- broken on purpose\nCREATE TABLE half (x int);\nSELECT 1/0;\n")
     with pytest.raises(psycopg.errors.DivisionByZero):
         await migrate(empty_db_url, directory=directory)
@@ -237,7 +239,8 @@ async def test_after_the_upgrade_the_attempts_closed_before_it_are_counted_when_
                 await getattr(store, f"todo_{verb}")(agent, todo["id"])
         assert await migrate(empty_db_url) == ["0007_outcome_counts", "0008_interrupted_index", "0009_questions", "0010_todo_counts",
                                                  "0011_watchers", "0012_outcomes_folded", "0013_oauth_grants_reconsent", "0014_caller_rules",
-                       "0015_claim_order", "0016_plans", "0017_schedules", "0018_teams"]
+                       "0015_claim_order", "0016_plans", "0017_schedules", "0018_teams",
+                       "0021_a2a_push"]
         counts = "SELECT outcome::text, sum(n)::int AS n FROM attempt_outcome_counts GROUP BY 1 ORDER BY 1"
         assert await sql_rows(empty_db_url, counts) == []  # the attempts are there: nothing to count yet
         await store.sweep_retention(now=datetime.now(timezone.utc) + timedelta(days=2))
