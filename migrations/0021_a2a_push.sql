@@ -41,12 +41,18 @@ ALTER TABLE hook_events ADD CONSTRAINT hook_events_event_check
                    'a2a.task_status'));
 
 -- What a push says: the todo's state as the transition left it, whether a failed todo is a
--- dead letter, the attempt it is at, and when. Nothing a worker wrote (no summary, artifact
--- or answer): the receiver reads the task for those.
+-- dead letter, its attempt count, and when; an interrupt's question (its status message), a
+-- dead letter's last summary. The same the task's reader gets; never a token or an answer.
 CREATE FUNCTION a2a_push_payload(t todos, at timestamptz) RETURNS jsonb LANGUAGE sql STABLE AS $$
   SELECT jsonb_build_object('occurred_at', at, 'todo', jsonb_build_object(
     'id', t.id, 'state', t.state, 'dead_letter', t.state = 'failed' AND t.next_retry_at IS NULL,
-    'attempts_total', t.attempts_total))
+    'attempts_total', t.attempts_total),
+    'question', CASE WHEN t.state = 'input_required' THEN
+      (SELECT jsonb_build_object('seq', a.seq, 'text', q.text, 'choices', q.choices, 'asked_at', q.at)
+         FROM attempts a JOIN attempt_notes q ON q.todo_id = a.todo_id AND q.seq = a.seq AND q.n = a.asked_n
+        WHERE a.todo_id = t.id AND a.seq = t.attempts_total) END,
+    'summary', CASE WHEN t.state = 'failed' AND t.next_retry_at IS NULL THEN
+      (SELECT a.summary FROM attempts a WHERE a.todo_id = t.id AND a.seq = t.attempts_total) END)
 $$;
 
 -- One outbox row per push config of a todo whose state changed.

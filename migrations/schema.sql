@@ -113,7 +113,13 @@ CREATE FUNCTION public.a2a_push_payload(t public.todos, at timestamp with time z
     AS $$
   SELECT jsonb_build_object('occurred_at', at, 'todo', jsonb_build_object(
     'id', t.id, 'state', t.state, 'dead_letter', t.state = 'failed' AND t.next_retry_at IS NULL,
-    'attempts_total', t.attempts_total))
+    'attempts_total', t.attempts_total),
+    'question', CASE WHEN t.state = 'input_required' THEN
+      (SELECT jsonb_build_object('seq', a.seq, 'text', q.text, 'choices', q.choices, 'asked_at', q.at)
+         FROM attempts a JOIN attempt_notes q ON q.todo_id = a.todo_id AND q.seq = a.seq AND q.n = a.asked_n
+        WHERE a.todo_id = t.id AND a.seq = t.attempts_total) END,
+    'summary', CASE WHEN t.state = 'failed' AND t.next_retry_at IS NULL THEN
+      (SELECT a.summary FROM attempts a WHERE a.todo_id = t.id AND a.seq = t.attempts_total) END)
 $$;
 CREATE FUNCTION public.attempt_died(outcome public.attempt_outcome) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
