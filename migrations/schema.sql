@@ -73,6 +73,20 @@ CREATE TYPE public.todo_state AS ENUM (
     'failed',
     'canceled'
 );
+CREATE FUNCTION public.a2a_push_message(todo_id text, payload jsonb) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $_$
+  SELECT CASE
+    WHEN payload->'todo'->>'state' = 'input_required' THEN
+      (SELECT jsonb_build_object('question', jsonb_build_object('seq', a.seq, 'text', q.text, 'choices', q.choices,
+                                                                'asked_at', q.at))
+         FROM attempts a JOIN attempt_notes q ON q.todo_id = a.todo_id AND q.seq = a.seq AND q.n = a.asked_n
+        WHERE a.todo_id = $1 AND a.seq = (payload->'todo'->>'attempts_total')::integer)
+    WHEN (payload->'todo'->>'dead_letter')::boolean THEN
+      (SELECT jsonb_build_object('summary', a.summary) FROM attempts a
+        WHERE a.todo_id = $1 AND a.seq = (payload->'todo'->>'attempts_total')::integer)
+  END
+$_$;
 CREATE TABLE public.todos (
     id text DEFAULT (gen_random_uuid())::text NOT NULL COLLATE pg_catalog."C",
     endpoint_id uuid NOT NULL,
@@ -113,13 +127,7 @@ CREATE FUNCTION public.a2a_push_payload(t public.todos, at timestamp with time z
     AS $$
   SELECT jsonb_build_object('occurred_at', at, 'todo', jsonb_build_object(
     'id', t.id, 'state', t.state, 'dead_letter', t.state = 'failed' AND t.next_retry_at IS NULL,
-    'attempts_total', t.attempts_total),
-    'question', CASE WHEN t.state = 'input_required' THEN
-      (SELECT jsonb_build_object('seq', a.seq, 'text', q.text, 'choices', q.choices, 'asked_at', q.at)
-         FROM attempts a JOIN attempt_notes q ON q.todo_id = a.todo_id AND q.seq = a.seq AND q.n = a.asked_n
-        WHERE a.todo_id = t.id AND a.seq = t.attempts_total) END,
-    'summary', CASE WHEN t.state = 'failed' AND t.next_retry_at IS NULL THEN
-      (SELECT a.summary FROM attempts a WHERE a.todo_id = t.id AND a.seq = t.attempts_total) END)
+    'attempts_total', t.attempts_total))
 $$;
 CREATE FUNCTION public.attempt_died(outcome public.attempt_outcome) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -411,16 +419,6 @@ BEGIN
   RETURN freed;
 END
 $$;
-CREATE FUNCTION public.todos_a2a_push() RETURNS trigger
-    LANGUAGE plpgsql
-    AS $$
-BEGIN
-  INSERT INTO hook_events (event, url, todo_id, payload, push_todo_id, push_config_id)
-  SELECT 'a2a.task_status', c.url, c.todo_id, a2a_push_payload(NEW, now()), c.todo_id, c.id
-    FROM a2a_push_configs c WHERE c.todo_id = NEW.id;
-  RETURN NULL;
-END
-$$;
 CREATE FUNCTION public.todos_consistent() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -428,6 +426,13 @@ DECLARE
   rule text;
   why text;
 BEGIN
+  IF NEW.a2a_push THEN
+    IF OLD.state IS DISTINCT FROM NEW.state THEN
+      INSERT INTO hook_events (event, url, todo_id, payload, push_todo_id, push_config_id)
+      SELECT 'a2a.task_status', c.url, c.todo_id, a2a_push_payload(NEW, now()), c.todo_id, c.id
+        FROM a2a_push_configs c WHERE c.todo_id = NEW.id;
+    END IF;
+  END IF;
   -- The common rows first, each state's test apart: PL/pgSQL prepares each condition it
   -- evaluates once per transaction, so the shorter the conditions taken, the cheaper the row.
   IF NEW.attempt >= 0 AND NEW.attempts_total >= 0 AND NEW.attempts_pruned >= 0 THEN
@@ -840,7 +845,6 @@ CREATE INDEX todos_scheduled_idx ON public.todos USING btree (endpoint_id, run_a
 CREATE INDEX todos_updated_brin ON public.todos USING brin (updated_at);
 CREATE INDEX todos_waiting_idx ON public.todos USING btree (endpoint_id, queue) WHERE ((state = 'pending'::public.todo_state) AND (waits > 0));
 CREATE TRIGGER attempts_count_deleted AFTER DELETE ON public.attempts FOR EACH ROW WHEN ((old.outcome IS NOT NULL)) EXECUTE FUNCTION public.attempts_count_deleted();
-CREATE TRIGGER todos_a2a_push AFTER UPDATE OF state ON public.todos FOR EACH ROW WHEN ((new.a2a_push AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.todos_a2a_push();
 CREATE TRIGGER todos_consistent BEFORE INSERT OR UPDATE OF state, owner, lease_expires_at, next_retry_at, attempt, attempts_total, attempts_pruned ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_consistent();
 CREATE TRIGGER todos_continues_fixed BEFORE UPDATE OF continues_id ON public.todos FOR EACH ROW WHEN ((old.continues_id IS DISTINCT FROM new.continues_id)) EXECUTE FUNCTION public.todos_continues_fixed();
 CREATE TRIGGER todos_count_added AFTER INSERT ON public.todos REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.todos_count_added();
