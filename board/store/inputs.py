@@ -12,7 +12,7 @@ import unicodedata
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from board.errors import Invalid, NotFound
 from board.store.vocabulary import (AGENT_ID_MAX_CHARS, ARTIFACT_MAX_BYTES, BOARD_SORTS, CHOICE_MAX_BYTES,
@@ -345,14 +345,22 @@ def clean_artifact(artifact: Any) -> str | None:
 
 
 def is_https_url(value: str) -> bool:
+    return _web_url(value, ("https",)) is not None
+
+
+def _web_url(value: str, schemes: tuple[str, ...]) -> SplitResult | None:
+    """The parts of an absolute URL of one of the schemes, with a host, no spaces or control
+    characters and a well-formed port; None for anything else."""
     if any(ch.isspace() or unicodedata.category(ch) == "Cc" for ch in value):
-        return False
+        return None
     try:
         parts = urlsplit(value)
         parts.port  # raises on a malformed port
     except ValueError:
-        return False
-    return parts.scheme == "https" and bool(parts.hostname) and value.lower().startswith("https://")
+        return None
+    if parts.scheme in schemes and parts.hostname and value.lower().startswith(f"{parts.scheme}://"):
+        return parts
+    return None
 
 
 def clean_push_config(config_id: Any, url: Any, token: Any, auth_scheme: Any, auth_credentials: Any) -> dict:
@@ -374,7 +382,8 @@ def clean_push_config(config_id: Any, url: Any, token: Any, auth_scheme: Any, au
         out[argument] = value or None
     if not out["url"]:
         raise Invalid("url is required: where to POST the task's status updates", argument="url")
-    if not _is_push_url(out["url"]):
+    parts = _web_url(out["url"], ("http", "https"))
+    if parts is None or parts.username is not None:
         raise Invalid("url must be an absolute http:// or https:// URL with a host, no spaces and no user or "
                       "password in it", argument="url")
     found = secret_in(out["url"])
@@ -392,18 +401,6 @@ def clean_push_config(config_id: Any, url: Any, token: Any, auth_scheme: Any, au
             raise Invalid(f"{argument} must not contain control characters (it is sent as a header)",
                           argument=argument)
     return out
-
-
-def _is_push_url(value: str) -> bool:
-    if any(ch.isspace() or unicodedata.category(ch) == "Cc" for ch in value):
-        return False
-    try:
-        parts = urlsplit(value)
-        parts.port  # raises on a malformed port
-    except ValueError:
-        return False
-    return (parts.scheme in ("http", "https") and bool(parts.hostname) and parts.username is None
-            and value.lower().startswith(f"{parts.scheme}://"))
 
 
 def json_value(value: Any, argument: str) -> Any:

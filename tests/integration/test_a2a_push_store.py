@@ -4,12 +4,12 @@ transaction (migration 0021's trigger)."""
 
 from __future__ import annotations
 
-import psycopg
 import pytest
 
 from board.errors import Conflict, Internal, Invalid, NotFound
 from board.store.vocabulary import PUSH_CONFIGS_MAX
 from tests.conftest import make_agent, sql_rows
+from tests.integration.test_atomicity import _install_failing_trigger
 
 URL = "http://127.0.0.1:9/push"
 PUSHES = ("SELECT payload->'todo'->>'state' AS state, (payload->'todo'->>'dead_letter')::boolean AS dead_letter,"
@@ -113,10 +113,7 @@ async def test_a_todo_without_configs_writes_no_push(store, agent, db_url):
 async def test_a_rolled_back_transition_writes_no_push(store, agent, db_url):
     todo = await store.todo_add(agent, queue="q", title="t")
     await store.push_config_set(agent, todo["id"], url=URL)
-    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
-        await conn.execute("CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
-                           "$$ BEGIN RAISE EXCEPTION 'refused'; END $$")
-        await conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON attempts FOR EACH ROW EXECUTE FUNCTION refuse()")
+    await _install_failing_trigger(db_url, "attempts")
     with pytest.raises(Internal):
         await store.todo_claim(agent, todo["id"])
     assert [r["state"] for r in await sql_rows(db_url, PUSHES)] == ["pending"]  # the one written at setting
