@@ -2,6 +2,7 @@
 
 The lifespan starts (or connects to) Postgres, migrates, opens the pool, starts the one
 LISTEN fan-out, the background sweeps and the due timer, and enters the MCP session manager's run()
+and the A2A surface's handler
 (a mounted ASGI app's own lifespan never runs). Nothing here is a module-level global.
 """
 
@@ -29,6 +30,7 @@ from board.ops.hooks import HookDelivery, TransitionHooks
 from board.live.fanout import Fanout
 from board.live.presence import Presence
 from board.mcp.server import McpSurface
+from board.a2a.server import A2ASurface
 from board.oauth.server import OAuthServer
 from board.live.pause_cache import PauseCache
 from board.store.store import Store
@@ -125,6 +127,7 @@ def listen_url_of(settings: Settings, url: str) -> str:
 
 def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) -> Litestar:
     mcp = McpSurface(settings)
+    a2a = A2ASurface(settings, mcp)
     oauth = OAuthServer(settings) if settings.oauth_enabled else None
     metrics = metrics_mod.Metrics(settings)
 
@@ -163,7 +166,7 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
             rows.start()
             log.info("database: %s", database_label(url))
             try:
-                async with mcp.running(store, fanout, metrics), \
+                async with mcp.running(store, fanout, metrics), a2a.running(store, fanout), \
                         (oauth.running(store) if oauth else contextlib.nullcontext()):
                     sweeps.start()
                     due_timer.start()
@@ -184,7 +187,8 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None) 
                 await asyncio.to_thread(owned_embedded.stop)
 
     return Litestar(
-        route_handlers=[*web.route_handlers(), mcp.mount(), *(oauth.mounts() if oauth else []), metrics.route(),
+        route_handlers=[*web.route_handlers(), mcp.mount(), *a2a.mount(), *(oauth.mounts() if oauth else []),
+                        metrics.route(),
                         *health.route_handlers()],
         middleware=[web.security_headers_middleware, web.deadline_middleware],
         template_config=web.template_config(),

@@ -116,7 +116,10 @@ CREATE TABLE public.todos (
     after text[],
     waited_on boolean DEFAULT false NOT NULL,
     schedule_id uuid,
+    a2a_client text,
+    a2a_context text,
     a2a_push boolean DEFAULT false NOT NULL,
+    CONSTRAINT todos_a2a_check CHECK ((((a2a_client IS NULL) = (a2a_context IS NULL)) AND (length(a2a_client) <= 128) AND (length(a2a_context) <= 256))),
     CONSTRAINT todos_key_check CHECK (((octet_length(key) >= 1) AND (octet_length(key) <= 200))),
     CONSTRAINT todos_priority_check CHECK (((priority >= 0) AND (priority <= 4))),
     CONSTRAINT todos_scheduled_pending CHECK (((NOT scheduled) OR ((state = 'pending'::public.todo_state) AND (run_at IS NOT NULL)))),
@@ -833,6 +836,7 @@ CREATE INDEX team_members_user_idx ON public.team_members USING btree (user_id, 
 CREATE INDEX todo_counts_endpoint_idx ON public.todo_counts USING btree (endpoint_id);
 CREATE INDEX todo_deps_after_idx ON public.todo_deps USING btree (after_id);
 CREATE INDEX todo_successors_successor_idx ON public.todo_successors USING btree (successor_id);
+CREATE INDEX todos_a2a_idx ON public.todos USING btree (endpoint_id, a2a_context, created_at DESC, id) WHERE (a2a_context IS NOT NULL);
 CREATE INDEX todos_claimed_idx ON public.todos USING btree (endpoint_id) WHERE (state = 'claimed'::public.todo_state);
 CREATE INDEX todos_due_idx ON public.todos USING btree (run_at) WHERE scheduled;
 CREATE INDEX todos_endpoint_created_idx ON public.todos USING btree (endpoint_id, created_at DESC, id) INCLUDE (queue, state, next_retry_at);

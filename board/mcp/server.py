@@ -240,31 +240,11 @@ class McpSurface:
         if scope["type"] != "http" or manager is None or endpoints is None or doorbell is None:
             await _send_bytes(send, 503, b'{"error":"unavailable"}', [])
             return
-        # DNS rebinding first: a forged Host never costs a token lookup. (The SDK checks again.)
-        refused = await self._rebinding.validate_request(Request(scope, receive), is_post=False)
-        if refused is not None:
-            await refused(scope, receive, send)
+        admitted = await self.admit(scope, receive, send)
+        if admitted is None:
             return
+        agent, token = admitted
         headers = Headers(scope=scope)
-        token = _bearer(headers)
-        deadline = scope[DEADLINE_KEY] = deadline_after(self.settings.db_wait_seconds)
-        try:
-            with call_deadline(deadline):
-                agent = await endpoints.authenticate(token) if token else None
-        except Unavailable as err:  # the token cannot be checked: retry later, not "unauthorized"
-            body = json.dumps({"error": err.code, "error_description": err.message}, separators=(",", ":"))
-            await _send_bytes(send, 503, body.encode(), [(b"retry-after", str(err.retry_after_seconds).encode())])
-            return
-        if agent is not None and agent.resource is not None \
-                and not same_resource(agent.resource, resource_url(base_url(self.settings, scope))):
-            agent = None  # an OAuth token issued for another resource (RFC 8707)
-        if agent is None:
-            challenge = 'Bearer realm="switchboard"' + (', error="invalid_token"' if token else "")
-            if self.settings.oauth_enabled:  # where a host finds how to sign in (RFC 9728), and what to ask for
-                challenge += (f', resource_metadata="{resource_metadata_url(base_url(self.settings, scope))}"'
-                              f', scope="{" ".join(WORKER_SCOPE)}"')
-            await _send_bytes(send, 401, _UNAUTHORIZED_BODY, [(b"www-authenticate", challenge.encode("latin-1"))])
-            return
         scope[AGENT_KEY] = agent
         # The SDK binds a session to the credential that opened it: another endpoint's
         # requests for this session id are answered as if it did not exist.
@@ -303,6 +283,36 @@ class McpSurface:
             if session_id:
                 doorbell.touch_session(session_id)
             await manager.handle_request(scope, receive, send)
+
+    async def admit(self, scope: Scope, receive: Receive, send: Send) -> tuple[Agent, str] | None:
+        """The gate of /mcp, and of /a2a (board/a2a/server.py): DNS-rebinding protection, then
+        the bearer token. (agent, token), with the request's deadline in the scope; None when
+        the request was answered here (refused, 401, or 503 while the token cannot be checked)."""
+        # DNS rebinding first: a forged Host never costs a token lookup. (The SDK checks again.)
+        refused = await self._rebinding.validate_request(Request(scope, receive), is_post=False)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return None
+        token = _bearer(Headers(scope=scope))
+        deadline = scope[DEADLINE_KEY] = deadline_after(self.settings.db_wait_seconds)
+        try:
+            with call_deadline(deadline):
+                agent = await self.endpoints.authenticate(token) if token else None
+        except Unavailable as err:  # the token cannot be checked: retry later, not "unauthorized"
+            body = json.dumps({"error": err.code, "error_description": err.message}, separators=(",", ":"))
+            await _send_bytes(send, 503, body.encode(), [(b"retry-after", str(err.retry_after_seconds).encode())])
+            return None
+        if agent is not None and agent.resource is not None \
+                and not same_resource(agent.resource, resource_url(base_url(self.settings, scope))):
+            agent = None  # an OAuth token issued for another resource (RFC 8707)
+        if agent is None:
+            challenge = 'Bearer realm="switchboard"' + (', error="invalid_token"' if token else "")
+            if self.settings.oauth_enabled:  # where a host finds how to sign in (RFC 9728), and what to ask for
+                challenge += (f', resource_metadata="{resource_metadata_url(base_url(self.settings, scope))}"'
+                              f', scope="{" ".join(WORKER_SCOPE)}"')
+            await _send_bytes(send, 401, _UNAUTHORIZED_BODY, [(b"www-authenticate", challenge.encode("latin-1"))])
+            return None
+        return agent, token
 
     async def _still_valid(self, token: str, agent: Agent) -> bool:
         try:

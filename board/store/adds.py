@@ -89,7 +89,7 @@ class Adds(StoreBase):
                        routing: Any = None, max_attempts: Any = None, endpoint_id: Any = None,
                        continues: Any = None, priority: Any = None, run_at: Any = None,
                        delay_seconds: Any = None, key: Any = None, after: Any = None,
-                       now: datetime | None = None) -> dict:
+                       a2a: tuple[str, str] | None = None, now: datetime | None = None) -> dict:
         """-> pending, in a queue the endpoint is granted. A human (the Board) adds through one
         of their live endpoints granted the queue: endpoint_id, or else their oldest one; the
         statement itself picks and checks it. With continues, the new todo continues that todo
@@ -99,7 +99,8 @@ class Adds(StoreBase):
         priority orders the claim (0 first); run_at or delay_seconds schedules it; with a key
         taken by a live todo of the queue, that todo comes back unchanged, deduplicated. after
         names the caller's todos this one waits for (an agent's add: run as add_todos' batch
-        of one)."""
+        of one). a2a, for an agent's add over A2A: (the A2A client, the task's contextId),
+        recorded on the todo (migration 0019)."""
         human = isinstance(caller, Human)
         if not human:
             caller.require("add_todo")
@@ -143,6 +144,7 @@ class Adds(StoreBase):
             max_attempts=MAX_ATTEMPTS_DEFAULT if max_attempts is None else positive_int(max_attempts, "max_attempts", 1,
                                                                                          MAX_ATTEMPTS_MAX),
             now=now, continues=continues, **({"endpoint_id": endpoint_id} if human else {}),
+            a2a_client=a2a[0] if a2a else None, a2a_context=a2a[1] if a2a else None,
         )
         if continues is None:
             sql = query("todo_add_human") if human else query("todo_add")

@@ -118,7 +118,7 @@ class Holds(StoreBase):
         return out
 
     @acts("answer", detail=("choice",))
-    async def todo_answer(self, caller: Human, todo_id: Any, *, text: Any = None, choice: Any = None,
+    async def todo_answer(self, caller: Human | Agent, todo_id: Any, *, text: Any = None, choice: Any = None,
                           asked: Any = None, now: datetime | None = None) -> dict:
         """The owning human answers an interrupted todo: a note of kind answer on its open
         attempt (text, or one of the question's choices, or both), written only while the
@@ -126,7 +126,12 @@ class Holds(StoreBase):
         "" for none), only while that question is the one waiting. The holder gets a fresh
         lease to resume in; its sessions are rung. Refused: a todo no longer interrupted
         (Conflict), another question waiting than the one answered (Conflict naming asked), a
-        choice the question does not offer (Invalid), a todo not the human's (NotFound)."""
+        choice the question does not offer (Invalid), a todo not the human's (NotFound).
+        An agent that may add todos answers its own todos the same way (an A2A client
+        answering its task's question); it is named as who answered by its agent id."""
+        if isinstance(caller, Agent):
+            caller.require("add_todo")
+        who = caller.username if isinstance(caller, Human) else caller.agent_id
         todo_id = checked_todo_id(todo_id)
         try:
             fenced, asked_at = answer_fence(asked)
@@ -143,7 +148,7 @@ class Holds(StoreBase):
             e.op, e.todo_id = "answer", todo_id
             raise
         params = self._params(caller, id=todo_id, text=text, truncated=truncated, choice=choice, now=now,
-                              username=caller.username, lease_seconds=float(self.settings.lease_seconds),
+                              username=who, lease_seconds=float(self.settings.lease_seconds),
                               from_states=list(INTERRUPT_STATES), fenced=fenced, asked_at=asked_at)
         row = await self._fetch(query("todo_answer_human"), params, op="answer", todo_id=todo_id, one=True)
         if row is None:
@@ -167,4 +172,4 @@ class Holds(StoreBase):
                                attempts_total=row["seq"], waited_seconds=waited)])
         return {"id": row["id"], "attempt_seq": row["seq"],
                 "answer": {"n": row["n"], "at": row["at"], "text": text, "truncated": truncated, "choice": choice,
-                           "who": caller.username}}
+                           "who": who}}

@@ -106,6 +106,21 @@ class Reads(StoreBase):
             next_cursor = list_cursor(sort, last[f"{sort}_at"] if sort in LIST_SORTS else last["sort_key"], last["id"])
         return {"todos": [_list_row(r) for r in rows], "next_cursor": next_cursor}
 
+    async def todo_list_a2a(self, caller: Agent, *, context: str | None = None, states: list[str] | None = None,
+                            limit: int = LIST_LIMIT_DEFAULT, cursor: Any = None) -> dict:
+        """Read: the ids of the agent's todos added over A2A (in one context, in those states,
+        when given), newest first, with the cursor of the next page (list_todos' kind)."""
+        caller.require("list_todos")
+        after_at = after_id = None
+        if cursor is not None:
+            after_at, after_id = read_list_cursor(cursor, "created")
+        rows = await self._fetch(query("todo_list_a2a"), self._params(
+            caller, context=context, states=states, limit=limit, after_at=after_at, after_id=after_id),
+            op="list_todos")
+        last = rows[-1] if len(rows) == limit else None
+        return {"ids": [r["id"] for r in rows],
+                "next_cursor": list_cursor("created", last["created_at"], last["id"]) if last else None}
+
     async def todo_list_row(self, caller: Human, todo_id: Any, **filters: Any) -> dict | None:
         """Read: one of the human's todos as a list row, with `matches` saying whether it
         passes the filters (todo_list's); None when there is no such todo of theirs."""
@@ -150,6 +165,8 @@ class Reads(StoreBase):
                     current["liveness"] = liveness.WAITING
         out["continues_id"] = row["continues_id"]
         out["continued_by_id"] = row["continued_by_id"]
+        # added over A2A (migration 0019): by which client, in which context; else null
+        out["a2a"] = {"client": row["a2a_client"], "context_id": row["a2a_context"]} if row["a2a_client"] else None
         # the plan: what it waits for that is not done, and what waits for it while it is not
         out["waiting_for"] = [{k: d[k] for k in ("id", "title", "state", "dead_letter")} for d in row["plan_after"]
                               if d["state"] != "done"]

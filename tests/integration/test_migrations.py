@@ -34,7 +34,7 @@ async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
                        "0005_rules_in_sql", "0006_oauth", "0007_outcome_counts",
                        "0008_interrupted_index", "0009_questions", "0010_todo_counts", "0011_watchers",
                        "0012_outcomes_folded", "0013_oauth_grants_reconsent", "0014_caller_rules",
-                       "0015_claim_order", "0016_plans", "0017_schedules", "0018_teams",
+                       "0015_claim_order", "0016_plans", "0017_schedules", "0018_teams", "0019_a2a",
                        "0021_a2a_push"]
     rows = await sql_rows(empty_db_url, "SELECT version, name FROM schema_migrations ORDER BY version")
     assert [(r["version"], r["name"]) for r in rows] == [(1, "base"), (2, "attempt_history"), (3, "queue_pauses"), (4, "working_context"),
@@ -43,7 +43,7 @@ async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
                                                            (11, "watchers"), (12, "outcomes_folded"),
                                                            (13, "oauth_grants_reconsent"), (14, "caller_rules"),
                                                            (15, "claim_order"), (16, "plans"), (17, "schedules"), (18, "teams"),
-                                                           (21, "a2a_push")]
+                                                           (19, "a2a"), (21, "a2a_push")]
     assert await migrate(empty_db_url) == []  # idempotent
 
 
@@ -239,7 +239,7 @@ async def test_after_the_upgrade_the_attempts_closed_before_it_are_counted_when_
                 await getattr(store, f"todo_{verb}")(agent, todo["id"])
         assert await migrate(empty_db_url) == ["0007_outcome_counts", "0008_interrupted_index", "0009_questions", "0010_todo_counts",
                                                  "0011_watchers", "0012_outcomes_folded", "0013_oauth_grants_reconsent", "0014_caller_rules",
-                       "0015_claim_order", "0016_plans", "0017_schedules", "0018_teams",
+                       "0015_claim_order", "0016_plans", "0017_schedules", "0018_teams", "0019_a2a",
                        "0021_a2a_push"]
         counts = "SELECT outcome::text, sum(n)::int AS n FROM attempt_outcome_counts GROUP BY 1 ORDER BY 1"
         assert await sql_rows(empty_db_url, counts) == []  # the attempts are there: nothing to count yet

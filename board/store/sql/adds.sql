@@ -28,13 +28,14 @@
 -- queue on that row's lock (a multixact per concurrent add); the human's add is rare.
 
 -- name: todo_add
--- description: An agent adds a todo: -> pending, with hook events
+-- description: An agent adds a todo: -> pending, with hook events (over A2A: its client and context, else null)
 WITH upd AS (
   INSERT INTO todos AS t (endpoint_id, queue, title, payload, routing, max_attempts, priority, run_at, scheduled, key,
-                          created_at, updated_at)
+                          created_at, updated_at, a2a_client, a2a_context)
   VALUES (%(endpoint_id)s, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s, %(priority)s,
           %(run_at)s::timestamptz, coalesce(%(run_at)s::timestamptz > coalesce(%(now)s::timestamptz, now()), false),
-          %(key)s::text, coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now()))
+          %(key)s::text, coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now()),
+          %(a2a_client)s::text, %(a2a_context)s::text)
   ON CONFLICT DO NOTHING  -- the key is live: the store returns that todo
   RETURNING t.*
 ),
@@ -107,11 +108,12 @@ link AS (
 ),
 upd AS (
   INSERT INTO todos AS t (id, endpoint_id, queue, title, payload, routing, max_attempts, continues_id, priority,
-                          run_at, scheduled, created_at, updated_at)
+                          run_at, scheduled, created_at, updated_at, a2a_client, a2a_context)
   SELECT link.successor_id, %(endpoint_id)s, %(queue)s, %(title)s, %(payload)s, %(routing)s, %(max_attempts)s,
          link.todo_id, %(priority)s, %(run_at)s::timestamptz,
          coalesce(%(run_at)s::timestamptz > coalesce(%(now)s::timestamptz, now()), false),
-         coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now())
+         coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now()),
+         %(a2a_client)s::text, %(a2a_context)s::text
     FROM link
   RETURNING t.*
 ),

@@ -26,7 +26,7 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state::text AS state, t.owner, t
        t.lease_expires_at, t.next_retry_at, todo_dead_letter(t.state, t.next_retry_at) AS dead_letter,
        t.payload, t.routing, t.result, t.attempts_total, t.attempts_pruned, t.created_at, t.updated_at,
        t.priority, t.run_at, t.key, t.after, t.schedule_id::text AS schedule_id, t.waits > 0 AS waiting,
-       t.pruned_outcomes, t.continues_id,
+       t.pruned_outcomes, t.continues_id, t.a2a_client, t.a2a_context,
        (SELECT s.successor_id FROM todo_successors s WHERE s.todo_id = t.id) AS continued_by_id,
        (WITH RECURSIVE up AS (
     SELECT t.id, t.continues_id, t.title, t.state, t.next_retry_at, t.attempts_total, 0 AS pos
@@ -359,3 +359,13 @@ SELECT q.at AS asked_at, coalesce(q.choices, '[]'::jsonb) AS choices
 -- name: todos_still_pending
 -- description: Which of these todos are still pending and not scheduled: the doorbell rings more listeners for those the ones it rang did not claim
 SELECT t.id FROM todos t WHERE t.id = ANY(%(ids)s::text[]) AND t.state = 'pending' AND NOT t.scheduled AND t.waits = 0;
+
+-- name: todo_list_a2a
+-- description: The ids of the caller's todos added over A2A (in one context, in one state, when given), newest first, keyset-paginated
+SELECT t.id, t.created_at FROM todos t
+ WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s::text[]) AND t.a2a_context IS NOT NULL
+   AND (%(context)s::text IS NULL OR t.a2a_context = %(context)s::text)
+   AND (%(states)s::todo_state[] IS NULL OR t.state = ANY(%(states)s::todo_state[]))
+   AND (%(after_at)s::timestamptz IS NULL OR (t.created_at, t.id) < (%(after_at)s::timestamptz, %(after_id)s::text))
+ ORDER BY t.created_at DESC, t.id DESC
+ LIMIT %(limit)s;
