@@ -42,13 +42,14 @@ ALTER TABLE hook_events ADD CONSTRAINT hook_events_event_check
                    'a2a.task_status'));
 
 -- What a push says: the todo's state as the change left it, whether a failed todo is a dead
--- letter, its attempt count, and when. Written before the row is (the trigger is a BEFORE
+-- letter, its attempt count, its A2A contextId (migration 0019; null for a todo added
+-- otherwise, whose contextId is its id), and when. Written before the row is (the trigger is a BEFORE
 -- one), so what the same statement writes elsewhere (an interrupt's question) is added when
 -- the push is sent: a2a_push_message.
 CREATE FUNCTION a2a_push_payload(t todos, at timestamptz) RETURNS jsonb LANGUAGE sql STABLE AS $$
   SELECT jsonb_build_object('occurred_at', at, 'todo', jsonb_build_object(
     'id', t.id, 'state', t.state, 'dead_letter', t.state = 'failed' AND t.next_retry_at IS NULL,
-    'attempts_total', t.attempts_total))
+    'attempts_total', t.attempts_total, 'context_id', t.a2a_context))
 $$;
 
 -- A push's status message, read when it is sent: an interrupt's question (the latest its

@@ -130,7 +130,7 @@ CREATE FUNCTION public.a2a_push_payload(t public.todos, at timestamp with time z
     AS $$
   SELECT jsonb_build_object('occurred_at', at, 'todo', jsonb_build_object(
     'id', t.id, 'state', t.state, 'dead_letter', t.state = 'failed' AND t.next_retry_at IS NULL,
-    'attempts_total', t.attempts_total))
+    'attempts_total', t.attempts_total, 'context_id', t.a2a_context))
 $$;
 CREATE FUNCTION public.attempt_died(outcome public.attempt_outcome) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
