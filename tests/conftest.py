@@ -145,17 +145,18 @@ async def agent(store):
 async def watchers_lent(url: str):
     """Today's statements on an older build's database (an upgrade test's setup): they read
     migration 0011's watchers table, call migration 0014's caller rules and read and write
-    migrations 0015's to 0018's columns, so those are there for the block and gone before
+    migrations 0015's to 0019's columns, so those are there for the block and gone before
     the upgrade that adds them."""
     migrations = Path(__file__).resolve().parent.parent / "migrations"
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         for name in ("0011_watchers.sql", "0014_caller_rules.sql", "0015_claim_order.sql", "0016_plans.sql",
-                     "0017_schedules.sql", "0018_teams.sql"):
+                     "0017_schedules.sql", "0018_teams.sql", "0019_a2a.sql"):
             await conn.execute((migrations / name).read_text())
     try:
         yield
     finally:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute("ALTER TABLE todos DROP COLUMN a2a_client, DROP COLUMN a2a_context")
             await conn.execute("DROP TABLE audit_records, team_members")
             await conn.execute("DROP TYPE audit_source, team_role")
             await conn.execute("DROP INDEX endpoints_team_space")

@@ -19,6 +19,7 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format
 
 from tests.acceptance.mcp_helpers import call, connect, make_team, mcp_server, vend  # noqa: F401 (the module's server)
+from tests.acceptance.test_board_auth import client_for, make_human, sign_in
 from tests.conftest import sql_rows
 
 STATES = {pb.TASK_STATE_SUBMITTED: "submitted", pb.TASK_STATE_WORKING: "working",
@@ -203,3 +204,36 @@ async def test_a2a_without_a_valid_bearer_token_is_401(mcp_server):
             reply = await http.post(mcp_server.url + "/a2a", headers=headers,
                                     json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}})
             assert reply.status_code == 401 and reply.headers["www-authenticate"].startswith("Bearer")
+
+
+async def test_the_boards_drawer_says_a_todo_was_added_over_a2a_by_the_client(mcp_server):
+    human = await make_human(mcp_server.store, f"a2aowner{uuid.uuid4().hex[:8]}")
+    cred = await vend(mcp_server.store, user_id=human.user_id, agent_id="planner-bot", queues=("builds",),
+                      scope=("add_todo", "get_todo"))
+    async with a2a_client(mcp_server, cred.token, streaming=False) as client:
+        [sent] = [e async for e in a2a_client_send(client, message("Ship the docs"))]  # the one queue, unnamed
+    async with client_for(mcp_server) as board:
+        await sign_in(board, human.username)
+        drawer = await board.get(f"/todos/{sent.task.id}")
+    assert drawer.status_code == 200 and "Added over A2A by planner-bot." in drawer.text
+
+
+async def test_a_worker_whose_lease_lapses_shows_submitted_again_then_working_under_the_next_attempt(mcp_server):
+    client_cred, worker = await producer_and_worker(mcp_server)
+    async with a2a_client(mcp_server, client_cred.token) as client, connect(mcp_server, worker.token) as mcp:
+        seen = []
+        async for event in client.send_message(pb.SendMessageRequest(message=message("Flaky build", queue="builds"))):
+            state = state_of(event)
+            if state is None:
+                continue
+            seen.append((state, int(event.task.metadata["attempts_total"]) if event.HasField("task") else None))
+            if seen == [("submitted", 0)]:  # the first worker claims, then dies (no heartbeat): the reaper takes it
+                await call(mcp, "claim_next", {"lease_seconds": 1})
+            elif len(seen) == 3:  # back to submitted: the next worker claims and completes
+                claimed = await call(mcp, "claim_next", {})
+                await call(mcp, "complete", {"id": claimed["todo"]["id"], "result": {"ok": True}})
+        assert [s for s, _ in seen] == ["submitted", "working", "submitted", "working", "completed"]
+        task = await client.get_task(pb.GetTaskRequest(id=event.status_update.task_id))
+        assert [m.parts[0].text.split(":")[0] for m in task.history] == [
+            "attempt 1 claimed by a worker", "attempt 1 reaped (requeued)", "attempt 2 claimed by a worker",
+            "attempt 2 completed (done)"]
