@@ -20,6 +20,7 @@ from google.protobuf import json_format
 
 from board.a2a.tasks import task_state
 from board.errors import Invalid, Unavailable
+from board.store.inputs import clean_push_config
 from board.store.store import Agent, Store
 
 # The outbox event of a push (migration 0021's trigger and push_config_set write it).
@@ -32,6 +33,13 @@ def _config_out(row: dict) -> pb.TaskPushNotificationConfig:
     if row["auth_scheme"]:
         config.authentication.scheme = row["auth_scheme"]
     return config
+
+
+def _fields(config: pb.TaskPushNotificationConfig) -> tuple[str | None, ...]:
+    """id, url, token, authentication scheme and credentials; None for each one not given."""
+    auth = config.authentication if config.HasField("authentication") else None
+    return (config.id or None, config.url, config.token or None, auth.scheme if auth else None,
+            auth.credentials if auth else None)
 
 
 def _task_id(task_id: str) -> str:
@@ -61,11 +69,19 @@ class StorePushNotifications:
             raise Unavailable()
         return self._store
 
+    def check(self, config: pb.TaskPushNotificationConfig, field: str) -> None:
+        """Refuses a bad config before anything is written (SendMessage's, before its task is
+        added), naming the field under `field`."""
+        try:
+            clean_push_config(*_fields(config))
+        except Invalid as err:
+            raise Invalid(err.message.replace(err.argument, f"{field}.{err.argument}", 1),
+                          argument=f"{field}.{err.argument}") from None
+
     async def create(self, agent: Agent, config: pb.TaskPushNotificationConfig) -> pb.TaskPushNotificationConfig:
-        auth = config.authentication if config.HasField("authentication") else None
-        row = await self.store.push_config_set(
-            agent, _task_id(config.task_id), config_id=config.id or None, url=config.url, token=config.token or None,
-            auth_scheme=auth.scheme if auth else None, auth_credentials=auth.credentials if auth else None)
+        config_id, url, token, auth_scheme, auth_credentials = _fields(config)
+        row = await self.store.push_config_set(agent, _task_id(config.task_id), config_id=config_id, url=url,
+                                               token=token, auth_scheme=auth_scheme, auth_credentials=auth_credentials)
         return _config_out(row)
 
     async def get(self, agent: Agent, request: pb.GetTaskPushNotificationConfigRequest) -> pb.TaskPushNotificationConfig:

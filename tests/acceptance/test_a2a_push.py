@@ -128,3 +128,19 @@ async def test_a_bad_config_gets_an_error_naming_its_field_and_stores_nothing(pu
     rows = await sql_rows(push_server.settings.database_url,
                           "SELECT count(*) AS n FROM a2a_push_configs WHERE todo_id = %s", (task_id,))
     assert rows[0]["n"] == 0
+
+
+async def test_a_message_with_a_bad_push_config_is_refused_before_its_task_is_added(push_server):
+    cred = await vend(push_server.store, agent_id="orchestrator", queues=("docs",))
+    params = {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "Index the docs"}]},
+              "configuration": {"taskPushNotificationConfig": {"url": "ftp://receiver.example.com/x"}}}
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {cred.token}", "A2A-Version": "1.0"}) as http:
+        reply = (await http.post(push_server.url + "/a2a", json={
+            "jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params})).json()
+    error = reply["error"]
+    assert error["code"] == -32602, error
+    assert any(d.get("metadata", {}).get("argument") == "configuration.taskPushNotificationConfig.url"
+               for d in error.get("data", [])), error
+    rows = await sql_rows(push_server.settings.database_url, "SELECT count(*) AS n FROM todos WHERE endpoint_id = %s",
+                          (cred.endpoint_id,))
+    assert rows[0]["n"] == 0
