@@ -77,14 +77,14 @@ CREATE FUNCTION public.a2a_push_message(todo_id text, payload jsonb) RETURNS jso
     LANGUAGE sql STABLE
     AS $_$
   SELECT CASE
-    WHEN payload->'todo'->>'state' = 'input_required' THEN
+    WHEN $2::jsonb->'todo'->>'state' = 'input_required' THEN
       (SELECT jsonb_build_object('question', jsonb_build_object('seq', a.seq, 'text', q.text, 'choices', q.choices,
                                                                 'asked_at', q.at))
          FROM attempts a JOIN attempt_notes q ON q.todo_id = a.todo_id AND q.seq = a.seq AND q.n = a.asked_n
-        WHERE a.todo_id = $1 AND a.seq = (payload->'todo'->>'attempts_total')::integer)
-    WHEN (payload->'todo'->>'dead_letter')::boolean THEN
+        WHERE a.todo_id = $1 AND a.seq = ($2::jsonb->'todo'->>'attempts_total')::integer)
+    WHEN ($2::jsonb->'todo'->>'dead_letter')::boolean THEN
       (SELECT jsonb_build_object('summary', a.summary) FROM attempts a
-        WHERE a.todo_id = $1 AND a.seq = (payload->'todo'->>'attempts_total')::integer)
+        WHERE a.todo_id = $1 AND a.seq = ($2::jsonb->'todo'->>'attempts_total')::integer)
   END
 $_$;
 CREATE TABLE public.todos (
