@@ -76,6 +76,25 @@ class RedactQuery(logging.Filter):
         return True
 
 
+class WithoutCallerValues(logging.Filter):
+    """On the records of a library that quotes what a caller sent when it refuses it (the A2A
+    SDK's request errors and their tracebacks: a message's text, a title): every argument
+    but a number left out, and the traceback of a refusal dropped (one of a bug is kept)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(a if isinstance(a, (int, float)) else "(left out)" for a in record.args)
+        if not str(record.msg).startswith("Unhandled"):
+            record.exc_info = record.exc_text = None
+        return True
+
+
+# The loggers WithoutCallerValues is put on: the A2A SDK's JSON-RPC dispatchers (1.0 and 0.3)
+# and its version check.
+CALLER_QUOTING_LOGGERS = ("a2a.server.routes.jsonrpc_dispatcher", "a2a.compat.v0_3.jsonrpc_adapter",
+                          "a2a.utils.version_validator")
+
+
 def _escape_char(ch: str) -> str:
     if ch in _SHORT:
         return _SHORT[ch]
@@ -172,3 +191,10 @@ def configure(log_format: str = "text", level: int = logging.INFO) -> None:
     access = logging.getLogger("uvicorn.access")
     if not any(isinstance(f, RedactQuery) for f in access.filters):
         access.addFilter(RedactQuery())
+    # The A2A SDK warns on every card it serves without skills; the public card lists none by
+    # design (docs/a2a.md), so each fetch of it would log two warnings.
+    logging.getLogger("a2a.utils.proto_utils").setLevel(logging.ERROR)
+    for name in CALLER_QUOTING_LOGGERS:
+        quoting = logging.getLogger(name)
+        if not any(isinstance(f, WithoutCallerValues) for f in quoting.filters):
+            quoting.addFilter(WithoutCallerValues())

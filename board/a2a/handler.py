@@ -240,6 +240,14 @@ class TodoRequestHandler(RequestHandler):
                 task = await self._call(context, self._task(agent, todo_id))
             except a2a_errors.TaskNotFoundError:
                 return  # deleted
+            # The state this notification committed, when the read shows a later one already (a
+            # claim and its complete both committed before this read): sent first, so the
+            # client sees each state the todo went through, in order.
+            passed = tasks.STATE.get(event.get("state")) if event is not RESYNC else None
+            if passed is not None and passed not in (seen[0], task.status.state):
+                yield pb.TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id,
+                                               status=pb.TaskStatus(state=passed))
+                seen = (passed, *seen[1:])
             now = _seen(task)
             if now == seen:
                 continue

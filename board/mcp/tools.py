@@ -368,6 +368,9 @@ GET_OUT = _object(
                              "description": "Exact counts of closed attempts per outcome, pruned ones included."},
         "continues_id": _or_null(_STRING, "The todo this one continues, or null."),
         "continued_by_id": _or_null(_STRING, "The todo that continues this one, or null."),
+        "a2a": _or_null(_object({"client": _STRING, "context_id": _STRING}, ["client", "context_id"],
+                                "Added over A2A: by which client (its agent id), in which A2A context."),
+                        "How it was added over A2A (docs/a2a.md), or null when it was not."),
         "chain": {"type": "array", "items": CHAIN_LINK_SCHEMA, "maxItems": CHAIN_MAX,
                   "description": f"The continuation chain this todo is in, root first, this todo included (one link "
                                  f"when it continues nothing and nothing continues it); at most {CHAIN_MAX} links, "

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import os
 import uuid
+from pathlib import Path
 
 import httpx
 import pytest
 from a2a.client import ClientConfig, ClientFactory
-from a2a.utils.errors import TaskNotFoundError
+from a2a.utils.errors import A2AError, TaskNotFoundError
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format
 
@@ -22,6 +25,7 @@ from tests.acceptance.mcp_helpers import call, connect, make_team, mcp_server, v
 from tests.acceptance.test_board_auth import client_for, make_human, sign_in
 from tests.conftest import sql_rows
 
+CLIENTS = Path(__file__).resolve().parents[1] / "clients"
 STATES = {pb.TASK_STATE_SUBMITTED: "submitted", pb.TASK_STATE_WORKING: "working",
           pb.TASK_STATE_COMPLETED: "completed", pb.TASK_STATE_INPUT_REQUIRED: "input-required",
           pb.TASK_STATE_CANCELED: "canceled", pb.TASK_STATE_FAILED: "failed"}
@@ -75,6 +79,8 @@ async def test_the_public_card_lists_no_skill_and_the_extended_card_one_per_queu
                                               "protocolVersion": "1.0"}
     assert card["capabilities"]["streaming"] is True and not card["capabilities"].get("pushNotifications")
     assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"
+    oauth = card["securitySchemes"]["oauth"]["oauth2SecurityScheme"]
+    assert oauth["oauth2MetadataUrl"] == mcp_server.url + "/.well-known/oauth-authorization-server"
     assert not card.get("skills")
     async with a2a_client(mcp_server, client_cred.token) as client:
         extended = await client.get_extended_agent_card(pb.GetExtendedAgentCardRequest())
@@ -237,3 +243,46 @@ async def test_a_worker_whose_lease_lapses_shows_submitted_again_then_working_un
         assert [m.parts[0].text.split(":")[0] for m in task.history] == [
             "attempt 1 claimed by a worker", "attempt 1 reaped (requeued)", "attempt 2 claimed by a worker",
             "attempt 2 completed (done)"]
+
+
+async def test_the_a2a_javascript_sdks_client_streams_a_task_a_worker_completes(mcp_server):
+    client_cred, worker = await producer_and_worker(mcp_server)
+    driver = await asyncio.create_subprocess_exec(
+        "node", str(CLIENTS / "a2a_js_driver.mjs"), mcp_server.url, "builds", cwd=CLIENTS,
+        env={**os.environ, "A2A_TOKEN": client_cred.token}, stdout=asyncio.subprocess.PIPE)
+    lines = []
+    async with connect(mcp_server, worker.token) as mcp:
+        while line := await asyncio.wait_for(driver.stdout.readline(), 60):
+            lines.append(json.loads(line))
+            assert "error" not in lines[-1], lines[-1]["error"]
+            if len(lines) == 1:
+                claimed = await call(mcp, "claim_next", {"claimant": "js-builder"})
+                await call(mcp, "complete", {"id": claimed["todo"]["id"], "result": {"ok": True},
+                                             "summary": "built"})
+    assert await driver.wait() == 0
+    assert [x["state"] for x in lines if "state" in x] == ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING",
+                                                           "TASK_STATE_COMPLETED"]
+    assert {x["artifact"] for x in lines if "artifact" in x} == {"result", "summary"}
+    assert lines[-1]["history"] == ["attempt 1 claimed by js-builder", "attempt 1 completed (done): built"]
+
+
+async def test_a_message_to_a_completed_task_in_its_context_adds_a_todo_continuing_it(mcp_server):
+    client_cred, worker = await producer_and_worker(mcp_server)
+    async with a2a_client(mcp_server, client_cred.token, streaming=False) as client, \
+            connect(mcp_server, worker.token) as mcp:
+        [sent] = [e async for e in a2a_client_send(client, message("Draft the notes", queue="builds"))]
+        first = sent.task
+        claimed = await call(mcp, "claim_next", {})
+        await call(mcp, "complete", {"id": claimed["todo"]["id"], "result": {"draft": 1}})
+        [again] = [e async for e in a2a_client_send(client, message(
+            "Shorten them", task_id=first.id, context_id=first.context_id))]
+        follow = again.task
+        assert follow.id != first.id and follow.context_id == first.context_id
+        assert STATES[follow.status.state] == "submitted"
+        nxt = await call(mcp, "claim_next", {})
+        assert nxt["todo"]["id"] == follow.id and nxt["continues"]["id"] == first.id
+        with pytest.raises(A2AError) as err:  # a message to a task in another context
+            [_ async for _ in a2a_client_send(client, message("x", task_id=follow.id, context_id="elsewhere"))]
+        assert "contextId" in str(err.value)
+        listed = await client.list_tasks(pb.ListTasksRequest(context_id=first.context_id))
+        assert [t.id for t in listed.tasks] == [follow.id, first.id]

@@ -25,6 +25,7 @@ from typing import Any, AsyncIterator
 
 import httpx
 import httpx2
+from hypothesis import HealthCheck, Phase, given, settings
 import mcp_types as types
 import psycopg
 from mcp import Client
@@ -619,6 +620,21 @@ async def retried_conflicts_that_had_committed(url: str, tally: Tally) -> list[s
 # -- setup through the store (the test process's own pool) --------------------------------
 
 _seq = iter(range(1, 10**9))
+
+
+def drawn(strategy, n: int) -> list:
+    """n values of a Hypothesis strategy, the same ones on every run (derandomized; generation
+    only, nothing to shrink): a fuzz's calls, drawn before it runs them."""
+    values: list = []
+
+    @settings(max_examples=n, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def collect(value):
+        values.append(value)
+
+    collect()
+    return values
 
 
 async def vend(store, *, user_id: int | None = None, queues=("work",), agent_id: str = "faults") -> tuple[str, Any]:

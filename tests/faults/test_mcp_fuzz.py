@@ -30,7 +30,6 @@ import httpx
 import hypothesis.strategies as st
 import mcp_types as types
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
 from mcp.shared.exceptions import MCPError
 
 from board.mcp.tools import SPECS
@@ -210,17 +209,8 @@ def _has_bad(value: Any) -> bool:
 
 
 def draw_calls(n: int, bad_unicode: bool) -> list[tuple[str, dict]]:
-    """n calls, the same ones on every run (derandomized; generation only, nothing to shrink)."""
-    drawn: list[tuple[str, dict]] = []
-
-    @settings(max_examples=n, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
-    @given(tool_calls(bad_unicode))
-    def collect(call):
-        drawn.append(call)
-
-    collect()
-    return drawn
+    """n calls, the same ones on every run."""
+    return h.drawn(tool_calls(bad_unicode), n)
 
 
 # -- fixtures in every state, made through the store -------------------------------------
