@@ -34,6 +34,7 @@ from board.ops.hooks import HookDelivery, TransitionHooks
 from board.live.fanout import Fanout
 from board.live.presence import Presence
 from board.mcp.server import McpSurface
+from board.a2a.push import PUSH_EVENT, StorePushNotifications, push_body
 from board.a2a.server import A2ASurface
 from board.oauth.server import OAuthServer
 from board.live.pause_cache import PauseCache
@@ -221,7 +222,9 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None, 
     is given (the tests')."""
     tracing = tracing or Tracing.from_environment()
     mcp = McpSurface(settings, tracing=tracing)
-    a2a = A2ASurface(settings, mcp)
+    # A2A pushes are signed with the hook secret: offered only when it is set.
+    push = StorePushNotifications() if settings.hook_secret else None
+    a2a = A2ASurface(settings, mcp, push=push)
     oauth = OAuthServer(settings) if settings.oauth_enabled else None
     metrics = metrics_mod.Metrics(settings)
 
@@ -258,7 +261,7 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None, 
             sweeps = Sweeps(store, settings)
             due_timer = DueTimer(store, fanout)
             hooks = TransitionHooks(store)
-            delivery = HookDelivery(store, settings)
+            delivery = HookDelivery(store, settings, bodies={PUSH_EVENT: push_body} if push else None)
             # A transition committed here that wrote hook events wakes delivery at once;
             # events committed by other processes are found by the poll.
             store.observers.append(lambda t: delivery.wake() if t.state == "pending" or t.dead_letter else None)
@@ -270,6 +273,7 @@ def create_app(settings: Settings, *, embedded: EmbeddedPostgres | None = None, 
             drain = Drain(runtime, settings.shutdown_delay_seconds)
             try:
                 async with mcp.running(store, fanout, metrics), a2a.running(store, fanout), \
+                        (push.running(store) if push else contextlib.nullcontext()), \
                         (oauth.running(store) if oauth else contextlib.nullcontext()):
                     sweeps.start()
                     due_timer.start()

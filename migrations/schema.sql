@@ -73,6 +73,65 @@ CREATE TYPE public.todo_state AS ENUM (
     'failed',
     'canceled'
 );
+CREATE FUNCTION public.a2a_push_message(todo_id text, payload jsonb) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $_$
+  SELECT CASE
+    WHEN $2::jsonb->'todo'->>'state' = 'input_required' THEN
+      (SELECT jsonb_build_object('question', jsonb_build_object('seq', a.seq, 'text', q.text, 'choices', q.choices,
+                                                                'asked_at', q.at))
+         FROM attempts a JOIN attempt_notes q ON q.todo_id = a.todo_id AND q.seq = a.seq AND q.n = a.asked_n
+        WHERE a.todo_id = $1 AND a.seq = ($2::jsonb->'todo'->>'attempts_total')::integer)
+    WHEN ($2::jsonb->'todo'->>'dead_letter')::boolean THEN
+      (SELECT jsonb_build_object('summary', a.summary) FROM attempts a
+        WHERE a.todo_id = $1 AND a.seq = ($2::jsonb->'todo'->>'attempts_total')::integer)
+  END
+$_$;
+CREATE TABLE public.todos (
+    id text DEFAULT (gen_random_uuid())::text NOT NULL COLLATE pg_catalog."C",
+    endpoint_id uuid NOT NULL,
+    queue text NOT NULL,
+    title text NOT NULL,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    routing jsonb DEFAULT '{}'::jsonb NOT NULL,
+    state public.todo_state DEFAULT 'pending'::public.todo_state NOT NULL,
+    owner text,
+    lease_expires_at timestamp with time zone,
+    attempt integer DEFAULT 0 NOT NULL,
+    max_attempts integer DEFAULT 5 NOT NULL,
+    result jsonb,
+    next_retry_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    attempts_total integer DEFAULT 0 NOT NULL,
+    attempts_pruned integer DEFAULT 0 NOT NULL,
+    pruned_outcomes jsonb DEFAULT '{}'::jsonb NOT NULL,
+    continues_id text COLLATE pg_catalog."C",
+    pruned_usage jsonb,
+    priority smallint DEFAULT 2 NOT NULL,
+    run_at timestamp with time zone,
+    scheduled boolean DEFAULT false NOT NULL,
+    key text COLLATE pg_catalog."C",
+    waits smallint DEFAULT 0 NOT NULL,
+    after text[],
+    waited_on boolean DEFAULT false NOT NULL,
+    schedule_id uuid,
+    a2a_client text,
+    a2a_context text,
+    a2a_push boolean DEFAULT false NOT NULL,
+    CONSTRAINT todos_a2a_check CHECK ((((a2a_client IS NULL) = (a2a_context IS NULL)) AND (length(a2a_client) <= 128) AND (length(a2a_context) <= 256))),
+    CONSTRAINT todos_key_check CHECK (((octet_length(key) >= 1) AND (octet_length(key) <= 200))),
+    CONSTRAINT todos_priority_check CHECK (((priority >= 0) AND (priority <= 4))),
+    CONSTRAINT todos_scheduled_pending CHECK (((NOT scheduled) OR ((state = 'pending'::public.todo_state) AND (run_at IS NOT NULL)))),
+    CONSTRAINT todos_waits_check CHECK ((waits >= 0))
+);
+CREATE FUNCTION public.a2a_push_payload(t public.todos, at timestamp with time zone) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT jsonb_build_object('occurred_at', at, 'todo', jsonb_build_object(
+    'id', t.id, 'state', t.state, 'dead_letter', t.state = 'failed' AND t.next_retry_at IS NULL,
+    'attempts_total', t.attempts_total, 'context_id', t.a2a_context))
+$$;
 CREATE FUNCTION public.attempt_died(outcome public.attempt_outcome) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -372,6 +431,13 @@ DECLARE
   rule text;
   why text;
 BEGIN
+  IF NEW.a2a_push THEN
+    IF OLD.state IS DISTINCT FROM NEW.state THEN
+      INSERT INTO hook_events (event, url, todo_id, payload, push_todo_id, push_config_id)
+      SELECT 'a2a.task_status', c.url, c.todo_id, a2a_push_payload(NEW, now()), c.todo_id, c.id
+        FROM a2a_push_configs c WHERE c.todo_id = NEW.id;
+    END IF;
+  END IF;
   -- The common rows first, each state's test apart: PL/pgSQL prepares each condition it
   -- evaluates once per transaction, so the shorter the conditions taken, the cheaper the row.
   IF NEW.attempt >= 0 AND NEW.attempts_total >= 0 AND NEW.attempts_pruned >= 0 THEN
@@ -482,6 +548,22 @@ CREATE FUNCTION public.user_endpoints(user_id bigint) RETURNS uuid[]
     AS $_$
   SELECT ARRAY(SELECT e.id FROM endpoints e WHERE e.user_id = $1)
 $_$;
+CREATE TABLE public.a2a_push_configs (
+    todo_id text NOT NULL,
+    id text NOT NULL,
+    endpoint_id uuid NOT NULL,
+    url text NOT NULL,
+    token text,
+    auth_scheme text,
+    auth_credentials text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT a2a_push_configs_auth_credentials_check CHECK ((length(auth_credentials) <= 4096)),
+    CONSTRAINT a2a_push_configs_auth_scheme_check CHECK ((length(auth_scheme) <= 64)),
+    CONSTRAINT a2a_push_configs_id_check CHECK (((length(id) >= 1) AND (length(id) <= 128))),
+    CONSTRAINT a2a_push_configs_token_check CHECK ((length(token) <= 1024)),
+    CONSTRAINT a2a_push_configs_url_check CHECK (((url ~ '^https?://'::text) AND (length(url) <= 2048)))
+);
 CREATE TABLE public.attempt_notes (
     todo_id text NOT NULL COLLATE pg_catalog."C",
     seq public.attempt_number NOT NULL,
@@ -564,7 +646,9 @@ CREATE TABLE public.hook_events (
     next_attempt_at timestamp with time zone DEFAULT now() NOT NULL,
     delivered_at timestamp with time zone,
     last_error text,
-    CONSTRAINT hook_events_event_check CHECK ((event = ANY (ARRAY['todo.ready'::text, 'todo.dead_lettered'::text, 'todo.input_required'::text, 'todo.auth_required'::text])))
+    push_todo_id text,
+    push_config_id text,
+    CONSTRAINT hook_events_event_check CHECK ((event = ANY (ARRAY['todo.ready'::text, 'todo.dead_lettered'::text, 'todo.input_required'::text, 'todo.auth_required'::text, 'a2a.task_status'::text])))
 );
 CREATE TABLE public.oauth_clients (
     client_id text NOT NULL,
@@ -666,43 +750,6 @@ CREATE TABLE public.todo_successors (
     todo_id text NOT NULL COLLATE pg_catalog."C",
     successor_id text NOT NULL COLLATE pg_catalog."C"
 );
-CREATE TABLE public.todos (
-    id text DEFAULT (gen_random_uuid())::text NOT NULL COLLATE pg_catalog."C",
-    endpoint_id uuid NOT NULL,
-    queue text NOT NULL,
-    title text NOT NULL,
-    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
-    routing jsonb DEFAULT '{}'::jsonb NOT NULL,
-    state public.todo_state DEFAULT 'pending'::public.todo_state NOT NULL,
-    owner text,
-    lease_expires_at timestamp with time zone,
-    attempt integer DEFAULT 0 NOT NULL,
-    max_attempts integer DEFAULT 5 NOT NULL,
-    result jsonb,
-    next_retry_at timestamp with time zone,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    attempts_total integer DEFAULT 0 NOT NULL,
-    attempts_pruned integer DEFAULT 0 NOT NULL,
-    pruned_outcomes jsonb DEFAULT '{}'::jsonb NOT NULL,
-    continues_id text COLLATE pg_catalog."C",
-    pruned_usage jsonb,
-    priority smallint DEFAULT 2 NOT NULL,
-    run_at timestamp with time zone,
-    scheduled boolean DEFAULT false NOT NULL,
-    key text COLLATE pg_catalog."C",
-    waits smallint DEFAULT 0 NOT NULL,
-    after text[],
-    waited_on boolean DEFAULT false NOT NULL,
-    schedule_id uuid,
-    a2a_client text,
-    a2a_context text,
-    CONSTRAINT todos_a2a_check CHECK ((((a2a_client IS NULL) = (a2a_context IS NULL)) AND (length(a2a_client) <= 128) AND (length(a2a_context) <= 256))),
-    CONSTRAINT todos_key_check CHECK (((octet_length(key) >= 1) AND (octet_length(key) <= 200))),
-    CONSTRAINT todos_priority_check CHECK (((priority >= 0) AND (priority <= 4))),
-    CONSTRAINT todos_scheduled_pending CHECK (((NOT scheduled) OR ((state = 'pending'::public.todo_state) AND (run_at IS NOT NULL)))),
-    CONSTRAINT todos_waits_check CHECK ((waits >= 0))
-);
 CREATE TABLE public.users (
     id bigint NOT NULL,
     username text NOT NULL,
@@ -725,6 +772,8 @@ CREATE TABLE public.watchers (
     process uuid NOT NULL,
     expires_at timestamp with time zone NOT NULL
 );
+ALTER TABLE ONLY public.a2a_push_configs
+    ADD CONSTRAINT a2a_push_configs_pkey PRIMARY KEY (todo_id, id);
 ALTER TABLE ONLY public.attempt_notes
     ADD CONSTRAINT attempt_notes_pkey PRIMARY KEY (todo_id, seq, n);
 ALTER TABLE ONLY public.attempt_outcome_counts
@@ -779,6 +828,7 @@ CREATE UNIQUE INDEX endpoints_team_space ON public.endpoints USING btree (user_i
 CREATE INDEX endpoints_user_idx ON public.endpoints USING btree (user_id);
 CREATE INDEX hook_events_delivered_brin ON public.hook_events USING brin (delivered_at);
 CREATE INDEX hook_events_due_idx ON public.hook_events USING btree (next_attempt_at) WHERE (delivered_at IS NULL);
+CREATE INDEX hook_events_push_config_idx ON public.hook_events USING btree (push_todo_id, push_config_id) WHERE (push_todo_id IS NOT NULL);
 CREATE INDEX oauth_codes_expires_idx ON public.oauth_codes USING btree (expires_at);
 CREATE INDEX oauth_tokens_endpoint_idx ON public.oauth_tokens USING btree (endpoint_id);
 CREATE INDEX oauth_tokens_expires_idx ON public.oauth_tokens USING btree (expires_at);
@@ -807,6 +857,10 @@ CREATE TRIGGER todos_count_added AFTER INSERT ON public.todos REFERENCING NEW TA
 CREATE TRIGGER todos_count_deleted_attempts BEFORE DELETE ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_count_deleted_attempts();
 CREATE TRIGGER todos_fields_valid BEFORE INSERT OR UPDATE OF queue, title, max_attempts ON public.todos FOR EACH ROW EXECUTE FUNCTION public.todos_fields_valid();
 CREATE TRIGGER todos_uncount_deleted AFTER DELETE ON public.todos REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.todos_uncount_deleted();
+ALTER TABLE ONLY public.a2a_push_configs
+    ADD CONSTRAINT a2a_push_configs_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.endpoints(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.a2a_push_configs
+    ADD CONSTRAINT a2a_push_configs_todo_id_fkey FOREIGN KEY (todo_id) REFERENCES public.todos(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.attempt_notes
     ADD CONSTRAINT attempt_notes_todo_id_seq_fkey FOREIGN KEY (todo_id, seq) REFERENCES public.attempts(todo_id, seq) ON DELETE CASCADE;
 ALTER TABLE ONLY public.attempts
@@ -819,6 +873,8 @@ ALTER TABLE ONLY public.endpoints
     ADD CONSTRAINT endpoints_space_id_fkey FOREIGN KEY (space_id) REFERENCES public.endpoints(id);
 ALTER TABLE ONLY public.endpoints
     ADD CONSTRAINT endpoints_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+ALTER TABLE ONLY public.hook_events
+    ADD CONSTRAINT hook_events_push_config_fk FOREIGN KEY (push_todo_id, push_config_id) REFERENCES public.a2a_push_configs(todo_id, id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.oauth_codes
     ADD CONSTRAINT oauth_codes_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.endpoints(id) ON DELETE CASCADE;
 ALTER TABLE ONLY public.oauth_codes

@@ -13,6 +13,7 @@ push_notifications false. With an object, the card says true and the handler cal
 the authenticated caller (board.store.store.Agent) and the SDK's parsed request:
 
     class PushNotifications(Protocol):
+        def check(self, config: TaskPushNotificationConfig, field: str) -> None  # raises Invalid naming field.<its field>
         async def create(self, agent: Agent, config: TaskPushNotificationConfig) -> TaskPushNotificationConfig
         async def get(self, agent: Agent, request: GetTaskPushNotificationConfigRequest) -> TaskPushNotificationConfig
         async def list(self, agent: Agent, request: ListTaskPushNotificationConfigsRequest
@@ -22,6 +23,7 @@ the authenticated caller (board.store.store.Agent) and the SDK's parsed request:
 (the types are a2a.types.a2a_pb2's). A method raises board.errors' errors (NotFound for a
 foreign or never-minted task, Invalid naming the field, ...): the handler turns them into
 A2A errors as it does the Store's. A SendMessage whose configuration carries a
-task_push_notification_config calls create() for the task just added, its task_id set.
+task_push_notification_config calls check() before it adds the task, and create() for the
+task just added, its task_id set.
 The Protocol is board.a2a.handler.PushNotifications.
 """

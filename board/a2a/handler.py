@@ -39,6 +39,8 @@ AGENT_KEY = "agent"
 class PushNotifications(Protocol):
     """The push notification seam (board/a2a/__init__.py says how it is used)."""
 
+    def check(self, config: pb.TaskPushNotificationConfig, field: str) -> None: ...
+
     async def create(self, agent: Agent, config: pb.TaskPushNotificationConfig) -> pb.TaskPushNotificationConfig: ...
 
     async def get(self, agent: Agent, request: pb.GetTaskPushNotificationConfigRequest
@@ -151,6 +153,12 @@ class TodoRequestHandler(RequestHandler):
         message = params.message
         if not message.parts:
             raise Invalid("message.parts must hold at least one part", argument="message.parts")
+        pushing = params.configuration.HasField("task_push_notification_config")
+        if pushing:  # refused before the task is added: nothing half-written
+            if self.push is None:
+                raise a2a_errors.PushNotificationNotSupportedError()
+            self.push.check(params.configuration.task_push_notification_config,
+                            "configuration.taskPushNotificationConfig")
         if message.task_id:
             todo_id = await self._follow_up(agent, message, params)
         else:
@@ -160,9 +168,7 @@ class TodoRequestHandler(RequestHandler):
                 title=tasks.message_title(message), payload=tasks.message_payload(message),
                 a2a=(agent.agent_id, context))
             todo_id = added["id"]
-        if params.configuration.HasField("task_push_notification_config"):
-            if self.push is None:
-                raise a2a_errors.PushNotificationNotSupportedError()
+        if pushing:
             config = pb.TaskPushNotificationConfig()
             config.CopyFrom(params.configuration.task_push_notification_config)
             config.task_id = todo_id

@@ -12,12 +12,14 @@ import unicodedata
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from board.errors import Invalid, NotFound
 from board.store.vocabulary import (AGENT_ID_MAX_CHARS, ARTIFACT_MAX_BYTES, BOARD_SORTS, CHOICE_MAX_BYTES,
                                     CLAIMANT_MAX_BYTES, DELAY_SECONDS_MAX, KEY_MAX_BYTES, LIST_SORTS,
                                     NOTE_MAX_BYTES, PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN,
+                                    PUSH_AUTH_CREDENTIALS_MAX_CHARS, PUSH_AUTH_SCHEME_MAX_CHARS,
+                                    PUSH_CONFIG_ID_MAX_CHARS, PUSH_TOKEN_MAX_CHARS, PUSH_URL_MAX_CHARS,
                                     QUESTION_CHOICES_MAX,
                                     QUESTION_EXPIRES_MAX_SECONDS, RESULT_MAX_BYTES, SEARCH_MAX_CHARS, STATES,
                                     USAGE_COST_MAX, USAGE_MODEL_MAX_BYTES, USAGE_TOKENS_MAX, USERNAME_MAX_CHARS)
@@ -343,14 +345,62 @@ def clean_artifact(artifact: Any) -> str | None:
 
 
 def is_https_url(value: str) -> bool:
+    return _web_url(value, ("https",)) is not None
+
+
+def _web_url(value: str, schemes: tuple[str, ...]) -> SplitResult | None:
+    """The parts of an absolute URL of one of the schemes, with a host, no spaces or control
+    characters and a well-formed port; None for anything else."""
     if any(ch.isspace() or unicodedata.category(ch) == "Cc" for ch in value):
-        return False
+        return None
     try:
         parts = urlsplit(value)
         parts.port  # raises on a malformed port
     except ValueError:
-        return False
-    return parts.scheme == "https" and bool(parts.hostname) and value.lower().startswith("https://")
+        return None
+    if parts.scheme in schemes and parts.hostname and value.lower().startswith(f"{parts.scheme}://"):
+        return parts
+    return None
+
+
+def clean_push_config(config_id: Any, url: Any, token: Any, auth_scheme: Any, auth_credentials: Any) -> dict:
+    """An A2A push notification config's fields, checked; each error names the field as the
+    A2A client wrote it. The URL is http(s) with a host, carrying no credential (those go in
+    token or authentication, which are never shown back); empty optional fields are None."""
+    fields = {"id": (config_id, PUSH_CONFIG_ID_MAX_CHARS), "url": (url, PUSH_URL_MAX_CHARS),
+              "token": (token, PUSH_TOKEN_MAX_CHARS),
+              "authentication.scheme": (auth_scheme, PUSH_AUTH_SCHEME_MAX_CHARS),
+              "authentication.credentials": (auth_credentials, PUSH_AUTH_CREDENTIALS_MAX_CHARS)}
+    out: dict[str, str | None] = {}
+    for argument, (value, limit) in fields.items():
+        if value is not None and not isinstance(value, str):
+            raise Invalid(f"{argument} must be a string", argument=argument)
+        if value and len(value) > limit:
+            raise Invalid(f"{argument} must be at most {limit} characters", argument=argument)
+        if value:
+            storable(value, argument)
+        out[argument] = value or None
+    if not out["url"]:
+        raise Invalid("url is required: where to POST the task's status updates", argument="url")
+    parts = _web_url(out["url"], ("http", "https"))
+    if parts is None or parts.username is not None:
+        raise Invalid("url must be an absolute http:// or https:// URL with a host, no spaces and no user or "
+                      "password in it", argument="url")
+    found = secret_in(out["url"])
+    if found is not None:
+        raise Invalid(f"url looks like it holds a credential ({found}); pass it as token or authentication, "
+                      "which are sent as headers and never shown back", argument="url")
+    if out["authentication.credentials"] and not out["authentication.scheme"]:
+        raise Invalid("authentication.scheme is required with credentials (e.g. Bearer)",
+                      argument="authentication.scheme")
+    if out["authentication.scheme"] and not re.fullmatch(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+", out["authentication.scheme"]):
+        raise Invalid("authentication.scheme must be one HTTP auth scheme token (e.g. Bearer)",
+                      argument="authentication.scheme")
+    for argument in ("token", "authentication.credentials"):
+        if out[argument] and any(unicodedata.category(ch) == "Cc" for ch in out[argument]):
+            raise Invalid(f"{argument} must not contain control characters (it is sent as a header)",
+                          argument=argument)
+    return out
 
 
 def json_value(value: Any, argument: str) -> Any:

@@ -11,7 +11,8 @@ its own over the plumbing of board/store/base.py, named after the statement file
   schedules that add todos, and their timer's sweep);
 - traces.py (traces.sql: what a closed attempt's span carries, read only with tracing on);
 - accounts.py (accounts.sql: users, endpoints), grants.py (oauth.sql: OAuth grants) and teams.py
-  (teams.sql: teams, members, the record of people's actions).
+  (teams.sql: teams, members, the record of people's actions);
+- pushes.py (pushes.sql: A2A push notification configs).
 
 Nothing outside the store catches psycopg errors (base.py's _translate is the one place a
 driver error becomes a domain error).
@@ -29,6 +30,7 @@ from board.store.grants import Grants
 from board.store.holds import Holds
 from board.store.inputs import hash_token
 from board.store.plans import Plans
+from board.store.pushes import Pushes
 from board.store.queues import Queues
 from board.store.reads import Reads
 from board.store.recurring import Recurring
@@ -45,5 +47,5 @@ __all__ = ["Agent", "Caller", "Human", "Observer", "PausedQueues", "Store", "Tra
 
 
 class Store(Adds, Claims, Closes, Holds, Reads, Deletes, Sweeps, Watchers, Queues, Schedule, Plans, Recurring, Teams, Accounts, Grants,
-            Traces, StoreBase):
+            Traces, Pushes, StoreBase):
     """The store: its pool and settings (StoreBase's fields), every verb of its parts."""

@@ -136,6 +136,15 @@ SCHEDULE_BATCH = 100
 SCHEDULE_EVERY_MAX = 366 * 86400
 SCHEDULE_PREVIEW = 3
 
+# A2A push notification configs (migration 0021): at most this many a task; the bounds of
+# their fields (the table's CHECKs hold the same).
+PUSH_CONFIGS_MAX = 10
+PUSH_CONFIG_ID_MAX_CHARS = 128
+PUSH_URL_MAX_CHARS = 2048
+PUSH_TOKEN_MAX_CHARS = 1024
+PUSH_AUTH_SCHEME_MAX_CHARS = 64
+PUSH_AUTH_CREDENTIALS_MAX_CHARS = 4096
+
 # The batched verbs: todos per add_todos call, todos one claim_next may claim at once, and
 # todos one complete_todos may close.
 TODOS_ADD_MAX = 1000

@@ -35,7 +35,8 @@ async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
                        "0008_interrupted_index", "0009_questions", "0010_todo_counts", "0011_watchers",
                        "0012_outcomes_folded", "0013_oauth_grants_reconsent", "0014_caller_rules",
                        "0015_claim_order", "0016_plans", "0017_schedules", "0018_teams",
-                       "0019_attempt_trace_context", "0020_a2a"]
+                       "0019_attempt_trace_context", "0020_a2a",
+                       "0021_a2a_push"]
     rows = await sql_rows(empty_db_url, "SELECT version, name FROM schema_migrations ORDER BY version")
     assert [(r["version"], r["name"]) for r in rows] == [(1, "base"), (2, "attempt_history"), (3, "queue_pauses"), (4, "working_context"),
                                                            (5, "rules_in_sql"), (6, "oauth"), (7, "outcome_counts"),
@@ -44,7 +45,7 @@ async def test_all_migrations_apply_in_order_to_an_empty_database(empty_db_url):
                                                            (13, "oauth_grants_reconsent"), (14, "caller_rules"),
                                                            (15, "claim_order"), (16, "plans"), (17, "schedules"), (18, "teams"),
                                                            (19, "attempt_trace_context"),
-                                                           (20, "a2a")]
+                                                           (20, "a2a"), (21, "a2a_push")]
     assert await migrate(empty_db_url) == []  # idempotent
 
 
@@ -78,7 +79,7 @@ async def test_a_database_from_an_older_development_build_gets_a_one_line_error(
     await migrate(empty_db_url)
     async with await psycopg.AsyncConnection.connect(empty_db_url, autocommit=True) as conn:
         await conn.execute("INSERT INTO schema_migrations (version, name, checksum)"
-                           " VALUES (%s, 'pruned_outcome_counts', 'x')", (len(load_migrations()) + 1,))
+                           " VALUES (%s, 'pruned_outcome_counts', 'x')", (load_migrations()[-1].version + 1,))
     with pytest.raises(MigrationError) as refused:
         await migrate(empty_db_url)
     message = str(refused.value)
@@ -89,7 +90,7 @@ async def test_switchboard_migrate_on_an_older_build_s_database_prints_one_line_
     await migrate(empty_db_url)
     async with await psycopg.AsyncConnection.connect(empty_db_url, autocommit=True) as conn:
         await conn.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, 'old', 'x')",
-                           (len(load_migrations()) + 1,))
+                           (load_migrations()[-1].version + 1,))
     env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
     ran = subprocess.run([sys.executable, "-m", "board", "migrate"], env={**env, "DATABASE_URL": empty_db_url},
                          capture_output=True, text=True, timeout=120)
@@ -121,7 +122,7 @@ async def test_an_edited_migration_is_refused(empty_db_url, tmp_path):
 async def test_a_failing_migration_leaves_nothing_half_written(empty_db_url, tmp_path):
     directory = tmp_path / "migrations"
     shutil.copytree(MIGRATIONS_DIR, directory)
-    following = f"{len(load_migrations()) + 1:04d}_broken.sql"
+    following = f"{load_migrations()[-1].version + 1:04d}_broken.sql"
     (directory / following).write_text("-- broken on purpose\nCREATE TABLE half (x int);\nSELECT 1/0;\n")
     with pytest.raises(psycopg.errors.DivisionByZero):
         await migrate(empty_db_url, directory=directory)
@@ -241,7 +242,8 @@ async def test_after_the_upgrade_the_attempts_closed_before_it_are_counted_when_
         assert await migrate(empty_db_url) == ["0007_outcome_counts", "0008_interrupted_index", "0009_questions", "0010_todo_counts",
                                                  "0011_watchers", "0012_outcomes_folded", "0013_oauth_grants_reconsent", "0014_caller_rules",
                        "0015_claim_order", "0016_plans", "0017_schedules", "0018_teams",
-                       "0019_attempt_trace_context", "0020_a2a"]
+                       "0019_attempt_trace_context", "0020_a2a",
+                       "0021_a2a_push"]
         counts = "SELECT outcome::text, sum(n)::int AS n FROM attempt_outcome_counts GROUP BY 1 ORDER BY 1"
         assert await sql_rows(empty_db_url, counts) == []  # the attempts are there: nothing to count yet
         await store.sweep_retention(now=datetime.now(timezone.utc) + timedelta(days=2))

@@ -150,15 +150,20 @@ RETURNING t.id, t.endpoint_id, t.queue, CASE WHEN EXISTS (SELECT FROM watchers w
        THEN todo_notify(t.id, t.endpoint_id, t.queue, t.state, 'deleted') END;
 
 -- name: hook_events_lease
--- description: Leases due hook events for delivery, pushing each one's next try out first
+-- description: Leases due hook events for delivery, pushing each one's next try out first; an A2A push with its status message and its config's URL, token and authentication as they are now
 UPDATE hook_events h SET tries = h.tries + 1,
        next_attempt_at = now() + %(lease_seconds)s * interval '1 second'
-  FROM (SELECT id FROM hook_events
+  FROM (SELECT id, push_todo_id, push_config_id FROM hook_events
          WHERE delivered_at IS NULL AND next_attempt_at <= now()
          ORDER BY next_attempt_at, created_at LIMIT %(limit)s
          FOR UPDATE SKIP LOCKED) due
+  LEFT JOIN a2a_push_configs c ON c.todo_id = due.push_todo_id AND c.id = due.push_config_id
  WHERE h.id = due.id
-RETURNING h.id::text AS id, h.event, h.url, h.payload, h.tries, h.created_at;
+RETURNING h.id::text AS id, h.event, coalesce(c.url, h.url) AS url,
+          CASE WHEN c.todo_id IS NULL THEN h.payload
+               ELSE h.payload || coalesce(a2a_push_message(h.todo_id, h.payload), '{}'::jsonb) END AS payload,
+          h.tries, h.created_at,
+          c.token AS push_token, c.auth_scheme AS push_auth_scheme, c.auth_credentials AS push_auth_credentials;
 
 -- name: hook_event_delivered
 -- description: Marks a hook event delivered
