@@ -15,7 +15,7 @@ from board.store.store import Store
 from tests.conftest import LOAD_SLACK_SECONDS, free_port
 
 KNOWN = load_migrations()[-1].version
-PREVIOUS = load_migrations()[-2].version  # numbers may skip (db.load_migrations): not KNOWN - 1
+PREVIOUS = load_migrations()[-2].version
 BOUND = 1.0  # the timeout these tests give schema_ready: "not ready" within it, never a hang
 
 
