@@ -34,7 +34,7 @@ async def test_a_claim_over_a_session_records_the_session_and_endpoint(mcp_serve
     assert row["seq"] == 1 and row["claimer_kind"] == "endpoint" and row["outcome"] is None
     assert str(row["claimer_endpoint_id"]) == ep.endpoint_id
     assert row["claimant"] == "harness/box/fixer/run-7"
-    assert row["claimer_session"] and len(row["claimer_session"]) == 32  # the Mcp-Session-Id the SDK minted
+    assert row["claimer_session"]  # the Mcp-Session-Id (that it is the exchange's own: the next test)
     # Provenance is never returned to agents.
     assert "claimer_session" not in json.dumps(claim) and ep.endpoint_id not in json.dumps(claim["prior_attempts"])
 

@@ -279,7 +279,7 @@ async def test_a_lease_taken_over_mid_work_is_noticed_by_the_next_heartbeat_and_
     store = live_server.store
     ep = await vend(store)
     human = await owner_of(store, ep)
-    lease = 1.5
+    lease = 4.0  # heartbeats every 1.3 s: a loaded machine's reaper must not take the todo first
     async with connect(live_server, ep.token) as client:
         row = await add(client, "taken over", max_attempts=5)
         async with Worker(live_server.url, ep.token, lease_seconds=lease) as worker:
