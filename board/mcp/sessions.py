@@ -19,6 +19,7 @@ check, once per process per session.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import json
@@ -108,11 +109,19 @@ class ResumableSessionManager(StreamableHTTPSessionManager):
         super().__init__(app, **kwargs)
         self.ids = ids
         self.resumed = resumed
+        # Sessions being taken up: set once the session's server loop is connected. A request of
+        # the same session arriving meanwhile waits for it (its transport cannot take a message
+        # before then).
+        self._taking_up: dict[str, asyncio.Event] = {}
 
     async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         session_id = _header(scope, MCP_SESSION_ID_HEADER)
-        if session_id is not None and session_id not in self._server_instances:
-            await self._resume(session_id, scope)
+        if session_id is not None:
+            taking_up = self._taking_up.get(session_id)
+            if taking_up is not None:  # another request of it is taking it up: wait until it has
+                await taking_up.wait()
+            elif session_id not in self._server_instances:
+                await self._resume(session_id, scope)
         token = _opening.set(scope.get(OPENING_KEY))
         try:
             await super()._handle_stateful_request(scope, receive, send)
@@ -151,20 +160,30 @@ class ResumableSessionManager(StreamableHTTPSessionManager):
         version = _header(scope, MCP_PROTOCOL_VERSION_HEADER)
         if version not in HANDSHAKE_PROTOCOL_VERSIONS:
             version = DEFAULT_NEGOTIATED_VERSION
+        taken_up = None
         async with self._session_creation_lock:
             if session_id in self._server_instances:
-                return  # a concurrent request of the same session took it up first
-            if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
+                taking_up = self._taking_up.get(session_id)  # a concurrent request took it up first
+            elif self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
                 return
-            transport = self._transport(session_id)
-            self._server_instances[session_id] = transport
-            self._session_owners[session_id] = authorization_context(user)
+            else:
+                transport = self._transport(session_id)
+                self._server_instances[session_id] = transport
+                self._session_owners[session_id] = authorization_context(user)
+                self._taking_up[session_id] = taken_up = asyncio.Event()
+        if taken_up is None:  # wait, outside the lock, until that request's server loop is connected
+            if taking_up is not None:
+                await taking_up.wait()
+            return
         try:
             connection = await self._task_group.start(self._serve_resumed, session_id, transport, version,
                                                       claims.capabilities)
         except BaseException:
             await self._discard_session(session_id, transport)
             raise
+        finally:
+            del self._taking_up[session_id]
+            taken_up.set()
         self.resumed(scope, session_id, connection)
 
     async def _serve_resumed(self, session_id: str, transport: StreamableHTTPServerTransport, version: str,

@@ -171,3 +171,22 @@ async def test_a_session_id_is_refused_on_every_process_when_altered_or_presente
         assert [await tools_list(ours.token, altered) for _ in range(2)] == [404, 404]
         assert [await tools_list(theirs.token, session) for _ in range(2)] == [404, 404]
         assert [await tools_list(ours.token, session) for _ in range(2)] == [200, 200]
+
+
+async def test_a_session_taken_up_by_several_requests_at_once_answers_every_one(balanced):
+    """A client's requests may reach a process that has not seen its session together (a
+    call beside its GET stream, calls in parallel): the first takes the session up and the
+    others wait for it, so none meets a transport not yet connected."""
+    ours = await vend(balanced.store, agent_id="parallel")
+    opener, other = (server.url for server in balanced.servers)
+    base = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+            "Authorization": f"Bearer {ours.token}"}
+    async with httpx.AsyncClient(timeout=DEADLINE) as http:
+        r = await http.post(f"{opener}/mcp", headers=base,
+                            json=_rpc("initialize", protocolVersion="2025-11-25", capabilities={},
+                                      clientInfo={"name": "raw", "version": "1"}))
+        assert r.status_code == 200, r.text
+        headers = base | {"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": r.headers["mcp-session-id"]}
+        answers = await asyncio.gather(*(http.post(f"{other}/mcp", headers=headers, json=_rpc("tools/list", id_=i))
+                                         for i in range(8)))
+    assert [a.status_code for a in answers] == [200] * 8, [a.text[:200] for a in answers]
